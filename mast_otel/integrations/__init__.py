@@ -1,0 +1,1 @@
+"""One module per framework. Each maps the framework's events onto ``mast_otel.recorder`` and nothing else."""

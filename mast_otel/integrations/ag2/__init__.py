@@ -1,0 +1,110 @@
+"""AG2 Classic (the ``autogen`` namespace: ``ag2>=0.9,<1.0``, or ``autogen==0.14.x``).
+
+``AG2Instrumentor().instrument()`` (or ``mast_otel.instrument()``, or ``opentelemetry-instrument``) patches
+AG2's classes, so every agent, created before or after, is traced:
+
+============================================  ======================================================
+AG2 method                                    recorder call
+============================================  ======================================================
+``initiate_chat`` / ``a_initiate_chat``       conversation root (a group chat when the recipient is a
+                                              ``GroupChatManager``); nested chats become children
+``initiate_chats`` / ``a_initiate_chats``     conversation root over a chat queue
+``initiate_group_chat`` (+ ``a_``)            conversation root named after the Pattern
+``send`` / ``a_send``                         one message span; the manager's broadcast copies are
+                                              counted, not recorded as messages
+``generate_reply`` / ``a_generate_reply``     agent turn (``invoke_agent``)
+``execute_function`` (+ ``a_``)               tool call (``execute_tool``)
+``GroupChat.select_speaker`` (+ ``a_``)       handoff, with the reason
+``IOStream.get_default``                      a tap reading TerminationEvent and transition events
+============================================  ======================================================
+
+``ag2>=1.0`` is a different framework (no ``autogen`` module) and is not covered here.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from mast_otel._setup import ensure_tracer_provider
+from mast_otel.config import CaptureConfig
+from mast_otel.recorder import Recorder
+
+from . import _wrappers as w
+
+__all__ = ["AG2Instrumentor"]
+
+_AGENT = "autogen.agentchat.conversable_agent"
+_GROUP = "autogen.agentchat.groupchat"
+_IO = "autogen.io.base"
+_PATTERNS = "autogen.agentchat.group.multi_agent_chat"
+
+# (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
+_TARGETS: tuple[tuple[str, str, Callable[[Recorder], w.Wrapper]], ...] = (
+    (_AGENT, "ConversableAgent.initiate_chat", w.traced_initiate_chat),
+    (_AGENT, "ConversableAgent.a_initiate_chat", w.traced_a_initiate_chat),
+    (_AGENT, "ConversableAgent.initiate_chats", w.traced_initiate_chats),
+    (_AGENT, "ConversableAgent.a_initiate_chats", w.traced_a_initiate_chats),
+    (_AGENT, "ConversableAgent.send", w.traced_send),
+    (_AGENT, "ConversableAgent.a_send", w.traced_a_send),
+    (_AGENT, "ConversableAgent.generate_reply", w.traced_generate_reply),
+    (_AGENT, "ConversableAgent.a_generate_reply", w.traced_a_generate_reply),
+    (_AGENT, "ConversableAgent.execute_function", w.traced_execute_function),
+    (_AGENT, "ConversableAgent.a_execute_function", w.traced_a_execute_function),
+    (_GROUP, "GroupChat.select_speaker", w.traced_select_speaker),
+    (_GROUP, "GroupChat.a_select_speaker", w.traced_a_select_speaker),
+    (_IO, "IOStream.get_default", w.tapped_get_default),
+    (_PATTERNS, "initiate_group_chat", w.traced_initiate_group_chat),
+    (_PATTERNS, "a_initiate_group_chat", w.traced_a_initiate_group_chat),
+)
+# Modules that re-export the group-API entry points; a program calling them through these names is covered too.
+_REEXPORTS = ("autogen.agentchat", "autogen.agentchat.group", "autogen")
+
+
+class AG2Instrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Spans for AG2 Classic conversations, messages, turns, tool calls, handoffs and termination."""
+
+    _patched: list[tuple[Any, str]]
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        # The same code ships as "ag2" (<1.0) and as "autogen" (0.14.x); require whichever is installed.
+        for dist, spec in (("ag2", "ag2 >= 0.9, < 1.0"), ("autogen", "autogen >= 0.9, < 1.0")):
+            try:
+                importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            return (spec,)
+        return ("ag2 >= 0.9, < 1.0",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer_provider = kwargs.get("tracer_provider")
+        if tracer_provider is None:
+            ensure_tracer_provider()
+        config = kwargs.get("config")
+        if config is not None and not isinstance(config, CaptureConfig):
+            raise TypeError(f"config must be a mast_otel.CaptureConfig, not {type(config).__name__}")
+        recorder = Recorder(tracer_provider=tracer_provider, config=config, framework="ag2")
+        self._patched = []
+        for module, path, factory in _TARGETS:
+            wrapper = factory(recorder)
+            wrap_function_wrapper(module, path, wrapper)
+            owner, _, attr = path.rpartition(".")
+            mod = importlib.import_module(module)
+            self._patched.append((getattr(mod, owner) if owner else mod, attr))
+            if not owner:
+                wrapped_fn = getattr(mod, attr)
+                for name in _REEXPORTS:
+                    reexport = importlib.import_module(name)
+                    if getattr(reexport, attr, None) is getattr(wrapped_fn, "__wrapped__", None):
+                        setattr(reexport, attr, wrapped_fn)
+                        self._patched.append((reexport, attr))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for owner, attr in reversed(getattr(self, "_patched", [])):
+            unwrap(owner, attr)
+        self._patched = []

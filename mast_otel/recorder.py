@@ -1,0 +1,525 @@
+"""The framework-neutral recorder: the only code in mast-otel that creates spans in the MAS process.
+
+Every integration maps its framework's events onto these calls, so every framework yields the same span shapes
+and the judge reads one transcript format. A home-grown multi-agent system uses it directly::
+
+    from mast_otel import Recorder
+
+    rec = Recorder(framework="my-mas")
+    with rec.conversation("triage", task="Fix the failing build") as conv:
+        with rec.agent_turn("planner"):
+            rec.message("planner", ["coder"], "Run the tests first.")
+        rec.handoff("planner", "coder", reason="routing", candidates=["coder", "reviewer"])
+        with rec.tool_call("run_tests", arguments={"path": "tests/"}) as call:
+            call.set_result("3 failed")
+        rec.terminate("completed")
+
+Span tree: ``invoke_workflow {name}`` (root, one per conversation) holds ``invoke_agent {agent}`` turns,
+``message a -> b`` spans, ``handoff a -> b`` spans and ``execute_tool {tool}`` spans. Message and handoff spans
+are children of whatever is current (the turn that produced them, else the root). The current conversation
+travels in the OpenTelemetry context (contextvars), so asyncio tasks and ``contextvars.copy_context()`` threads
+keep correct parents.
+
+Conversations nest the way runs do: a conversation started while an agent's turn is open (a nested chat) is a
+child conversation; one started directly at conversation level (a framework's entry point calling another
+entry point) joins the conversation already open rather than opening a second root.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
+from opentelemetry.util.types import AttributeValue
+
+from . import semconv as sc
+from .config import CaptureConfig
+from .version import __version__
+
+__all__ = ["AgentTurn", "Conversation", "Handoff", "Recorder", "ToolCall", "content_text"]
+
+_CONVERSATION_KEY = otel_context.create_key("mast-otel-conversation")
+_SCOPE_KEY = otel_context.create_key("mast-otel-scope")
+_SUPPRESS_KEY = otel_context.create_key("mast-otel-suppress")
+_SCOPE_CONVERSATION = "conversation"
+_SCOPE_TURN = "turn"
+_SCOPE_TOOL = "tool"
+_UNSERIALIZABLE = "<unserializable>"
+
+
+def content_text(content: Any) -> str:
+    """Render message content (a string, a list of multimodal parts, a dict, ...) as text for a span."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        texts = [str(p.get("text", "")) for p in content if p.get("type") == "text"]
+        if len(texts) == len(content):
+            return "\n".join(texts)
+    try:
+        return json.dumps(content, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return _UNSERIALIZABLE
+
+
+class Conversation:
+    """One MAS run: the root span and the counters the root reports when it ends."""
+
+    __slots__ = (
+        "_lock",
+        "_next_message",
+        "agents",
+        "broadcasts",
+        "handoffs",
+        "id",
+        "max_rounds",
+        "name",
+        "pending_handoff_reason",
+        "span",
+        "termination",
+        "termination_agent",
+        "termination_detail",
+    )
+
+    def __init__(self, span: Span, conversation_id: str, name: str, max_rounds: int | None) -> None:
+        self.span = span
+        self.id = conversation_id
+        self.name = name
+        self.max_rounds = max_rounds
+        self._next_message = 0
+        self._lock = threading.Lock()
+        self.handoffs = 0
+        self.broadcasts = 0
+        self.agents: dict[str, None] = {}  # ordered set of the agents seen
+        self.termination: str | None = None
+        self.termination_detail: str | None = None
+        self.termination_agent: str | None = None
+        # A framework may learn *why* control moves (an event) before it learns *to whom* (the selection);
+        # integrations park the reason here and the next handoff consumes it.
+        self.pending_handoff_reason: str | None = None
+
+    @property
+    def messages(self) -> int:
+        """Messages recorded so far (the next message's index)."""
+        return self._next_message
+
+    def _next_index(self) -> int:
+        with self._lock:
+            index = self._next_message
+            self._next_message += 1
+        return index
+
+    def _see(self, *names: str) -> None:
+        for n in names:
+            self.agents[n] = None
+
+
+class AgentTurn:
+    """An open ``invoke_agent`` span; close with :meth:`end` or :meth:`fail` (or use ``Recorder.agent_turn``)."""
+
+    __slots__ = ("_token", "span")
+
+    def __init__(self, span: Span, token: object | None) -> None:
+        self.span = span
+        self._token = token
+
+    def end(self, replied: bool | None = None) -> None:
+        if replied is not None:
+            self.span.set_attribute(sc.TURN_REPLIED, replied)
+        self._close()
+
+    def fail(self, exc: BaseException) -> None:
+        _record_error(self.span, exc)
+        self._close()
+
+    def _close(self) -> None:
+        _detach(self._token)
+        self.span.end()
+
+
+class ToolCall(AgentTurn):
+    """An open ``execute_tool`` span; :meth:`set_result` records the result (content capture permitting)."""
+
+    __slots__ = ("_recorder",)
+
+    def __init__(self, span: Span, token: object | None, recorder: Recorder) -> None:
+        super().__init__(span, token)
+        self._recorder = recorder
+
+    def set_result(self, result: Any, *, success: bool = True) -> None:
+        attrs: dict[str, AttributeValue] = {sc.TOOL_SUCCESS: success}
+        if self._recorder.config.capture_content:
+            text, _, _ = self._recorder._clean(result)
+            attrs[sc.GEN_AI_TOOL_CALL_RESULT] = text
+        self.span.set_attributes(attrs)
+        if not success:
+            self.span.set_status(Status(StatusCode.ERROR, "tool reported failure"))
+
+
+class Handoff:
+    """An open handoff span: started when selection starts, ended when the target is known."""
+
+    __slots__ = ("_conversation", "_source", "span")
+
+    def __init__(self, span: Span, conversation: Conversation, source: str) -> None:
+        self.span = span
+        self._conversation = conversation
+        self._source = source
+
+    def end(self, target: str | None, *, reason: str | None = None, target_type: str = "agent") -> None:
+        conv = self._conversation
+        if reason is None:
+            reason = conv.pending_handoff_reason or sc.HANDOFF_ROUTING
+        conv.pending_handoff_reason = None
+        name = target if target is not None else sc.HANDOFF_TO_TERMINATE
+        with conv._lock:
+            index = conv.handoffs
+            conv.handoffs += 1
+        self.span.update_name(sc.handoff_span_name(self._source, name))
+        self.span.set_attributes(
+            {
+                sc.HANDOFF_TO: name,
+                sc.HANDOFF_REASON: reason,
+                sc.HANDOFF_INDEX: index,
+                sc.GEN_AI_TRANSFER_TARGET_NAME: name,
+                sc.GEN_AI_TRANSFER_TARGET_TYPE: target_type if target is not None else "workflow",
+            }
+        )
+        self.span.end()
+
+    def fail(self, exc: BaseException) -> None:
+        self._conversation.pending_handoff_reason = None
+        _record_error(self.span, exc)
+        self.span.end()
+
+
+class Recorder:
+    """Creates mast-otel spans. Cheap to construct; integrations build one in ``_instrument``.
+
+    ``tracer_provider`` defaults to the global one; ``config`` to :meth:`CaptureConfig.from_env`;
+    ``framework`` is written on every conversation root as ``mast.framework``.
+    """
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        config: CaptureConfig | None = None,
+        framework: str = "custom",
+    ) -> None:
+        self.tracer: Tracer = trace.get_tracer(
+            sc.SCOPE_NAME, __version__, tracer_provider=tracer_provider, schema_url=sc.SCHEMA_URL
+        )
+        self.config = config if config is not None else CaptureConfig.from_env()
+        self.framework = framework
+
+    # -- context ------------------------------------------------------------
+    @staticmethod
+    def current(*, include_suppressed: bool = False) -> Conversation | None:
+        """The conversation open in the current context, or None.
+
+        Also None while recording is suppressed, unless ``include_suppressed``: a framework's internal machinery
+        may still need to tell the enclosing conversation *why* something happens.
+        """
+        if not include_suppressed and otel_context.get_value(_SUPPRESS_KEY):
+            return None
+        conv = otel_context.get_value(_CONVERSATION_KEY)
+        return conv if isinstance(conv, Conversation) else None
+
+    @staticmethod
+    @contextmanager
+    def suppressed() -> Iterator[None]:
+        """Record nothing inside: for a framework's internal machinery (e.g. an LLM speaker-selection chat)."""
+        token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True))
+        try:
+            yield
+        finally:
+            _detach(token)
+
+    # -- conversation ---------------------------------------------------------
+    def start_conversation(
+        self,
+        name: str,
+        *,
+        task: Any = None,
+        conversation_id: str | None = None,
+        max_rounds: int | None = None,
+        framework: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> tuple[Conversation, object | None] | None:
+        """Open a conversation root, or return None when one is already open at conversation level (join).
+
+        Returns the conversation and a token for :meth:`end_conversation`. Prefer :meth:`conversation`.
+        """
+        if otel_context.get_value(_SUPPRESS_KEY):
+            return None
+        outer = otel_context.get_value(_CONVERSATION_KEY)
+        if isinstance(outer, Conversation) and otel_context.get_value(_SCOPE_KEY) == _SCOPE_CONVERSATION:
+            if max_rounds is not None and outer.max_rounds is None:
+                outer.max_rounds = max_rounds
+            return None
+        conv_id = conversation_id or uuid.uuid4().hex
+        attrs: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW,
+            sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_CONVERSATION,
+            sc.GEN_AI_CONVERSATION_ID: conv_id,
+            sc.GEN_AI_WORKFLOW_NAME: name,
+            sc.MAST_FRAMEWORK: framework or self.framework,
+        }
+        if isinstance(outer, Conversation):
+            attrs[sc.CONVERSATION_PARENT_ID] = outer.id
+        if max_rounds is not None:
+            attrs[sc.CONVERSATION_MAX_ROUNDS] = max_rounds
+        if task is not None and self.config.capture_content:
+            attrs[sc.CONVERSATION_TASK] = self._clean(task)[0]
+        if attributes:
+            attrs.update(attributes)
+        span = self.tracer.start_span(sc.workflow_span_name(name), attributes=attrs)
+        conv = Conversation(span, conv_id, name, max_rounds)
+        ctx = otel_context.set_value(_CONVERSATION_KEY, conv)
+        ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_CONVERSATION, ctx)
+        token = otel_context.attach(trace.set_span_in_context(span, ctx))
+        return conv, token
+
+    def end_conversation(self, conv: Conversation, token: object | None, exc: BaseException | None = None) -> None:
+        """Close a root opened by :meth:`start_conversation`, writing termination and counters on it."""
+        try:
+            if exc is not None:
+                _record_error(conv.span, exc)
+                if conv.termination is None or conv.termination == sc.TERMINATION_COMPLETED:
+                    conv.termination = sc.TERMINATION_ERROR
+                    conv.termination_detail = f"{type(exc).__name__}: {exc}"
+            attrs: dict[str, AttributeValue] = {
+                sc.TERMINATION_REASON: conv.termination or sc.TERMINATION_COMPLETED,
+                sc.CONVERSATION_ROUNDS: conv.messages,
+                sc.CONVERSATION_HANDOFFS: conv.handoffs,
+                sc.CONVERSATION_AGENTS: list(conv.agents),
+            }
+            if conv.broadcasts:
+                attrs[sc.CONVERSATION_BROADCASTS] = conv.broadcasts
+            if conv.termination_detail:
+                attrs[sc.TERMINATION_DETAIL] = conv.termination_detail
+            if conv.termination_agent:
+                attrs[sc.TERMINATION_AGENT] = conv.termination_agent
+            if conv.max_rounds is not None:
+                attrs[sc.CONVERSATION_MAX_ROUNDS] = conv.max_rounds
+            conv.span.set_attributes(attrs)
+        finally:
+            _detach(token)
+            conv.span.end()
+
+    @contextmanager
+    def conversation(
+        self,
+        name: str,
+        *,
+        task: Any = None,
+        conversation_id: str | None = None,
+        max_rounds: int | None = None,
+        framework: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> Iterator[Conversation | None]:
+        """A conversation root for the ``with`` block; yields the open conversation (None if suppressed)."""
+        opened = self.start_conversation(
+            name,
+            task=task,
+            conversation_id=conversation_id,
+            max_rounds=max_rounds,
+            framework=framework,
+            attributes=attributes,
+        )
+        if opened is None:
+            yield self.current()
+            return
+        conv, token = opened
+        try:
+            yield conv
+        except BaseException as exc:
+            self.end_conversation(conv, token, exc)
+            raise
+        self.end_conversation(conv, token)
+
+    def terminate(self, reason: str, detail: str | None = None, agent: str | None = None) -> None:
+        """Record why the current conversation ended; the first reason recorded wins (the root cause)."""
+        conv = self.current()
+        if conv is None or conv.termination is not None:
+            return
+        conv.termination = reason
+        conv.termination_detail = detail
+        conv.termination_agent = agent
+
+    # -- agent turns ------------------------------------------------------------
+    def start_agent_turn(self, agent: str) -> AgentTurn | None:
+        conv = self.current()
+        if conv is None:
+            return None
+        conv._see(agent)
+        span = self.tracer.start_span(
+            sc.agent_span_name(agent),
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_AGENT_TURN,
+                sc.GEN_AI_AGENT_NAME: agent,
+                sc.GEN_AI_CONVERSATION_ID: conv.id,
+            },
+        )
+        ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
+        return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)))
+
+    @contextmanager
+    def agent_turn(self, agent: str) -> Iterator[AgentTurn | None]:
+        turn = self.start_agent_turn(agent)
+        if turn is None:
+            yield None
+            return
+        try:
+            yield turn
+        except BaseException as exc:
+            turn.fail(exc)
+            raise
+        turn.end()
+
+    # -- messages ---------------------------------------------------------------
+    def message(
+        self,
+        sender: str,
+        recipients: Sequence[str] | str,
+        content: Any,
+        *,
+        kind: str = sc.KIND_MESSAGE,
+        tool_calls: Any = None,
+        broadcast_to: Sequence[str] | None = None,
+        cause: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> int | None:
+        """Record one message as a zero-length span; returns its index in the conversation (None if not recording).
+
+        ``kind`` is one of ``semconv.MESSAGE_KINDS``. A relay of a message already recorded (a group manager's
+        copy to every member) should not be recorded again: pass its audience as ``broadcast_to`` on the original,
+        or call :meth:`broadcast_copy` to count it.
+        """
+        conv = self.current()
+        if conv is None:
+            return None
+        if isinstance(recipients, str):
+            recipients = [recipients]
+        index = conv._next_index()
+        conv._see(sender, *recipients)
+        attrs: dict[str, AttributeValue] = {
+            sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_MESSAGE,
+            sc.GEN_AI_CONVERSATION_ID: conv.id,
+            sc.MESSAGE_SENDER: sender,
+            sc.MESSAGE_RECIPIENTS: list(recipients),
+            sc.MESSAGE_INDEX: index,
+            sc.MESSAGE_KIND: kind,
+        }
+        if broadcast_to:
+            attrs[sc.MESSAGE_BROADCAST_TO] = list(broadcast_to)
+        if cause is not None:
+            attrs[sc.MESSAGE_CAUSE] = cause
+        if self.config.capture_content:
+            text, redacted, truncated = self._clean(content)
+            attrs[sc.MESSAGE_CONTENT] = text
+            if redacted:
+                attrs[sc.MESSAGE_REDACTED] = True
+            if truncated:
+                attrs[sc.MESSAGE_TRUNCATED] = True
+            if tool_calls:
+                attrs[sc.MESSAGE_TOOL_CALLS] = self._clean(tool_calls)[0]
+        if attributes:
+            attrs.update(attributes)
+        first = recipients[0] if recipients else "*"
+        self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs).end()
+        return index
+
+    def broadcast_copy(self) -> None:
+        """Count a relay of an already-recorded message (no span: it is not a new message)."""
+        conv = self.current()
+        if conv is not None:
+            with conv._lock:
+                conv.broadcasts += 1
+
+    # -- handoffs ---------------------------------------------------------------
+    def start_handoff(self, source: str, *, candidates: Sequence[str] = ()) -> Handoff | None:
+        """Open a handoff span when selection of the next agent starts; end it with the target."""
+        conv = self.current()
+        if conv is None:
+            return None
+        span = self.tracer.start_span(
+            sc.handoff_span_name(source, "?"),
+            attributes={
+                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_HANDOFF,
+                sc.GEN_AI_CONVERSATION_ID: conv.id,
+                sc.HANDOFF_FROM: source,
+                sc.HANDOFF_CANDIDATES: list(candidates),
+                sc.GEN_AI_TRANSFER_MODE: "pass_control",
+            },
+        )
+        return Handoff(span, conv, source)
+
+    def handoff(
+        self, source: str, target: str | None, *, reason: str | None = None, candidates: Sequence[str] = ()
+    ) -> None:
+        """Record a handoff whose target is already known (``target=None`` means "end the conversation")."""
+        h = self.start_handoff(source, candidates=candidates)
+        if h is not None:
+            h.end(target, reason=reason)
+
+    # -- tools ------------------------------------------------------------------
+    def start_tool_call(self, name: str, *, arguments: Any = None, call_id: str | None = None) -> ToolCall | None:
+        conv = self.current()
+        if conv is None:
+            return None
+        attrs: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_TOOL_CALL,
+            sc.GEN_AI_CONVERSATION_ID: conv.id,
+            sc.GEN_AI_TOOL_NAME: name,
+            sc.GEN_AI_TOOL_TYPE: "function",
+        }
+        if call_id:
+            attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
+        if arguments is not None and self.config.capture_content:
+            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = self._clean(arguments)[0]
+        span = self.tracer.start_span(sc.tool_span_name(name), attributes=attrs)
+        ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TOOL)
+        return ToolCall(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self)
+
+    @contextmanager
+    def tool_call(self, name: str, *, arguments: Any = None, call_id: str | None = None) -> Iterator[ToolCall | None]:
+        call = self.start_tool_call(name, arguments=arguments, call_id=call_id)
+        if call is None:
+            yield None
+            return
+        try:
+            yield call
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        call.end()
+
+    # -- content ----------------------------------------------------------------
+    def _clean(self, content: Any) -> tuple[str, bool, bool]:
+        return self.config.redactor.redact(content_text(content))
+
+
+def _record_error(span: Span, exc: BaseException) -> None:
+    span.record_exception(exc)
+    span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+def _detach(token: object | None) -> None:
+    if token is None:
+        return
+    try:
+        otel_context.detach(token)  # type: ignore[arg-type]
+    except Exception:  # a token from another context (cancelled async generator): nothing left to restore
+        pass

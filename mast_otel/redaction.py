@@ -1,0 +1,106 @@
+"""Secrets out, length capped: applied in-process to every piece of content before it lands on a span.
+
+Message text is what the MAST judge reads, so it is captured by default; that makes this module the guard that
+keeps API keys, bearer tokens and private keys from leaving the process. Built-in patterns cover the common
+credential shapes; users add regexes or a callback. The length cap cuts in the middle, keeping head and tail,
+because the start (the intent) and the end (the conclusion) of a long message are what the judge needs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+REDACTED = "[REDACTED]"
+
+# Each pattern matches a whole secret; for ``key = value`` shapes only the value is replaced (group "v").
+BUILTIN_SECRET_PATTERNS: tuple[str, ...] = (
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}",  # OpenAI / Anthropic / Stripe style
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",  # GitHub tokens
+    r"\bgithub_pat_[A-Za-z0-9_]{40,}\b",
+    r"\bAIza[0-9A-Za-z_\-]{35}\b",  # Google API key
+    r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
+    r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWT
+    r"(?i:\bbearer\s+)[A-Za-z0-9._~+/\-]{8,}=*",
+    r"(?i:\b(?:api[_-]?key|secret|password|passwd|access[_-]?token|auth[_-]?token)\b)[\"']?\s*[:=]\s*[\"']?(?P<v>[^\s\"',;]{4,})",
+)
+
+
+def _compile(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    parts = [f"(?:{p})" for p in patterns]
+    if not parts:
+        return None
+    # Named groups must be unique in one alternation; renumber the "v" groups. Flags must be scoped ("(?i:...)").
+    joined = "|".join(p.replace("(?P<v>", f"(?P<v{i}>") for i, p in enumerate(parts))
+    return re.compile(joined)
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Redacts secrets and caps length. ``redact(text)`` returns the text and whether anything was changed.
+
+    - ``patterns``: extra regexes (a match is replaced whole, or only its group named ``v`` if present).
+    - ``callback``: a user function run last, ``str -> str``; if it raises, the text is replaced entirely,
+      because a failed redactor must never let the original through.
+    - ``max_length``: characters kept per piece of content; 0 or less disables the cap.
+    - ``builtin``: keep the built-in credential patterns (on by default).
+    """
+
+    patterns: Sequence[str] = ()
+    callback: Callable[[str], str] | None = None
+    max_length: int = 8192
+    builtin: bool = True
+    _regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for p in self.patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"invalid redaction pattern {p!r}: {exc}") from None
+        every = (*(BUILTIN_SECRET_PATTERNS if self.builtin else ()), *self.patterns)
+        object.__setattr__(self, "_regex", _compile(every))
+
+    def redact(self, text: str) -> tuple[str, bool, bool]:
+        """Return ``(text, redacted, truncated)``."""
+        redacted = False
+        if self._regex is not None and text:
+            new = self._regex.sub(_replace, text)
+            redacted = new != text
+            text = new
+        if self.callback is not None:
+            try:
+                new = self.callback(text)
+            except Exception:  # a broken user callback must fail closed
+                new = REDACTED
+            if new != text:
+                redacted = True
+                text = new
+        truncated = False
+        if 0 < self.max_length < len(text):
+            text = cut_middle(text, self.max_length)
+            truncated = True
+        return text, redacted, truncated
+
+
+def _replace(match: re.Match[str]) -> str:
+    for name, value in match.groupdict().items():
+        if value is not None and name.startswith("v"):
+            start, end = match.span(name)
+            whole_start = match.start()
+            return match.group(0)[: start - whole_start] + REDACTED + match.group(0)[end - whole_start :]
+    return REDACTED
+
+
+def cut_middle(text: str, limit: int) -> str:
+    """Keep the head and tail of ``text`` within ``limit`` characters, marking how much was cut."""
+    if len(text) <= limit:
+        return text
+    marker = f" [... {len(text) - limit} chars cut ...] "
+    keep = max(limit - len(marker), 0)
+    head = keep - keep // 2
+    tail = keep // 2
+    return text[:head] + marker + (text[-tail:] if tail else "")

@@ -1,0 +1,219 @@
+"""Every span name, attribute key and enum value mast-otel emits, in one place.
+
+OpenTelemetry GenAI semantic conventions (semantic-conventions-genai, all still
+"Development") are used wherever they define a name; the ``gen_ai.transfer.*``
+handoff attributes follow the open proposal (PR #447). Everything they lack lives
+under the one project prefix ``mast.``. The README's "Span shapes" table is
+generated from the same names, so this module is the contract: integrations, the
+collector and the judge import from here and never spell a key by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- instrumentation scope -------------------------------------------------
+SCOPE_NAME: Final = "mast_otel"
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.37.0"
+
+# --- GenAI semantic conventions ---------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_TRANSFER_TARGET_NAME: Final = "gen_ai.transfer.target.name"
+GEN_AI_TRANSFER_TARGET_TYPE: Final = "gen_ai.transfer.target.type"
+GEN_AI_TRANSFER_MODE: Final = "gen_ai.transfer.mode"
+ERROR_TYPE: Final = "error.type"
+
+# gen_ai.operation.name values
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+
+# The semconv event a judge verdict is mirrored to, parented to the cited span.
+EVAL_EVENT_NAME: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+
+# --- mast.*: what the conventions lack --------------------------------------
+MAST_SPAN_TYPE: Final = "mast.span.type"
+MAST_FRAMEWORK: Final = "mast.framework"
+
+# mast.span.type values: one per recorder call, so the collector and the judge
+# never have to guess a span's role from its name.
+SPAN_TYPE_CONVERSATION: Final = "conversation"
+SPAN_TYPE_AGENT_TURN: Final = "agent_turn"
+SPAN_TYPE_MESSAGE: Final = "message"
+SPAN_TYPE_HANDOFF: Final = "handoff"
+SPAN_TYPE_TOOL_CALL: Final = "tool_call"
+SPAN_TYPE_VERDICT: Final = "verdict"
+
+# conversation (root) span
+CONVERSATION_TASK: Final = "mast.conversation.task"
+CONVERSATION_PARENT_ID: Final = "mast.conversation.parent_id"
+CONVERSATION_ROUNDS: Final = "mast.conversation.rounds"
+CONVERSATION_MAX_ROUNDS: Final = "mast.conversation.max_rounds"
+CONVERSATION_HANDOFFS: Final = "mast.conversation.handoffs"
+CONVERSATION_BROADCASTS: Final = "mast.conversation.broadcast_copies"
+CONVERSATION_AGENTS: Final = "mast.conversation.agents"
+TERMINATION_REASON: Final = "mast.termination.reason"
+TERMINATION_DETAIL: Final = "mast.termination.detail"
+TERMINATION_AGENT: Final = "mast.termination.agent"
+
+# mast.termination.reason values. MAST modes 1.5 (unaware of termination) and
+# 3.1 (premature termination) turn on which of these ended a run.
+TERMINATION_MESSAGE: Final = "termination_message"
+TERMINATION_MAX_ROUNDS: Final = "max_rounds"
+TERMINATION_MAX_TURNS: Final = "max_turns"
+TERMINATION_MAX_AUTO_REPLIES: Final = "max_auto_replies"
+TERMINATION_NO_REPLY: Final = "no_reply"
+TERMINATION_NO_SPEAKER: Final = "no_eligible_speaker"
+TERMINATION_USER_EXIT: Final = "user_exit"
+TERMINATION_HANDOFF: Final = "handoff_terminate"
+TERMINATION_IDLE: Final = "idle"
+TERMINATION_BUDGET: Final = "budget_exceeded"
+TERMINATION_ERROR: Final = "error"
+TERMINATION_COMPLETED: Final = "completed"
+TERMINATION_REASONS: Final = (
+    TERMINATION_MESSAGE,
+    TERMINATION_MAX_ROUNDS,
+    TERMINATION_MAX_TURNS,
+    TERMINATION_MAX_AUTO_REPLIES,
+    TERMINATION_NO_REPLY,
+    TERMINATION_NO_SPEAKER,
+    TERMINATION_USER_EXIT,
+    TERMINATION_HANDOFF,
+    TERMINATION_IDLE,
+    TERMINATION_BUDGET,
+    TERMINATION_ERROR,
+    TERMINATION_COMPLETED,
+)
+
+# agent turn span
+TURN_REPLIED: Final = "mast.turn.replied"
+
+# message span
+MESSAGE_SENDER: Final = "mast.message.sender"
+MESSAGE_RECIPIENTS: Final = "mast.message.recipients"
+MESSAGE_INDEX: Final = "mast.message.index"
+MESSAGE_KIND: Final = "mast.message.kind"
+MESSAGE_CONTENT: Final = "mast.message.content"
+MESSAGE_TOOL_CALLS: Final = "mast.message.tool_calls"
+MESSAGE_BROADCAST_TO: Final = "mast.message.broadcast_to"
+MESSAGE_CAUSE: Final = "mast.message.cause"
+MESSAGE_TRUNCATED: Final = "mast.message.truncated"
+MESSAGE_REDACTED: Final = "mast.message.redacted"
+
+# mast.message.kind values
+KIND_MESSAGE: Final = "message"
+KIND_TOOL_CALL: Final = "tool_call"
+KIND_TOOL_RESULT: Final = "tool_result"
+KIND_BROADCAST: Final = "broadcast"
+MESSAGE_KINDS: Final = (KIND_MESSAGE, KIND_TOOL_CALL, KIND_TOOL_RESULT, KIND_BROADCAST)
+
+# handoff span
+HANDOFF_FROM: Final = "mast.handoff.from"
+HANDOFF_TO: Final = "mast.handoff.to"
+HANDOFF_CANDIDATES: Final = "mast.handoff.candidates"
+HANDOFF_REASON: Final = "mast.handoff.reason"
+HANDOFF_INDEX: Final = "mast.handoff.index"
+
+# mast.handoff.reason values
+HANDOFF_ROUND_ROBIN: Final = "round_robin"
+HANDOFF_RANDOM: Final = "random"
+HANDOFF_MANUAL: Final = "manual"
+HANDOFF_LLM_SELECTION: Final = "llm_selection"
+HANDOFF_CUSTOM: Final = "custom_function"
+HANDOFF_INITIAL: Final = "initial_agent"
+HANDOFF_AFTER_WORK: Final = "after_work"
+HANDOFF_LLM_CONDITION: Final = "llm_condition"
+HANDOFF_CONTEXT_CONDITION: Final = "context_condition"
+HANDOFF_TOOL_RESULT: Final = "tool_result_target"
+HANDOFF_TOOL_CALL: Final = "tool_call"
+HANDOFF_TOOL_RETURN: Final = "tool_return"
+HANDOFF_USER_RETURN: Final = "user_return"
+HANDOFF_ROUTING: Final = "routing"
+HANDOFF_DELEGATION: Final = "delegation"
+HANDOFF_REASONS: Final = (
+    HANDOFF_ROUND_ROBIN,
+    HANDOFF_RANDOM,
+    HANDOFF_MANUAL,
+    HANDOFF_LLM_SELECTION,
+    HANDOFF_CUSTOM,
+    HANDOFF_INITIAL,
+    HANDOFF_AFTER_WORK,
+    HANDOFF_LLM_CONDITION,
+    HANDOFF_CONTEXT_CONDITION,
+    HANDOFF_TOOL_RESULT,
+    HANDOFF_TOOL_CALL,
+    HANDOFF_TOOL_RETURN,
+    HANDOFF_USER_RETURN,
+    HANDOFF_ROUTING,
+    HANDOFF_DELEGATION,
+)
+# A handoff whose target is "end the conversation" has no agent to name.
+HANDOFF_TO_TERMINATE: Final = "<terminate>"
+
+# tool span
+TOOL_SUCCESS: Final = "mast.tool.success"
+
+# --- labels the collector adds (judge output) ------------------------------
+JUDGE_STATUS: Final = "mast.judge.status"
+JUDGE_STATUS_REASON: Final = "mast.judge.status_reason"
+JUDGE_MODEL: Final = "mast.judge.model"
+JUDGE_TOKENS_IN: Final = "mast.judge.tokens_in"
+JUDGE_TOKENS_OUT: Final = "mast.judge.tokens_out"
+LABEL_SOURCE: Final = "mast.label.source"
+FAILED: Final = "mast.failed"
+FAILURE_MODES: Final = "mast.failure_modes"
+FAILURE_MODE: Final = "mast.failure_mode"
+FAILURE_MODE_NAME: Final = "mast.failure_mode.name"
+TASK_COMPLETED: Final = "mast.task_completed"
+VERDICT_SUMMARY: Final = "mast.verdict.summary"
+FM_PREFIX: Final = "mast.fm."  # + "1_3": one boolean per present mode
+
+# mast.judge.status values
+JUDGE_OK: Final = "ok"
+JUDGE_ERROR: Final = "error"
+JUDGE_SKIPPED: Final = "skipped"
+JUDGE_TRUNCATED: Final = "truncated"
+JUDGE_PARTIAL: Final = "partial"
+
+# mast.label.source values
+SOURCE_LLM: Final = "llm"
+SOURCE_RULES: Final = "rules"
+
+VERDICT_SPAN_NAME: Final = "mast.verdict"
+
+
+def fm_attribute(mode_id: str) -> str:
+    """The per-mode boolean key, e.g. ``"1.3"`` -> ``"mast.fm.1_3"`` (Jaeger tag search needs no dots in values)."""
+    return FM_PREFIX + mode_id.replace(".", "_")
+
+
+def workflow_span_name(name: str) -> str:
+    return f"{OP_INVOKE_WORKFLOW} {name}"
+
+
+def agent_span_name(agent: str) -> str:
+    return f"{OP_INVOKE_AGENT} {agent}"
+
+
+def tool_span_name(tool: str) -> str:
+    return f"{OP_EXECUTE_TOOL} {tool}"
+
+
+def message_span_name(sender: str, recipient: str) -> str:
+    return f"message {sender} -> {recipient}"
+
+
+def handoff_span_name(source: str, target: str) -> str:
+    return f"handoff {source} -> {target}"
