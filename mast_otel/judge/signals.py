@@ -1,0 +1,184 @@
+"""Structural signals: what the spans say about MAST modes without asking an LLM.
+
+Each detector looks at shape, not meaning: repeated content (1.3), a round/turn limit ending the run (1.5), a
+conversation that restarts from its first message (2.1), a run cut short by an error or a silent agent (3.1), no
+verifier and no verification language (3.2). They are cheap and deterministic, so they are computed for every
+conversation: handed to the LLM judge as hints (never as verdicts) and, when no LLM is configured, labelled on
+their own by :class:`mast_otel.judge.rules.RulesJudge`. ``confident`` marks the signals precise enough to label
+without an LLM; the others are hints only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from mast_otel import semconv as sc
+
+from .view import ConversationView, Event
+
+__all__ = ["Signal", "compute_signals"]
+
+# Short contents ("9", "ok", "Continue.") repeat legitimately; only longer ones count as repeated work.
+MIN_REPEAT_CHARS = 40
+NEAR_DUPLICATE = 0.85  # Jaccard similarity of word 3-shingles
+MAX_PAIRWISE = 300  # messages compared pairwise; beyond that only exact repeats are checked
+
+_LIMIT_REASONS = frozenset(
+    {sc.TERMINATION_MAX_ROUNDS, sc.TERMINATION_MAX_TURNS, sc.TERMINATION_MAX_AUTO_REPLIES, sc.TERMINATION_BUDGET}
+)
+_EARLY_REASONS = frozenset(
+    {sc.TERMINATION_ERROR, sc.TERMINATION_NO_REPLY, sc.TERMINATION_NO_SPEAKER, sc.TERMINATION_USER_EXIT,
+     sc.TERMINATION_IDLE}
+)  # fmt: skip
+_FINAL = re.compile(r"\\boxed\{|\bTERMINATE\b|final answer|the answer is|answer:\s*\S", re.IGNORECASE)
+_VERIFY = re.compile(
+    r"\b(verif\w*|double[- ]check\w*|validat\w*|cross[- ]check\w*|sanity check|re-?check\w*|unit tests?|"
+    r"test cases?|assert\w*|pytest|confirm\w*|review\w*)\b",
+    re.IGNORECASE,
+)
+_VERIFIER_NAME = re.compile(r"verif|review|test|critic|check|judge|qa\b|inspect", re.IGNORECASE)
+_RESTART = re.compile(
+    r"\b(let'?s start over|start(ing)? (over|again|from scratch)|restart(ing)? the (task|conversation|process)|"
+    r"from the beginning)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One structural observation pointing at a mode, with the spans it was seen on."""
+
+    mode_id: str
+    name: str  # e.g. "repeated_content"
+    detail: str  # one line, fit for a prompt hint and a label reason
+    evidence_span_ids: tuple[str, ...] = ()
+    confident: bool = False  # precise enough to label without an LLM
+
+
+def compute_signals(view: ConversationView) -> list[Signal]:
+    """Every signal the spans support, in taxonomy order."""
+    found: list[Signal] = []
+    for detector in (_repetition, _limit_hit, _reset, _early_stop, _no_verification):
+        found.extend(detector(view))
+    return sorted(found, key=lambda s: s.mode_id)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _shingles(text: str) -> frozenset[str]:
+    words = text.split()
+    return frozenset(" ".join(words[i : i + 3]) for i in range(max(len(words) - 2, 1)))
+
+
+def _repetition(view: ConversationView) -> list[Signal]:
+    """1.3: the same (or nearly the same) substantial content sent again by the same agent."""
+    msgs = [m for m in view.messages if m.message_kind != sc.KIND_BROADCAST]
+    groups: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    for m in msgs:
+        text = _norm(m.text)
+        if len(text) >= MIN_REPEAT_CHARS:
+            groups[(m.sender, text)].append(m)
+    repeats = [g for g in groups.values() if len(g) > 1]
+    seen = {m.span.span_id for g in repeats for m in g}
+    near: list[tuple[Event, Event]] = []
+    candidates = [m for m in msgs if len(_norm(m.text)) >= MIN_REPEAT_CHARS and m.span.span_id not in seen]
+    if len(candidates) <= MAX_PAIRWISE:
+        sh = [(m, _shingles(_norm(m.text))) for m in candidates]
+        for i, (a, sa) in enumerate(sh):
+            for b, sb in sh[i + 1 :]:
+                if a.sender == b.sender and len(sa & sb) / max(len(sa | sb), 1) >= NEAR_DUPLICATE:
+                    near.append((a, b))
+    if not repeats and not near:
+        return []
+    ids = [m.span.span_id for g in repeats for m in g] + [e.span.span_id for p in near for e in p]
+    copies = sum(len(g) - 1 for g in repeats) + len(near)
+    return [
+        Signal("1.3", "repeated_content", f"{copies} message(s) repeat earlier content of the same agent",
+               tuple(dict.fromkeys(ids)), confident=copies >= 2)
+    ]  # fmt: skip
+
+
+def _final_answer_index(view: ConversationView) -> int | None:
+    for i, m in enumerate(view.messages):
+        if m.message_kind == sc.KIND_MESSAGE and _FINAL.search(m.text):
+            return i
+    return None
+
+
+def _limit_hit(view: ConversationView) -> list[Signal]:
+    """1.5: a round/turn/auto-reply limit ended the run, or it went on long after a final answer."""
+    reason = view.termination
+    rounds, max_rounds = view.root_attr(sc.CONVERSATION_ROUNDS), view.root_attr(sc.CONVERSATION_MAX_ROUNDS)
+    at_limit = isinstance(rounds, int) and isinstance(max_rounds, int) and max_rounds > 0 and rounds >= max_rounds
+    msgs = view.messages
+    root_id = (view.root.span_id,) if view.root is not None else ()
+    tail_ids = tuple(m.span.span_id for m in msgs[-2:])
+    final = _final_answer_index(view)
+    if reason in _LIMIT_REASONS or at_limit:
+        why = f"the run ended by {reason or 'hitting max_rounds'}"
+        why += " without a final answer" if final is None else " after a final answer had already been given"
+        return [Signal("1.5", "limit_hit", why, root_id + tail_ids, confident=True)]
+    if final is not None and len(msgs) - final - 1 >= 4:
+        extra = len(msgs) - final - 1
+        ids = (msgs[final].span.span_id, *tail_ids)
+        return [Signal("1.5", "continued_after_answer", f"{extra} messages followed the first final answer", ids)]
+    return []
+
+
+def _reset(view: ConversationView) -> list[Signal]:
+    """2.1: the opening message is sent again mid-run, or an agent announces a restart."""
+    msgs = view.messages
+    if len(msgs) < 3:
+        return []
+    first = _norm(msgs[0].text)
+    # A resend only counts after different work happened; a loop of identical messages is 1.3, not a reset.
+    progressed = False
+    hits = []
+    for m in msgs[1:]:
+        same = len(first) >= MIN_REPEAT_CHARS and _norm(m.text) == first
+        if same and progressed:
+            hits.append(m)
+        progressed = progressed or not same
+    if hits:
+        ids = (msgs[0].span.span_id, *(m.span.span_id for m in hits))
+        return [Signal("2.1", "task_resent", "the opening message is sent again mid-conversation", ids, True)]
+    said = [m for m in msgs[1:] if _RESTART.search(m.text)]
+    if said:
+        return [Signal("2.1", "restart_language", "an agent announces starting over", (said[0].span.span_id,))]
+    return []
+
+
+def _early_stop(view: ConversationView) -> list[Signal]:
+    """3.1: an error or a silent agent ended the run, or it stopped right after an unanswered tool call."""
+    msgs = view.messages
+    root_id = (view.root.span_id,) if view.root is not None else ()
+    reason = view.termination
+    if reason in _EARLY_REASONS:
+        ids = root_id + tuple(e.span.span_id for e in view.events if e.span.error)[:3]
+        return [Signal("3.1", "stopped_early", f"the run ended by {reason}", ids, confident=reason == "error")]
+    if msgs and msgs[-1].message_kind == sc.KIND_TOOL_CALL:
+        return [Signal("3.1", "dangling_tool_call", "the run ended on a tool call whose result never came",
+                       (msgs[-1].span.span_id, *root_id))]  # fmt: skip
+    if 0 < len(msgs) <= 2 and _final_answer_index(view) is None:
+        return [Signal("3.1", "too_short", f"only {len(msgs)} message(s) and no final answer",
+                       tuple(m.span.span_id for m in msgs))]  # fmt: skip
+    return []
+
+
+def _no_verification(view: ConversationView) -> list[Signal]:
+    """3.2 hint: no agent with a verifier role spoke and no message uses verification language."""
+    msgs = view.messages
+    if not msgs:
+        return []
+    speakers = {m.sender for m in msgs}
+    if any(_VERIFIER_NAME.search(a) for a in speakers):
+        return []
+    # The opening message is the task; asking for checks is not doing them.
+    if any(_VERIFY.search(m.text) for m in msgs[1:]):
+        return []
+    ids = tuple(m.span.span_id for m in msgs[-1:])
+    return [Signal("3.2", "no_verifier", "no verifier role and no verification language after the task", ids)]
