@@ -71,7 +71,7 @@ def observe(event: Any, recorder: Recorder) -> None:
     if kind == _TERMINATION:
         content = getattr(event, "content", None)
         text = str(getattr(content, "termination_reason", "") or "")
-        sender = getattr(getattr(content, "sender", None), "name", None)
+        sender = getattr(content, "sender", None)  # AG2 stores the agent's name
         reason = classify_termination(text)
         conv = recorder.current()
         if conv is not None and conv.termination == sc.TERMINATION_HANDOFF and reason == sc.TERMINATION_NO_SPEAKER:
