@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from mast_otel.config import CaptureConfig
+from mast_otel.recorder import content_text
+from mast_otel.redaction import REDACTED, Redactor, cut_middle
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "sk-proj-Abc123Def456Ghi789Jkl012",
+        "sk-ant-api03-abcdefghijklmnopqrstuv",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+        "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        "xoxb-123456789012-abcdefghij",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+    ],
+)
+def test_builtin_patterns(secret: str) -> None:
+    text, redacted, truncated = Redactor().redact(f"before {secret} after")
+    assert secret not in text and REDACTED in text and redacted and not truncated
+    assert text.startswith("before ") and text.endswith(" after")
+
+
+def test_key_value_keeps_the_key() -> None:
+    text, _, _ = Redactor().redact('config: password = "correct-horse" and api_key: abcd1234')
+    assert "correct-horse" not in text and "abcd1234" not in text
+    assert "password" in text and "api_key" in text
+
+
+def test_bearer_token() -> None:
+    text, _, _ = Redactor().redact("Authorization: Bearer abc.def-123_456")
+    assert "abc.def-123_456" not in text
+
+
+def test_plain_text_untouched() -> None:
+    msg = "The secret to good code is tests. Tokens: 42."
+    assert Redactor().redact(msg) == (msg, False, False)
+
+
+def test_failing_callback_fails_closed() -> None:
+    def broken(_: str) -> str:
+        raise RuntimeError
+
+    assert Redactor(callback=broken).redact("anything")[0] == REDACTED
+
+
+def test_invalid_user_pattern_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="invalid redaction pattern"):
+        Redactor(patterns=["(unclosed"])
+
+
+def test_cut_middle() -> None:
+    text = "a" * 50 + "b" * 50
+    cut = cut_middle(text, 40)
+    assert len(cut) <= 40 and cut.startswith("a") and cut.endswith("b")
+    assert cut_middle("short", 40) == "short"
+
+
+def test_env_parsing(caplog: pytest.LogCaptureFixture) -> None:
+    env = {
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+        "MAST_OTEL_MAX_CONTENT_LENGTH": "50",
+        "MAST_OTEL_REDACT_PATTERNS": '["ACME-\\\\d+"]',
+    }
+    cfg = CaptureConfig.from_env(environ=env)
+    assert cfg.capture_content is True
+    assert cfg.redactor.max_length == 50
+    assert cfg.redactor.redact("id ACME-42")[0] == f"id {REDACTED}"
+    assert CaptureConfig.from_env(environ={}).capture_content is True
+    with caplog.at_level(logging.WARNING):
+        assert CaptureConfig.from_env(environ={"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}).capture_content is False
+    assert "content capture is off" in caplog.text
+
+
+def test_content_text_shapes() -> None:
+    assert content_text(None) == ""
+    assert content_text([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]) == "a\nb"
+    assert content_text({"k": 1}) == '{"k": 1}'
