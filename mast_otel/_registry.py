@@ -24,9 +24,7 @@ class Integration:
         return instance
 
 
-INTEGRATIONS: tuple[Integration, ...] = (
-    Integration("ag2", "autogen", "mast_otel.integrations.ag2:AG2Instrumentor"),
-)
+INTEGRATIONS: tuple[Integration, ...] = (Integration("ag2", "autogen", "mast_otel.integrations.ag2:AG2Instrumentor"),)
 
 
 class _State:

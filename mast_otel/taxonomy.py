@@ -55,8 +55,7 @@ MODES: Final[tuple[FailureMode, ...]] = (
         "1.3",
         "Step repetition",
         SYSTEM_DESIGN,
-        "A step, phase or message that was already completed is done again without need, wasting turns or "
-        "looping.",
+        "A step, phase or message that was already completed is done again without need, wasting turns or looping.",
     ),
     FailureMode(
         "1.4",
@@ -120,8 +119,7 @@ MODES: Final[tuple[FailureMode, ...]] = (
         "3.2",
         "No or incomplete verification",
         VERIFICATION,
-        "The outputs are not checked at all, or only part of them is checked, so errors can pass through "
-        "unnoticed.",
+        "The outputs are not checked at all, or only part of them is checked, so errors can pass through unnoticed.",
     ),
     FailureMode(
         "3.3",

@@ -139,9 +139,7 @@ def test_tool_calls_and_results(instrument: Any, spans: Any, fails: bool) -> Non
         ]
     }
     assistant = ConversableAgent("assistant", llm_config=llm, human_input_mode="NEVER")
-    executor = ConversableAgent(
-        "executor", llm_config=False, human_input_mode="NEVER", is_termination_msg=is_terminate
-    )
+    executor = ConversableAgent("executor", llm_config=False, human_input_mode="NEVER", is_termination_msg=is_terminate)
 
     def add(a: int, b: int) -> int:
         if fails:

@@ -69,9 +69,7 @@ def test_nothing_is_recorded_outside_a_conversation(tracer_provider: Any, span_e
     assert span_exporter.get_finished_spans() == ()
 
 
-def test_entry_point_inside_entry_point_joins_but_inside_a_turn_nests(
-    tracer_provider: Any, span_exporter: Any
-) -> None:
+def test_entry_point_inside_entry_point_joins_but_inside_a_turn_nests(tracer_provider: Any, span_exporter: Any) -> None:
     rec = Recorder(tracer_provider=tracer_provider)
     with rec.conversation("outer") as outer:
         with rec.conversation("same-run") as joined:

@@ -74,7 +74,12 @@ def test_env_parsing(caplog: pytest.LogCaptureFixture) -> None:
     assert cfg.redactor.redact("id ACME-42")[0] == f"id {REDACTED}"
     assert CaptureConfig.from_env(environ={}).capture_content is True
     with caplog.at_level(logging.WARNING):
-        assert CaptureConfig.from_env(environ={"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}).capture_content is False
+        assert (
+            CaptureConfig.from_env(
+                environ={"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}
+            ).capture_content
+            is False
+        )
     assert "content capture is off" in caplog.text
 
 

@@ -21,7 +21,7 @@ def test_v3_meaning_of_verification_modes() -> None:
 
 
 def test_unknown_mode_names_the_valid_ids() -> None:
-    with pytest.raises(KeyError, match="1.1, 1.2"):
+    with pytest.raises(KeyError, match=r"1\.1, 1\.2"):
         taxonomy.mode("1.6")
 
 

@@ -200,7 +200,9 @@ def traced_a_initiate_group_chat(recorder: Recorder) -> Wrapper:
 
 
 # -- messages -----------------------------------------------------------------
-def _record_send(recorder: Recorder, conv: Conversation, sender: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _record_send(
+    recorder: Recorder, conv: Conversation, sender: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     message = _arg(args, kwargs, 0, "message")
     recipient = _arg(args, kwargs, 1, "recipient")
     if _is_manager(sender) and _arg(args, kwargs, 2, "request_reply") is False:
@@ -417,7 +419,9 @@ def traced_a_select_speaker(recorder: Recorder) -> Wrapper:
     return wrapper
 
 
-def _end_failed_selection(recorder: Recorder, conv: Conversation, groupchat: Any, handoff: Any, exc: BaseException) -> None:
+def _end_failed_selection(
+    recorder: Recorder, conv: Conversation, groupchat: Any, handoff: Any, exc: BaseException
+) -> None:
     if _is_no_speaker(exc):
         # A selection that names nobody ends the chat on purpose (the group API's TerminateTarget, or a custom
         # function returning None): a handoff to "terminate", not an error.
