@@ -1,51 +1,18 @@
-"""Real AG2 Classic conversations with a scripted model client: shared by the tests, examples and benchmarks."""
+"""Real AG2 Classic conversations with a scripted model client: shared by the tests, examples and benchmarks.
+
+The scripted client itself lives in ``examples/_scripted.py`` (one implementation for examples and tests); this
+module re-exports it under the names the tests use and adds the group builders.
+"""
 
 from __future__ import annotations
 
-import itertools
-from types import SimpleNamespace
 from typing import Any
 
 from autogen import ConversableAgent, GroupChat, GroupChatManager
 
+from examples._scripted import ScriptedAgent, ScriptedClient, is_terminate, scripted_agent
 
-class ScriptedClient:
-    """AG2's ModelClient protocol, answering from a fixed list of replies (cycled)."""
-
-    def __init__(self, config: dict[str, Any], **_: Any) -> None:
-        self.model = config["model"]
-        self._replies = itertools.cycle(config.get("replies") or ["ok"])
-
-    def create(self, params: dict[str, Any]) -> Any:
-        msg = SimpleNamespace(content=next(self._replies), tool_calls=None, function_call=None)
-        return SimpleNamespace(
-            choices=[SimpleNamespace(message=msg, finish_reason="stop")],
-            model=self.model,
-            cost=0.0,
-            usage=SimpleNamespace(prompt_tokens=1, completion_tokens=1, total_tokens=2),
-        )
-
-    def message_retrieval(self, response: Any) -> list[str]:
-        return [c.message.content for c in response.choices]
-
-    def cost(self, response: Any) -> float:
-        return 0.0
-
-    @staticmethod
-    def get_usage(response: Any) -> dict[str, Any]:
-        return {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2, "cost": 0.0, "model": response.model}
-
-
-def scripted_agent(name: str, replies: list[str], **kwargs: Any) -> ConversableAgent:
-    llm_config = {"config_list": [{"model": name, "model_client_cls": "ScriptedClient", "replies": replies}]}
-    kwargs.setdefault("human_input_mode", "NEVER")
-    agent = ConversableAgent(name, llm_config=llm_config, **kwargs)
-    agent.register_model_client(model_client_cls=ScriptedClient)
-    return agent
-
-
-def is_terminate(msg: dict[str, Any]) -> bool:
-    return "TERMINATE" in str(msg.get("content") or "")
+__all__ = ["ScriptedAgent", "ScriptedClient", "is_terminate", "round_robin_group", "scripted_agent"]
 
 
 def round_robin_group(
