@@ -165,6 +165,21 @@ HANDOFF_TO_TERMINATE: Final = "<terminate>"
 # tool span
 TOOL_SUCCESS: Final = "mast.tool.success"
 
+# --- recorded traces replayed by `mast-otel replay` ---------------------------
+# On the conversation root: where the record came from, so the judge eval can pair a verdict with it.
+REPLAY_TRACE_KEY: Final = "mast.replay.trace_key"  # "{mad_trace_key}_{trace_id}": unique per record
+REPLAY_MAD_TRACE_KEY: Final = "mast.replay.mad_trace_key"  # the MAD trace set, e.g. "AG2_GSM_Plus_GPT4o"
+REPLAY_TRACE_ID: Final = "mast.replay.trace_id"  # the record's trace_id (reused across trace sets), as a string
+REPLAY_RECORD_INDEX: Final = "mast.replay.record_index"  # position of the record in the replayed file
+REPLAY_BENCHMARK: Final = "mast.replay.benchmark"  # benchmark_name, e.g. "GSM"
+REPLAY_LLM: Final = "mast.replay.llm"  # llm_name: the model the recorded MAS ran on
+# On a message span whose recorded kind has no mast.message.kind equivalent (e.g. "system").
+REPLAY_STEP_KIND: Final = "mast.replay.step_kind"
+# Reference labels shipped with a recorded trace (MAD: the released o1 labels, a noisy reference). One boolean
+# per labelled mode, present or not (``mast.reference.fm.1_3``), plus the list of the present ones.
+REFERENCE_FM_PREFIX: Final = "mast.reference.fm."
+REFERENCE_FAILURE_MODES: Final = "mast.reference.failure_modes"
+
 # --- labels the collector adds (judge output) ------------------------------
 JUDGE_STATUS: Final = "mast.judge.status"
 JUDGE_STATUS_REASON: Final = "mast.judge.status_reason"
@@ -197,6 +212,11 @@ VERDICT_SPAN_NAME: Final = "mast.verdict"
 def fm_attribute(mode_id: str) -> str:
     """The per-mode boolean key, e.g. ``"1.3"`` -> ``"mast.fm.1_3"`` (Jaeger tag search needs no dots in values)."""
     return FM_PREFIX + mode_id.replace(".", "_")
+
+
+def reference_fm_attribute(mode_id: str) -> str:
+    """The per-mode reference-label key, e.g. ``"1.3"`` -> ``"mast.reference.fm.1_3"``."""
+    return REFERENCE_FM_PREFIX + mode_id.replace(".", "_")
 
 
 def workflow_span_name(name: str) -> str:
