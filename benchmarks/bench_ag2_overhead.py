@@ -1,0 +1,324 @@
+"""Per-message time that tracing adds to an AG2 Classic group chat: mast-otel against the alternatives.
+
+Workload: three scripted agents (no LLM, ``tests.ag2.scenarios.ScriptedClient``) in a round_robin ``GroupChat``
+with ``GroupChatManager(llm_config=False)``; one chat is ``--messages`` messages long. Every configuration runs in
+a fresh subprocess (instrumentations patch classes process-wide), ``--warmup`` untimed chats then ``--runs`` timed
+ones, and the subprocesses of all configurations alternate, ``--reps`` times, reversing the order every other
+repetition so drift in machine load falls on all of them alike. Spans go to a counting no-op exporter behind a
+``SimpleSpanProcessor``, so span *creation* is measured and export is not. AG2's console output goes to /dev/null
+in every configuration.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_ag2_overhead.py               # all configurations, defaults below
+    .venv/bin/python benchmarks/bench_ag2_overhead.py --reps 3 --only none mast-otel
+
+Reported per configuration: µs per message (median over repetitions of each subprocess's median chat), the time
+added per message against its baseline (median of the paired per-repetition differences, with their range), the
+ratio of mast-otel's added time to each other instrumentation's, spans per message, and what the spans record
+(measured on one extra chat: span kinds per message, whether handoffs and the termination reason appear).
+
+A configuration is one entry of ``CONFIGURATIONS``: a name, the baseline it is compared with, the Python that
+runs it, a ``setup(tracer_provider)`` run once in its subprocess, and the ``workload`` it times. ``setup`` may
+return a hook that is given each freshly built chat's agents (for per-agent instrumentation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+AgentsHook = Callable[[list[Any]], None]
+Setup = Callable[[Any], AgentsHook | None]  # setup(tracer_provider) -> optional per-chat hook
+# workload(n, hook) builds one chat of n messages (untimed) and returns the thunk that runs it (timed), which
+# returns the number of messages the chat recorded.
+Workload = Callable[[int, AgentsHook | None], Callable[[], int]]
+
+
+# -- workloads (imports stay inside: a configuration may run under another framework's Python) --------------
+def ag2_round_robin(messages: int, hook: AgentsHook | None) -> Callable[[], int]:
+    """One AG2 Classic group chat: 3 scripted agents, round robin, manager without LLM."""
+    from autogen import ConversableAgent, GroupChat, GroupChatManager
+
+    from tests.ag2.scenarios import ScriptedClient
+
+    agents = []
+    for name, reply in (("planner", "Plan: split the work."), ("coder", "Code: done."), ("critic", "Review: fine.")):
+        llm_config = {"config_list": [{"model": name, "model_client_cls": "ScriptedClient", "replies": [reply]}]}
+        agent = ConversableAgent(name, llm_config=llm_config, human_input_mode="NEVER")
+        agent.register_model_client(model_client_cls=ScriptedClient)
+        agents.append(agent)
+    groupchat = GroupChat(agents=agents, messages=[], max_round=messages, speaker_selection_method="round_robin")
+    manager = GroupChatManager(groupchat, llm_config=False)
+    if hook is not None:
+        hook([*agents, manager])
+
+    def run() -> int:
+        agents[0].initiate_chat(manager, message="Build a calculator.")
+        return len(groupchat.messages)
+
+    return run
+
+
+# -- instrumentations ----------------------------------------------------------------------------------
+def setup_none(tracer_provider: Any) -> AgentsHook | None:
+    return None
+
+
+def setup_mast_otel(tracer_provider: Any) -> AgentsHook | None:
+    import mast_otel
+
+    mast_otel.instrument(tracer_provider=tracer_provider)
+    return None
+
+
+def setup_mast_otel_no_content(tracer_provider: Any) -> AgentsHook | None:
+    import mast_otel
+
+    mast_otel.instrument(tracer_provider=tracer_provider, capture_content=False)
+    return None
+
+
+def setup_ag2_builtin(tracer_provider: Any) -> AgentsHook | None:
+    """AG2's own autogen.opentelemetry: LLM-wrapper spans, plus every agent (the manager too) one by one."""
+    from autogen.opentelemetry import instrument_agent, instrument_llm_wrapper
+
+    instrument_llm_wrapper(tracer_provider=tracer_provider)
+
+    def hook(agents: list[Any]) -> None:
+        for agent in agents:
+            instrument_agent(agent, tracer_provider=tracer_provider)
+
+    return hook
+
+
+def setup_openinference(tracer_provider: Any) -> AgentsHook | None:
+    from openinference.instrumentation.ag2 import AG2Instrumentor
+
+    AG2Instrumentor().instrument(tracer_provider=tracer_provider)
+    return None
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    label: str
+    setup: Setup
+    workload: Workload = ag2_round_robin
+    baseline: str = "none"  # the configuration this one's added time is measured against
+    python: str = sys.executable
+    default: bool = True  # run without --only
+
+
+CONFIGURATIONS: tuple[Configuration, ...] = (
+    Configuration("none", "uninstrumented", setup_none),
+    Configuration("mast-otel", "mast-otel (`mast_otel.instrument()`)", setup_mast_otel),
+    Configuration("mast-otel-no-content", "mast-otel, content capture off", setup_mast_otel_no_content, default=False),
+    Configuration(
+        "ag2-builtin", "AG2 built-in (`instrument_llm_wrapper` + `instrument_agent` on all)", setup_ag2_builtin
+    ),
+    Configuration("openinference", "openinference-instrumentation-ag2 (`AG2Instrumentor`)", setup_openinference),
+)
+BY_NAME = {c.name: c for c in CONFIGURATIONS}
+MAST = "mast-otel"
+
+
+# -- the subprocess ------------------------------------------------------------------------------------
+def _counting_provider() -> tuple[Any, Any]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class CountingExporter(SpanExporter):
+        """Counts spans and drops them; keeps them only while ``kept`` is a list (the probe chat)."""
+
+        def __init__(self) -> None:
+            self.count = 0
+            self.kept: list[Any] | None = None
+
+        def export(self, spans: Sequence[Any]) -> SpanExportResult:
+            self.count += len(spans)
+            if self.kept is not None:
+                self.kept.extend(spans)
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self) -> None:
+            pass
+
+    exporter = CountingExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def _describe(spans: list[Any], messages: int) -> dict[str, Any]:
+    """What one chat's spans record: span kinds per message, and whether handoffs and termination appear."""
+    kinds = Counter(s.name.split(" ")[0].split(".")[-1] for s in spans)
+    keys = {k for s in spans for k in (s.attributes or {})}
+    values = {str(v) for s in spans for v in (s.attributes or {}).values() if isinstance(v, str)}
+    handoffs = any("handoff" in s.name or "speaker_selection" in s.name for s in spans) or any(
+        "handoff" in k or "transfer" in k for k in keys
+    )
+    return {
+        "kinds": {k: round(n / messages, 3) for k, n in kinds.most_common()},
+        "handoffs": handoffs,
+        "termination": any("termination" in k for k in keys),
+        "broadcasts_marked": any("broadcast" in k for k in keys),
+        "content": any("Code: done." in v for v in values),
+    }
+
+
+def child(name: str, runs: int, warmup: int, messages: int) -> dict[str, Any]:
+    config = BY_NAME[name]
+    provider, exporter = _counting_provider()
+    hook = config.setup(provider)
+    per_message_us: list[float] = []
+    spans = total_messages = 0
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        for i in range(warmup + runs):
+            run = config.workload(messages, hook)
+            gc.collect()
+            before = exporter.count
+            t0 = time.perf_counter_ns()
+            n = run()
+            elapsed = time.perf_counter_ns() - t0
+            if i >= warmup:
+                per_message_us.append(elapsed / n / 1000)
+                spans += exporter.count - before
+                total_messages += n
+        run = config.workload(messages, hook)
+        exporter.kept = []
+        n = run()
+    return {
+        "name": name,
+        "us_per_message": statistics.median(per_message_us),
+        "runs_us_per_message": per_message_us,
+        "messages": total_messages,
+        "spans_per_message": spans / total_messages,
+        "records": _describe(exporter.kept, n),
+    }
+
+
+def _run_child(config: Configuration, args: argparse.Namespace) -> dict[str, Any]:
+    cmd = [config.python, str(Path(__file__).resolve()), "--child", config.name]
+    cmd += ["--runs", str(args.runs), "--warmup", str(args.warmup), "--messages", str(args.messages)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{config.name} failed ({out.returncode}):\n{out.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+# -- the driver ------------------------------------------------------------------------------------------
+@dataclass
+class Summary:
+    config: Configuration
+    per_rep: list[float] = field(default_factory=list)  # each subprocess's median µs/message
+    spans_per_message: float = 0.0
+    messages: int = 0
+    records: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.per_rep)
+
+
+def _added(s: Summary, by_name: dict[str, Summary]) -> tuple[float, float, float] | None:
+    """Median, min and max of the per-repetition differences to the baseline (paired by repetition)."""
+    base = by_name.get(s.config.baseline)
+    if base is None or base is s:
+        return None
+    diffs = [a - b for a, b in zip(s.per_rep, base.per_rep, strict=True)]
+    return statistics.median(diffs), min(diffs), max(diffs)
+
+
+def _records(r: dict[str, Any]) -> str:
+    if not r:
+        return ""
+    kinds = ", ".join(f"{k} {v:g}" for k, v in r["kinds"].items()) or "no spans"
+    flags = [f"{label} {'yes' if r[key] else 'no'}" for key, label in (("handoffs", "handoffs"),
+             ("termination", "termination reason"), ("content", "message text"))]  # fmt: skip
+    return f"{kinds}; {'; '.join(flags)}"
+
+
+def report(summaries: list[Summary], args: argparse.Namespace) -> str:
+    by_name = {s.config.name: s for s in summaries}
+    mast = by_name.get(MAST)
+    mast_added = _added(mast, by_name) if mast else None
+    lines = [
+        f"{args.reps} repetitions x {args.runs} timed chats x {args.messages} messages per configuration "
+        f"({args.warmup} warm-up chats each); python {sys.version.split()[0]}",
+        "",
+        "| configuration | µs/message | added µs/message (range) | mast-otel added / this added | spans/message "
+        "| records (span kinds per message; flags) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in summaries:
+        added = _added(s, by_name)
+        added_text = f"+{added[0]:.1f} ({added[1]:+.1f} .. {added[2]:+.1f})" if added else "0 (baseline)"
+        ratio = ""
+        if added and mast_added and s is not mast and s.config.baseline == mast.config.baseline and added[0] > 0:
+            ratio = f"{mast_added[0] / added[0]:.2f}"
+        lines.append(
+            f"| {s.config.label} | {s.median:.1f} | {added_text} | {ratio} | {s.spans_per_message:.3f} "
+            f"| {_records(s.records)} |"
+        )
+    lines.append("")
+    lines.append("per-repetition µs/message (subprocess medians, in run order):")
+    for s in summaries:
+        lines.append(f"  {s.config.name:22s} " + " ".join(f"{v:7.1f}" for v in s.per_rep))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=7, help="alternating repetitions (subprocesses per config)")
+    parser.add_argument("--runs", type=int, default=10, help="timed chats per subprocess")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed chats per subprocess, first")
+    parser.add_argument("--messages", type=int, default=200, help="messages per chat (GroupChat.max_round)")
+    parser.add_argument("--only", nargs="+", choices=sorted(BY_NAME), help="configurations to run, in this order")
+    parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
+    parser.add_argument("--child", choices=sorted(BY_NAME), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.child:
+        result = child(args.child, args.runs, args.warmup, args.messages)
+        print(json.dumps(result))
+        return
+
+    chosen = [BY_NAME[n] for n in args.only] if args.only else [c for c in CONFIGURATIONS if c.default]
+    summaries = [Summary(c) for c in chosen]
+    for rep in range(args.reps):
+        order = summaries if rep % 2 == 0 else summaries[::-1]
+        for s in order:
+            result = _run_child(s.config, args)
+            s.per_rep.append(result["us_per_message"])
+            s.spans_per_message = result["spans_per_message"]
+            s.messages += result["messages"]
+            s.records = result["records"]
+            print(f"rep {rep + 1}/{args.reps} {s.config.name:22s} {result['us_per_message']:8.1f} µs/message",
+                  file=sys.stderr, flush=True)  # fmt: skip
+    text = report(summaries, args)
+    print(text)
+    if args.json:
+        payload = {s.config.name: {"per_rep": s.per_rep, "spans_per_message": s.spans_per_message,
+                                   "messages": s.messages, "records": s.records} for s in summaries}  # fmt: skip
+        args.json.write_text(json.dumps(payload, indent=2))
+
+
+if __name__ == "__main__":
+    main()
