@@ -106,7 +106,10 @@ def load_steplist(path: str | Path) -> list[StepRecord]:
         raise StepListError(f"{path}: not valid JSON: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise StepListError(f"{path}: not UTF-8 text: {exc}") from exc
-    return parse_steplist(data)
+    try:
+        return parse_steplist(data)
+    except StepListError as exc:
+        raise StepListError(f"{path}: {exc}") from None
 
 
 def parse_steplist(data: Any) -> list[StepRecord]:
