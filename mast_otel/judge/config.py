@@ -75,7 +75,8 @@ class JudgeConfig:
 
     def __post_init__(self) -> None:
         if self.response_format not in RESPONSE_FORMATS:
-            raise ValueError(f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, not {self.response_format!r}")
+            allowed = ", ".join(RESPONSE_FORMATS)
+            raise ValueError(f"response_format must be one of {allowed}, not {self.response_format!r}")
         if self.token_budget < 1500:
             raise ValueError("token_budget must be at least 1500 tokens (the definitions and schema alone need ~1.3k)")
         if self.concurrency < 1:
@@ -113,9 +114,9 @@ class JudgeConfig:
                 kw[key] = conv(raw.strip())
             except ValueError:
                 _log.warning("%s%s=%r is not valid; using the default", _P, var, raw)
-        key = env.get(_P + "API_KEY") or env.get("OPENAI_API_KEY")
-        if key:
-            kw["api_key"] = key
+        api_key = env.get(_P + "API_KEY") or env.get("OPENAI_API_KEY")
+        if api_key:
+            kw["api_key"] = api_key
         patterns = _parse_patterns(env.get(REDACT_PATTERNS_ENV))
         if patterns:
             kw["redactor"] = Redactor(patterns=tuple(patterns), max_length=0)

@@ -1,0 +1,96 @@
+"""From validated answers (one per chunk) to a :class:`~mast_otel.judge.model.Verdict`.
+
+Chunks are merged without another model call: a mode is present if any chunk saw it (each chunk saw the
+structural hints computed over the whole run, so cross-chunk patterns like repetition are not lost), evidence is
+the union, task completion comes from the last chunk (it holds the end of the run and the termination).
+Evidence references the transcript does not contain are dropped and counted: a label never points at a span
+the judge invented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from mast_otel import semconv as sc
+from mast_otel.taxonomy import MODE_IDS
+
+from .config import JudgeConfig
+from .model import ModeLabel, Verdict
+from .output import JudgeOutput
+from .prompt import PROMPT_VERSION
+
+if TYPE_CHECKING:
+    from .llm import Prepared
+
+__all__ = ["to_verdict"]
+
+_REASON_CHARS = 240
+_SUMMARY_CHARS = 600
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def to_verdict(
+    config: JudgeConfig,
+    prepared: Prepared,
+    answers: Sequence[JudgeOutput],
+    *,
+    tokens: tuple[int, int],
+    partial: bool,
+    extra: Mapping[str, str],
+) -> Verdict:
+    refs = prepared.transcript.refs
+    unknown: list[str] = []
+    labels: list[ModeLabel] = []
+    for mode_id in MODE_IDS:
+        seen = [a.modes[mode_id] for a in answers if a.modes[mode_id].present]
+        if not seen:
+            continue
+        span_ids: list[str] = []
+        for assessment in seen:
+            for ref in assessment.refs():
+                if ref in refs:
+                    span_ids.append(refs[ref])
+                else:
+                    unknown.append(ref)
+        reason = " / ".join(dict.fromkeys(_one_line(a.reason, _REASON_CHARS) for a in seen if a.reason.strip()))
+        labels.append(ModeLabel(mode_id, tuple(dict.fromkeys(span_ids)), _one_line(reason, _REASON_CHARS * 2)))
+    summaries = list(dict.fromkeys(a.summary.strip() for a in answers if a.summary.strip()))
+    plan = prepared.plan
+    status = sc.JUDGE_PARTIAL if partial else (sc.JUDGE_TRUNCATED if plan.truncated else sc.JUDGE_OK)
+    reasons = []
+    if partial:
+        reasons.append("conversation not finished; judged on the spans seen so far")
+    if plan.truncated:
+        reasons.append(f"transcript compacted to the token budget ({plan.describe()})")
+    info = {
+        "prompt_version": PROMPT_VERSION,
+        "transcript_sha256": prepared.transcript.sha256(),
+        "compaction": plan.describe(),
+        "chunks": str(len(plan.chunks)),
+        "prompt_tokens_counted": str(sum(prepared.prompt_tokens)),
+        "unknown_evidence_refs": str(len(unknown)),
+        "redactions": str(prepared.transcript.redactions),
+        **dict(extra),
+    }
+    if unknown:
+        info["unknown_evidence_examples"] = ",".join(list(dict.fromkeys(unknown))[:5])
+    if prepared.signals:
+        info["signals"] = ",".join(f"{s.mode_id}:{s.name}" for s in prepared.signals)
+    return Verdict(
+        status=status,
+        source=sc.SOURCE_LLM,
+        modes=tuple(labels),
+        summary=_one_line(" | ".join(summaries), _SUMMARY_CHARS),
+        task_completed=answers[-1].task_completed if answers else None,
+        model=config.model_name,
+        tokens_in=tokens[0],
+        tokens_out=tokens[1],
+        cost_usd=config.cost(*tokens),
+        status_reason="; ".join(reasons) or None,
+        extra=info,
+    )

@@ -1,0 +1,90 @@
+"""Judge input from files: step-list records (the MAD restructuring) and OTLP JSON, as conversations to judge.
+
+Step-list records are replayed through the real recorder by :func:`mast_otel.replay.spans_for_record`, so a
+recorded trace yields exactly the span shapes a live one does and the judge reads one transcript format. OTLP
+JSON is split into conversations by their recorder roots, as the collector does.
+
+Keys: a step-list record is ``{mad_trace_key}:{trace_id}`` (``trace_id`` alone repeats across trace sets); an
+OTLP conversation is ``{trace id}:{root span id}`` (a trace may hold several conversations).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mast_otel import semconv as sc
+from mast_otel.config import CaptureConfig
+from mast_otel.spans import SpanRecord, conversation_roots, from_otlp_json, subtree
+from mast_otel.steplist import StepRecord, parse_steplist
+from mast_otel.taxonomy import MODE_IDS
+
+__all__ = ["Conversation", "load_conversations", "record_key", "record_to_spans"]
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One unit to judge: its key, its spans, and reference labels when the input carries them."""
+
+    trace_key: str
+    spans: list[SpanRecord]
+    reference: dict[str, bool] = field(default_factory=dict)  # mode id -> present (step-list mast_annotation)
+    framework: str | None = None
+
+
+def record_key(record: StepRecord) -> str:
+    return f"{record.mad_trace_key}:{record.trace_id}"
+
+
+def record_to_spans(record: StepRecord) -> list[SpanRecord]:
+    """Replay one record through the recorder (content capped and redacted as in a live run)."""
+    from mast_otel.replay import spans_for_record
+
+    return spans_for_record(record, config=CaptureConfig.from_env())
+
+
+def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterator[Conversation]:
+    """Every conversation in a step-list JSON file or an OTLP JSON file (detected from the content)."""
+    text = Path(path).read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        records = parse_steplist(json.loads(text))
+        for record in records[:limit] if limit is not None else records:
+            yield Conversation(
+                trace_key=record_key(record),
+                spans=record_to_spans(record),
+                reference=dict(record.mast_annotation),
+                framework=record.framework,
+            )
+        return
+    spans = _otlp_spans(text)
+    roots = conversation_roots(spans)
+    for n, root in enumerate(roots):
+        if limit is not None and n >= limit:
+            return
+        reference = {
+            m: bool(root.attributes[sc.reference_fm_attribute(m)])
+            for m in MODE_IDS
+            if sc.reference_fm_attribute(m) in root.attributes
+        }  # a replayed recording carries its reference labels on the root
+        framework = root.attributes.get(sc.MAST_FRAMEWORK)
+        yield Conversation(
+            trace_key=f"{root.trace_id}:{root.span_id}",
+            spans=subtree(spans, root),
+            reference=reference,
+            framework=framework if isinstance(framework, str) else None,
+        )
+
+
+def _otlp_spans(text: str) -> list[SpanRecord]:
+    """OTLP JSON: one ``{"resourceSpans": ...}`` document, or one per line (the file exporter's JSON Lines)."""
+    try:
+        return from_otlp_json(text)
+    except json.JSONDecodeError:
+        out: list[SpanRecord] = []
+        for line in text.splitlines():
+            if line.strip():
+                out.extend(from_otlp_json(line))
+        return out
