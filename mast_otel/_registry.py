@@ -24,7 +24,10 @@ class Integration:
         return instance
 
 
-INTEGRATIONS: tuple[Integration, ...] = (Integration("ag2", "autogen", "mast_otel.integrations.ag2:AG2Instrumentor"),)
+INTEGRATIONS: tuple[Integration, ...] = (
+    Integration("ag2", "autogen", "mast_otel.integrations.ag2:AG2Instrumentor"),
+    Integration("metagpt", "metagpt", "mast_otel.integrations.metagpt:MetaGPTInstrumentor"),
+)
 
 
 class _State:

@@ -1,0 +1,102 @@
+"""MetaGPT 0.8 (``metagpt>=0.8,<0.9``; built and tested against 0.8.2).
+
+``MetaGPTInstrumentor().instrument()`` (or ``mast_otel.instrument()``, or ``opentelemetry-instrument``) patches
+MetaGPT's classes, so every team, environment and role, created before or after, is traced:
+
+====================================  ==================================================================
+MetaGPT method                        recorder call
+====================================  ==================================================================
+``Team.run``                          conversation root, with the idea as the task and ``n_round`` as
+                                      max rounds; termination: ``idle`` (every role idle),
+                                      ``max_rounds`` (rounds used up with work pending),
+                                      ``budget_exceeded`` (``NoMoneyException``) or ``error``
+``Environment.run``                   conversation root when called on its own (``k`` rounds); inside
+                                      ``Team.run`` it counts rounds and notes failures
+``Team._check_balance``               reads the budget stop (MetaGPT swallows the exception)
+``Role.run``                          scopes one role's round: the turn of its last action stays open
+                                      until the role has published that action's message
+``Role._act``                         agent turn (``invoke_agent {role name}``) per action, with the
+                                      action's name in ``mast.turn.action``
+``Role._think``                       closes the previous action's turn before the next is chosen
+``Environment.publish_message``       one message span (sender role name, ``send_to`` as recipients,
+                                      ``cause_by`` as cause) and one handoff (reason ``routing``) per
+                                      role that takes it: named in ``send_to`` or watching ``cause_by``
+====================================  ==================================================================
+
+Subclasses that override one of these methods (``Engineer._act``, ``WerewolfEnv.publish_message``...) are
+patched too: those that exist at instrument time then, later ones the first time they run.
+
+MetaGPT pins dependencies that clash with other frameworks (pydantic < 2.10 among them): install it in its own
+virtual environment, see docs/metagpt.md and scripts/setup-metagpt.sh.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from mast_otel._setup import ensure_tracer_provider
+from mast_otel.config import CaptureConfig
+from mast_otel.recorder import Recorder
+
+from . import _wrappers as w
+from ._state import Overrides
+
+__all__ = ["MetaGPTInstrumentor"]
+
+_TEAM = "metagpt.team"
+_ENV = "metagpt.environment.base_env"
+_ROLE = "metagpt.roles.role"
+
+# (module, Class.method, wrapper factory): the whole coverage list, greppable in one place.
+_TARGETS: tuple[tuple[str, str, w.Factory], ...] = (
+    (_TEAM, "Team.run", w.traced_team_run),
+    (_TEAM, "Team._check_balance", w.watched_check_balance),
+    (_ENV, "Environment.run", w.traced_env_run),
+    (_ENV, "Environment.publish_message", w.traced_publish_message),
+    (_ROLE, "Role.run", w.traced_role_run),
+    (_ROLE, "Role._think", w.closing_think),
+    (_ROLE, "Role._act", w.traced_act),
+)
+
+
+class MetaGPTInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Spans for MetaGPT runs, role actions, published messages, watch/send_to routing and termination."""
+
+    _patched: list[tuple[Any, str]]
+    _overrides: Overrides
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ("metagpt >= 0.8, < 0.9",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        tracer_provider = kwargs.get("tracer_provider")
+        if tracer_provider is None:
+            ensure_tracer_provider()
+        config = kwargs.get("config")
+        if config is not None and not isinstance(config, CaptureConfig):
+            raise TypeError(f"config must be a mast_otel.CaptureConfig, not {type(config).__name__}")
+        recorder = Recorder(tracer_provider=tracer_provider, config=config, framework="metagpt")
+        self._patched = []
+        self._overrides = Overrides()
+        for module, path, factory in _TARGETS:
+            wrapper = factory(recorder, self._overrides)
+            wrap_function_wrapper(module, path, wrapper)
+            owner_name, _, attr = path.rpartition(".")
+            owner = getattr(importlib.import_module(module), owner_name)
+            self._patched.append((owner, attr))
+            self._overrides.register(owner, attr, wrapper)
+        self._overrides.cover_existing()
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        overrides = getattr(self, "_overrides", None)
+        if overrides is not None:
+            overrides.undo()
+        for owner, attr in reversed(getattr(self, "_patched", [])):
+            unwrap(owner, attr)
+        self._patched = []
