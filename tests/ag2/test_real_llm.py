@@ -7,25 +7,22 @@ sends to the IOStream.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from concurrent import futures
 from itertools import pairwise
 from typing import Any
 
-import grpc
 import pytest
 from autogen import ConversableAgent, GroupChat, GroupChatManager
 from autogen.io import IOStream
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 import mast_otel
 from mast_otel import semconv as sc
-from mast_otel.spans import SpanRecord, from_otlp_request
+from mast_otel.spans import SpanRecord
+from tests.otlp_sink import OTLPSink, otlp_sink
 from tests.servers import LlamaServer
 
 pytestmark = pytest.mark.integration
@@ -35,50 +32,18 @@ TASK = "Write a Python function that adds two numbers, then review it."
 MANAGER = "chat_manager"
 
 
-# -- a real OTLP/gRPC receiver ----------------------------------------------------
-class _TraceSink(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
-    """Keeps every ExportTraceServiceRequest it is sent."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests: list[Any] = []
-
-    def Export(self, request: Any, context: Any) -> Any:
-        with self._lock:
-            self._requests.append(request)
-        return trace_service_pb2.ExportTraceServiceResponse()
-
-    def spans(self) -> list[SpanRecord]:
-        with self._lock:
-            return [span for request in self._requests for span in from_otlp_request(request)]
-
-
 @pytest.fixture
-def otlp_sink() -> Iterator[tuple[_TraceSink, str]]:
-    """An OTLP/gRPC trace receiver on 127.0.0.1 (a free port); yields it and its endpoint."""
-    sink = _TraceSink()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(sink, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield sink, f"127.0.0.1:{port}"
-    finally:
-        server.stop(grace=None)
-
-
-@pytest.fixture
-def traced(otlp_sink: tuple[_TraceSink, str]) -> Iterator[tuple[TracerProvider, _TraceSink]]:
-    """``mast_otel.instrument()`` exporting over OTLP/gRPC to the sink; uninstrumented afterwards, whatever happens."""
-    sink, endpoint = otlp_sink
-    provider = TracerProvider(resource=Resource.create({"service.name": "mast-otel-real-llm-test"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, insecure=True)))
-    mast_otel.instrument(tracer_provider=provider)
-    try:
-        yield provider, sink
-    finally:
-        mast_otel.uninstrument()
-        provider.shutdown()
+def traced() -> Iterator[tuple[TracerProvider, OTLPSink]]:
+    """``mast_otel.instrument()`` exporting over real OTLP/gRPC to a receiver in this process; uninstrumented after."""
+    with otlp_sink() as sink:
+        provider = TracerProvider(resource=Resource.create({"service.name": "mast-otel-real-llm-test"}))
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=sink.grpc_endpoint, insecure=True)))
+        mast_otel.instrument(tracer_provider=provider)
+        try:
+            yield provider, sink
+        finally:
+            mast_otel.uninstrument()
+            provider.shutdown()
 
 
 # -- AG2's own record of the run ----------------------------------------------------
@@ -131,10 +96,11 @@ def _run_group_chat(llama: LlamaServer, method: str, max_round: int) -> tuple[Gr
     return groupchat, manager, log.reasons
 
 
-def _exported(provider: TracerProvider, sink: _TraceSink) -> list[SpanRecord]:
+def _exported(provider: TracerProvider, sink: OTLPSink) -> list[SpanRecord]:
     # force_flush exports synchronously: once it returns, the receiver has answered every Export call.
     assert provider.force_flush(30_000)
-    return sink.spans()
+    assert not sink.requests("http")
+    return sink.spans("grpc")
 
 
 def _of_type(spans: list[SpanRecord], span_type: str, order_key: str | None = None) -> list[SpanRecord]:
@@ -214,7 +180,7 @@ def _assert_structure(
     assert root.get(sc.CONVERSATION_MAX_ROUNDS) == groupchat.max_round
 
 
-def test_round_robin_group_chat(llama: LlamaServer, traced: tuple[TracerProvider, _TraceSink]) -> None:
+def test_round_robin_group_chat(llama: LlamaServer, traced: tuple[TracerProvider, OTLPSink]) -> None:
     provider, sink = traced
     groupchat, manager, terminations = _run_group_chat(llama, "round_robin", max_round=4)
     speakers = [m["name"] for m in groupchat.messages]
@@ -222,7 +188,7 @@ def test_round_robin_group_chat(llama: LlamaServer, traced: tuple[TracerProvider
     _assert_structure(_exported(provider, sink), groupchat, manager, terminations, sc.HANDOFF_ROUND_ROBIN)
 
 
-def test_auto_selection_group_chat(llama: LlamaServer, traced: tuple[TracerProvider, _TraceSink]) -> None:
+def test_auto_selection_group_chat(llama: LlamaServer, traced: tuple[TracerProvider, OTLPSink]) -> None:
     provider, sink = traced
     groupchat, manager, terminations = _run_group_chat(llama, "auto", max_round=4)
     spans = _exported(provider, sink)
