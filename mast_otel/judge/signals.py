@@ -10,6 +10,7 @@ without an LLM; the others are hints only.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ __all__ = ["Signal", "compute_signals"]
 
 # Short contents ("9", "ok", "Continue.") repeat legitimately; only longer ones count as repeated work.
 MIN_REPEAT_CHARS = 40
-NEAR_DUPLICATE = 0.85  # Jaccard similarity of word 3-shingles
+NEAR_DUPLICATE = 0.9  # difflib ratio over the words of two messages
 MAX_PAIRWISE = 300  # messages compared pairwise; beyond that only exact repeats are checked
 
 _LIMIT_REASONS = frozenset(
@@ -69,9 +70,14 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _shingles(text: str) -> frozenset[str]:
-    words = text.split()
-    return frozenset(" ".join(words[i : i + 3]) for i in range(max(len(words) - 2, 1)))
+def _similar(a: list[str], b: list[str]) -> bool:
+    """Near-duplicate word sequences: cheap length and vocabulary filters first, then a diff ratio."""
+    if min(len(a), len(b)) < 0.8 * max(len(a), len(b)):
+        return False
+    sa, sb = set(a), set(b)
+    if len(sa & sb) < 0.6 * len(sa | sb):
+        return False
+    return difflib.SequenceMatcher(None, a[:400], b[:400], autojunk=False).ratio() >= NEAR_DUPLICATE
 
 
 def _repetition(view: ConversationView) -> list[Signal]:
@@ -87,10 +93,10 @@ def _repetition(view: ConversationView) -> list[Signal]:
     near: list[tuple[Event, Event]] = []
     candidates = [m for m in msgs if len(_norm(m.text)) >= MIN_REPEAT_CHARS and m.span.span_id not in seen]
     if len(candidates) <= MAX_PAIRWISE:
-        sh = [(m, _shingles(_norm(m.text))) for m in candidates]
-        for i, (a, sa) in enumerate(sh):
-            for b, sb in sh[i + 1 :]:
-                if a.sender == b.sender and len(sa & sb) / max(len(sa | sb), 1) >= NEAR_DUPLICATE:
+        words = [(m, _norm(m.text).split()) for m in candidates]
+        for i, (a, wa) in enumerate(words):
+            for b, wb in words[i + 1 :]:
+                if a.sender == b.sender and _similar(wa, wb):
                     near.append((a, b))
     if not repeats and not near:
         return []
@@ -143,7 +149,7 @@ def _reset(view: ConversationView) -> list[Signal]:
         if same and progressed:
             hits.append(m)
         progressed = progressed or not same
-    if hits:
+    if len(hits) == 1:  # sent again once: a restart; sent again and again is a loop (1.3), not a reset
         ids = (msgs[0].span.span_id, *(m.span.span_id for m in hits))
         return [Signal("2.1", "task_resent", "the opening message is sent again mid-conversation", ids, True)]
     said = [m for m in msgs[1:] if _RESTART.search(m.text)]

@@ -61,7 +61,11 @@ def answer(present: dict[str, Sequence[str]] | None = None, *, summary: str = "o
     """A valid judge answer: ``present`` maps mode id -> evidence refs; every other mode absent."""
     present = present or {}
     modes = {
-        m: {"evidence": list(present.get(m, [])), "reason": f"reason {m}" if m in present else "", "present": m in present}
+        m: {
+            "evidence": list(present.get(m, [])),
+            "reason": f"reason {m}" if m in present else "",
+            "present": m in present,
+        }
         for m in MODE_IDS
     }
     return json.dumps({"summary": summary, "task_completed": done, "modes": modes})

@@ -42,7 +42,7 @@ def requests_for(spans, **kw):
 
 
 def test_steering_messages_leave_request_structure_and_schema_intact():
-    clean_verdict, clean = requests_for(simple())
+    _, clean = requests_for(simple())
     verdict, attacked_req = requests_for(attacked())
     a, c = attacked_req.json, clean.json
     # Same request shape: same keys, same two roles, the same system message and the same answer schema.

@@ -1,0 +1,145 @@
+"""``mast-otel judge FILE``: label the conversations in a step-list JSON or OTLP JSON file, offline.
+
+Prints one JSON object per conversation (JSON Lines) with ``trace_key`` and ``prompt_tokens`` (o200k_base, all
+chunks), plus ``verdict`` unless ``--dry-run``::
+
+    mast-otel judge ../shared/mast-data/parsers_output/ag2_output_mad.json --dry-run --limit 5
+    MAST_OTEL_JUDGE_BASE_URL=http://127.0.0.1:8080/v1 mast-otel judge trace.otlp.json
+    mast-otel judge FILE --rules                      # the model-free rules judge
+
+Endpoint options override the ``MAST_OTEL_JUDGE_*`` environment (see ``mast_otel.judge.config``); the API key is
+read from the environment only, so it never appears in a shell history or a process list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .config import RESPONSE_FORMATS, JudgeConfig
+from .llm import LLMJudge, Prepared
+from .model import Judge, Verdict
+from .rules import RulesJudge
+from .steplist_input import Conversation, load_conversations
+
+__all__ = ["add_judge_options", "config_from_args", "register", "verdict_dict"]
+
+
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``judge`` and ``eval``."""
+    parser.add_argument("--limit", type=int, default=None, help="judge at most N conversations per file")
+    parser.add_argument("--rules", action="store_true", help="use the rules judge (structural signals, no LLM)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (env MAST_OTEL_JUDGE_BASE_URL)")
+    parser.add_argument("--model", help="judge model (env MAST_OTEL_JUDGE_MODEL)")
+    parser.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    parser.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per request (default 120)")
+    parser.add_argument("--max-retries", type=int, help="transport retries (default 4)")
+    parser.add_argument("--concurrency", type=int, help="requests in flight (default 4)")
+    parser.add_argument("--token-budget", type=int, help="prompt tokens per request, o200k_base (default 12000)")
+    parser.add_argument("--max-tokens", type=int, dest="max_output_tokens", help="completion tokens (default 2048)")
+    parser.add_argument("--max-chunks", type=int, help="chunks a long transcript may be split into (default 6)")
+    parser.add_argument("--response-format", choices=RESPONSE_FORMATS, help="structured output mode (default auto)")
+    parser.add_argument("--cache-dir", help="directory for the verdict cache (env MAST_OTEL_JUDGE_CACHE)")
+
+
+def config_from_args(args: argparse.Namespace) -> JudgeConfig:
+    from pathlib import Path
+
+    keys = ("base_url", "model", "temperature", "timeout_s", "max_retries", "concurrency", "token_budget",
+            "max_output_tokens", "max_chunks", "response_format")  # fmt: skip
+    overrides: dict[str, Any] = {k: getattr(args, k, None) for k in keys}
+    if getattr(args, "cache_dir", None):
+        overrides["cache_dir"] = Path(args.cache_dir)
+    return JudgeConfig.from_env(**overrides)
+
+
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    """A verdict as plain JSON."""
+    return {
+        "status": v.status,
+        "source": v.source,
+        "failed": v.failed,
+        "failure_modes": list(v.failure_modes),
+        "modes": [
+            {"mode": m.mode_id, "evidence_span_ids": list(m.evidence_span_ids), "reason": m.reason} for m in v.modes
+        ],
+        "summary": v.summary,
+        "task_completed": v.task_completed,
+        "model": v.model,
+        "tokens_in": v.tokens_in,
+        "tokens_out": v.tokens_out,
+        "cost_usd": v.cost_usd,
+        "status_reason": v.status_reason,
+        "extra": dict(v.extra),
+    }
+
+
+def prepared_dict(conv: Conversation, prep: Prepared) -> dict[str, Any]:
+    return {
+        "trace_key": conv.trace_key,
+        "prompt_tokens": sum(prep.prompt_tokens),
+        "chunk_prompt_tokens": list(prep.prompt_tokens),
+        "transcript_tokens": prep.transcript_tokens,
+        "chunks": len(prep.plan.chunks),
+        "truncated": prep.plan.truncated,
+        "compaction": prep.plan.describe(),
+        "signals": [f"{s.mode_id}:{s.name}" for s in prep.signals],
+        "spans": len(conv.spans),
+    }
+
+
+def judge_file(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """Prepare (and unless dry-run, judge) every conversation; results in input order."""
+    config = config_from_args(args)
+    llm = LLMJudge(config)
+    judge: Judge = RulesJudge() if args.rules or not config.llm_configured else llm
+    conversations = list(load_conversations(args.file, limit=args.limit))
+
+    def one(conv: Conversation) -> dict[str, Any]:
+        prep = llm.prepare(conv.spans)
+        row = prepared_dict(conv, prep)
+        if args.show_prompt:
+            row["prompt"] = [list(p) for p in prep.prompts]
+        if not args.dry_run:
+            verdict = llm.judge_prepared(prep) if judge is llm else judge.judge(conv.spans)
+            row["verdict"] = verdict_dict(verdict)
+        return row
+
+    if args.dry_run or judge is not llm:
+        yield from map(one, conversations)
+        return
+    with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+        yield from pool.map(one, conversations)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.dry_run and not args.rules:
+        config = config_from_args(args)
+        if not config.llm_configured:
+            print(
+                "mast-otel judge: no judge endpoint configured (set MAST_OTEL_JUDGE_BASE_URL or "
+                "MAST_OTEL_JUDGE_MODEL, or pass --base-url/--model); using the rules judge",
+                file=sys.stderr,
+            )
+    try:
+        for row in judge_file(args):
+            print(json.dumps(row, ensure_ascii=False), flush=True)
+    except (OSError, ValueError) as exc:
+        print(f"mast-otel judge: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    doc = __doc__ or ""
+    parser = subparsers.add_parser("judge", help=doc.splitlines()[0], description=doc,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("file", help="step-list JSON (a list of records) or OTLP JSON (resourceSpans)")
+    parser.add_argument("--dry-run", action="store_true", help="build the prompts and count tokens; call no model")
+    parser.add_argument("--show-prompt", action="store_true", help="include the prompt messages in the output")
+    add_judge_options(parser)
+    parser.set_defaults(func=run)

@@ -1,0 +1,99 @@
+"""Long traces: every prompt stays within the budget, compaction keeps what matters, chunks are merged."""
+
+from __future__ import annotations
+
+import json
+
+from mast_otel import semconv as sc
+from mast_otel.judge.compaction import compact
+from mast_otel.judge.config import JudgeConfig
+from mast_otel.judge.llm import LLMJudge
+from mast_otel.judge.prompt import prompt_tokens
+from mast_otel.judge.tokens import count_tokens, cut_to_tokens
+from mast_otel.judge.transcript import render
+from tests.judge.fake_openai import answer, completion, fake_openai
+from tests.judge.scenarios import dialogue, message_ids
+
+WORDS = "the agent reviews the module and proposes a change to the parser before running tests again ".split()
+
+
+def essay(n_words: int, seed: int) -> str:
+    return " ".join(WORDS[(i * 7 + seed) % len(WORDS)] + str((i + seed) % 97) for i in range(n_words))
+
+
+def long_run(turns: int, words: int = 400, loop_every: int = 0):
+    msgs = []
+    for i in range(turns):
+        sender, recipient = ("coder", "reviewer") if i % 2 == 0 else ("reviewer", "coder")
+        looping = loop_every and i % loop_every == 0
+        text = "Please fix the parser bug and re-run: " + essay(150, 0) if looping else f"turn {i}: " + essay(words, i)
+        msgs.append((sender, recipient, text))
+    msgs[-1] = ("reviewer", "coder", "FINAL: giving up, the budget is spent.")
+    return dialogue(msgs, termination=sc.TERMINATION_MAX_TURNS, max_rounds=turns)
+
+
+def test_cut_to_tokens_keeps_head_and_tail_and_marks_the_cut():
+    text = "HEAD " + essay(3000, 1) + " TAIL"
+    out, cut = cut_to_tokens(text, 200)
+    assert cut and count_tokens(out) <= 200
+    assert out.startswith("HEAD") and out.endswith("TAIL") and "chars cut ...]" in out
+
+
+def test_budget_holds_whatever_the_length():
+    for turns, words in ((10, 50), (60, 400), (400, 800)):
+        spans = long_run(turns, words)
+        config = JudgeConfig(model="m", token_budget=4000, max_chunks=3)
+        prepared = LLMJudge(config).prepare(spans)
+        assert all(t <= config.token_budget for t in prepared.prompt_tokens), (turns, prepared.prompt_tokens)
+        assert all(t == prompt_tokens(p) for t, p in zip(prepared.prompt_tokens, prepared.prompts, strict=True))
+        assert len(prepared.prompts) <= 3
+        for prompt in prepared.prompts:  # every definition, every time
+            for mode_id in ("1.1", "1.5", "2.6", "3.3"):
+                assert f"\n{mode_id} " in prompt[1]["content"]
+
+
+def test_compaction_keeps_first_and_last_turns_and_termination():
+    spans = long_run(400, 800)
+    prepared = LLMJudge(JudgeConfig(model="m", token_budget=4000, max_chunks=1)).prepare(spans)
+    (prompt,) = prepared.prompts
+    body = prompt[1]["content"]
+    assert prepared.plan.truncated and prepared.plan.dropped > 0
+    assert "[M1] coder -> reviewer: turn 0:" in body  # the first turn
+    assert "FINAL: giving up" in body  # the last turn
+    assert "[R] termination: max_turns" in body
+    assert "lines omitted: " in body
+
+
+def test_repeats_are_collapsed_with_their_count_first():
+    transcript = render(long_run(40, 120, loop_every=2))
+    full = sum(count_tokens(line.text()) + 1 for line in transcript.lines)
+    plan = compact(transcript.lines, int(full * 0.7))
+    assert plan.collapsed == 19 and not plan.cut and len(plan.chunks) == 1
+    text = "\n".join(line.text() for line in plan.chunks[0])
+    assert "<repeat 20 of 20 of M1>" in text
+
+
+def test_chunked_judging_merges_and_reports_truncated():
+    spans = long_run(120, 400)
+    ids = message_ids(spans)
+
+    def reply(body):
+        user = body["messages"][1]["content"]
+        part = "1.3" if "part 1 of" in user else "2.3"
+        refs = ["M2"] if part == "1.3" else ["M119", "M500"]
+        return completion(answer({part: refs}, summary=f"saw {part}", done=part == "1.3"), 1000, 100)
+
+    with fake_openai([reply]) as server:
+        config = JudgeConfig(base_url=server.base_url, model="m", token_budget=6000, max_chunks=4)
+        verdict = LLMJudge(config).judge(spans)
+    n = len(server.requests)
+    assert 2 <= n <= 4
+    assert verdict.status == sc.JUDGE_TRUNCATED and verdict.extra["chunks"] == str(n)
+    assert verdict.failure_modes == ("1.3", "2.3")
+    assert dict((m.mode_id, m.evidence_span_ids) for m in verdict.modes) == {"1.3": (ids[1],), "2.3": (ids[118],)}
+    assert verdict.extra["unknown_evidence_refs"] == str(n - 1)  # M500, once per later chunk
+    assert verdict.task_completed is False  # from the last chunk
+    assert verdict.tokens_in == 1000 * n
+    for req in server.requests:
+        assert prompt_tokens(req.json["messages"]) <= 6000
+        assert json.loads(req.raw)["response_format"]["type"] == "json_schema"

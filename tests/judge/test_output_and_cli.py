@@ -1,0 +1,156 @@
+"""The answer parser, the metrics, and the `judge` / `eval` subcommands on real step-list data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from mast_otel.judge import cli, eval_cli
+from mast_otel.judge.chart import _png_bars
+from mast_otel.judge.metrics import Counts
+from mast_otel.judge.output import OutputError, json_schema, parse_output
+from mast_otel.taxonomy import MODE_IDS
+from tests.judge.fake_openai import answer, completion, fake_openai
+
+DATA = Path("/work/shared/mast-data/parsers_output")
+needs_data = pytest.mark.skipif(not (DATA / "ag2_output_mad.json").exists(), reason="mast-data not present")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mast-otel")
+    sub = p.add_subparsers(dest="command", required=True)
+    cli.register(sub)
+    eval_cli.register(sub)
+    return p
+
+
+def run(argv, capsys):
+    args = parser().parse_args(argv)
+    code = args.func(args)
+    return code, capsys.readouterr()
+
+
+@pytest.fixture(scope="module")
+def small_steplist(tmp_path_factory) -> Path:
+    """Three AG2 and two MetaGPT records from the real data, in one step-list file."""
+    records = json.loads((DATA / "ag2_output_mad.json").read_text())[:3]
+    records += json.loads((DATA / "metagpt_output_mad.json").read_text())[:2]
+    path = tmp_path_factory.mktemp("data") / "small.json"
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_parse_output_is_lenient_in_form_strict_in_content():
+    text = answer({"1.3": ["M2"]}).replace('"present": true', '"present": "yes"').replace('["M2"]', '"[M2], M3"')
+    out = parse_output("Sure!\n```json\n" + text + "\n```")
+    assert out.present() == ["1.3"] and out.modes["1.3"].refs() == ["M2", "M3"]
+    with pytest.raises(OutputError, match=r"missing 1\.2, 1\.3"):
+        parse_output(json.dumps({"summary": "", "task_completed": True, "modes": {"1.1": {"present": False}}}))
+    with pytest.raises(OutputError):
+        parse_output("")
+    extra = json.loads(answer())
+    extra["modes"]["1.6"] = {"present": True, "evidence": [], "reason": "old taxonomy"}
+    assert "1.6" not in parse_output(json.dumps(extra)).modes
+
+
+def test_schema_requires_every_mode():
+    schema = json_schema()
+    assert schema["properties"]["modes"]["required"] == list(MODE_IDS)
+    assert "$ref" not in json.dumps(schema)
+
+
+def test_counts_match_hand_computed_kappa():
+    c = Counts(tp=20, fp=5, fn=10, tn=65)
+    assert c.precision() == 0.8 and c.recall() == 20 / 30
+    po, pe = 0.85, 0.25 * 0.3 + 0.75 * 0.7
+    assert c.kappa() == pytest.approx((po - pe) / (1 - pe))
+    assert Counts(tn=10).kappa() is None  # constant raters: undefined, not 0 or 1
+
+
+def test_builtin_png_writer_makes_a_valid_png():
+    data = _png_bars(["1.1", "3.3"], {"f1": [0.5, None], "recall": [1.0, 0.2]})
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+
+
+@needs_data
+def test_judge_dry_run_prints_trace_key_and_prompt_tokens(small_steplist, capsys):
+    code, out = run(["judge", str(small_steplist), "--dry-run"], capsys)
+    assert code == 0
+    rows = [json.loads(line) for line in out.out.splitlines()]
+    assert [r["trace_key"] for r in rows] == [
+        "AG2_GSM_Plus_GPT4o:0", "AG2_GSM_Plus_GPT4o:1", "AG2_GSM_Plus_GPT4o:2",
+        "MetaGPT_ProgramDev_GPT4o:0", "MetaGPT_ProgramDev_GPT4o:1",
+    ]  # fmt: skip
+    assert all(500 < r["prompt_tokens"] <= 12000 and "verdict" not in r for r in rows)
+
+
+@needs_data
+def test_judge_with_endpoint_adds_the_verdict(small_steplist, capsys, monkeypatch):
+    monkeypatch.delenv("MAST_OTEL_JUDGE_CACHE", raising=False)
+    with fake_openai([completion(answer({"1.1": ["M2"]}))]) as server:
+        code, out = run(["judge", str(small_steplist), "--limit", "2", "--base-url", server.base_url,
+                         "--model", "fake"], capsys)  # fmt: skip
+    rows = [json.loads(line) for line in out.out.splitlines()]
+    assert code == 0 and len(rows) == 2
+    assert all(r["verdict"]["status"] == "ok" and r["verdict"]["failure_modes"] == ["1.1"] for r in rows)
+    assert rows[0]["verdict"]["modes"][0]["evidence_span_ids"]
+
+
+@needs_data
+def test_judge_reads_otlp_json(tmp_path, capsys):
+    from google.protobuf import json_format
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from mast_otel.recorder import Recorder
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    rec = Recorder(provider)
+    with rec.conversation("otlp", task="say hi"):
+        rec.message("a", ["b"], "hi there, this is a message")
+    data = json_format.MessageToDict(encode_spans(exporter.get_finished_spans()))
+    for rs in data["resourceSpans"]:  # OTLP JSON spells ids in hex; protobuf's JSON mapping uses base64
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                for k in ("traceId", "spanId", "parentSpanId"):
+                    if k in s:
+                        import base64
+
+                        s[k] = base64.b64decode(s[k]).hex()
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(data))
+    code, out = run(["judge", str(path), "--dry-run"], capsys)
+    assert code == 0
+    (row,) = [json.loads(line) for line in out.out.splitlines()]
+    root = next(s for s in exporter.get_finished_spans() if s.parent is None)
+    assert row["trace_key"] == f"{root.context.trace_id:032x}:{root.context.span_id:016x}"
+
+
+@needs_data
+def test_eval_rules_writes_json_markdown_and_png(small_steplist, tmp_path, capsys):
+    code, _ = run(["eval", str(small_steplist), "--rules", "--out", str(tmp_path), "--quiet"], capsys)
+    assert code == 0
+    report = json.loads((tmp_path / "eval.json").read_text())
+    assert report["summary"]["traces"] == 5 and set(report["summary"]["per_mode"]) == set(MODE_IDS)
+    assert {"precision", "recall", "f1", "kappa"} <= set(report["summary"]["per_mode"]["1.5"])
+    assert "| 1.3 | Step repetition |" in (tmp_path / "eval.md").read_text()
+    assert (tmp_path / "eval.png").read_bytes().startswith(b"\x89PNG")
+
+
+@needs_data
+def test_eval_llm_counts_errors_apart_and_reports_tokens(small_steplist, tmp_path, capsys):
+    script = [completion(answer({"1.3": ["M1"]}), 1000, 100), completion("garbage")]
+    with fake_openai(script) as server:
+        code, _ = run(["eval", str(small_steplist), "--limit", "2", "--base-url", server.base_url, "--model", "m",
+                       "--concurrency", "1", "--out", str(tmp_path), "--quiet"], capsys)  # fmt: skip
+    summary = json.loads((tmp_path / "eval.json").read_text())["summary"]
+    assert code == 0 and summary["traces"] == 2
+    assert summary["scored"] == 1 and summary["unscored_errors"] == 1 and summary["statuses"] == {"ok": 1, "error": 1}
+    assert summary["tokens_in"] > 0
