@@ -1,0 +1,293 @@
+"""Assembly: group held spans by trace, find the conversations in each, and decide when each one is whole.
+
+The unit judged is a conversation: the subtree under an outermost recorder root (``gen_ai.operation.name`` =
+``invoke_workflow``). A trace may hold several; each is ready on its own when its root has arrived (OTLP only
+carries ended spans) and none of its spans arrived for ``quiet_period``, or is judged *partial* once its first
+span is ``max_age`` old. Spans whose parents have not arrived yet are placed by ``gen_ai.conversation.id`` (every
+recorder span carries it), so a conversation whose root never ends is still judged, as partial, at max age.
+Spans with no conversation above them leave untouched: at once when their ancestry is complete, after
+``max_age`` when a parent never arrives.
+
+Only what placement needs is kept in memory (parent, arrival time, conversation ids); bodies stay in the store.
+Not thread-safe: the service calls it under its pipeline lock. The clock is the caller's ``now`` argument, and
+``poll(now, release_all=True)`` is the "release now" hook tests and shutdown use.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+__all__ = ["Assembler", "Unit", "Untouched"]
+
+_TOP = ("top", "")  # ancestry complete, no conversation on it
+_FLOAT = ("float", "")  # a parent is missing, no conversation id on the way
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One conversation to judge. ``key`` is the root span id (hex), or ``conv:<id>`` when the root is missing."""
+
+    trace_id: bytes
+    key: str
+    root_id: bytes | None
+    span_ids: tuple[bytes, ...]
+    conv_ids: tuple[str, ...]
+    partial: bool
+    parent_hint: bytes | None  # where a verdict span goes when the root is missing
+    first_received: float
+    last_received: float
+
+
+@dataclass(frozen=True, slots=True)
+class Untouched:
+    """Spans no conversation holds; exported unlabelled. ``reason`` is a metrics.UNASSIGNED_* value."""
+
+    trace_id: bytes
+    span_ids: tuple[bytes, ...]
+    reason: str
+
+
+class _Span:
+    __slots__ = ("conv_id", "conv_parent", "conv_root", "parent", "received")
+
+    def __init__(
+        self, parent: bytes, received: float, conv_root: bool, conv_id: str | None, conv_parent: str | None
+    ) -> None:
+        self.parent = parent
+        self.received = received
+        self.conv_root = conv_root
+        self.conv_id = sys.intern(conv_id) if conv_id else None
+        self.conv_parent = sys.intern(conv_parent) if conv_parent else None
+
+
+class _Trace:
+    __slots__ = ("scheduled", "spans")
+
+    def __init__(self) -> None:
+        self.spans: dict[bytes, _Span] = {}
+        self.scheduled: float | None = None
+
+
+class Assembler:
+    """held spans -> (quiet period | max age) -> :class:`Unit` to judge, or :class:`Untouched` to export."""
+
+    def __init__(self, *, quiet_period: float, max_age: float) -> None:
+        self.quiet_period = quiet_period
+        self.max_age = max_age
+        self._traces: dict[bytes, _Trace] = {}
+        self._due: list[tuple[float, bytes]] = []
+        self._inflight: dict[bytes, list[tuple[Unit, set[bytes]]]] = {}
+
+    # -- input -----------------------------------------------------------------------------------------------
+    def add(
+        self,
+        trace_id: bytes,
+        span_id: bytes,
+        parent_id: bytes,
+        received: float,
+        *,
+        conv_root: bool = False,
+        conv_id: str | None = None,
+        conv_parent: str | None = None,
+    ) -> None:
+        """Hold a span (idempotent per trace_id+span_id)."""
+        trace = self._traces.get(trace_id)
+        if trace is None:
+            trace = self._traces[trace_id] = _Trace()
+        if span_id in trace.spans:
+            return
+        trace.spans[span_id] = _Span(parent_id, received, conv_root, conv_id, conv_parent)
+        due = received + self.quiet_period
+        if trace.scheduled is None or trace.scheduled > due:
+            self._schedule(trace_id, trace, due)
+
+    def _schedule(self, trace_id: bytes, trace: _Trace, due: float) -> None:
+        trace.scheduled = due
+        heapq.heappush(self._due, (due, trace_id))
+
+    # -- queries ---------------------------------------------------------------------------------------------
+    @property
+    def pending_traces(self) -> int:
+        return len(self._traces)
+
+    def holds(self, trace_id: bytes, span_id: bytes) -> bool:
+        trace = self._traces.get(trace_id)
+        return trace is not None and span_id in trace.spans
+
+    def has_trace(self, trace_id: bytes) -> bool:
+        return trace_id in self._traces
+
+    def inflight_unit(self, trace_id: bytes, parent_id: bytes, conv_id: str | None) -> Unit | None:
+        """The conversation being judged that a newly arrived span belongs to (by parent or conversation id)."""
+        for unit, members in self._inflight.get(trace_id, ()):
+            if parent_id in members or (conv_id is not None and conv_id in unit.conv_ids):
+                return unit
+        return None
+
+    def adopt_late(self, unit: Unit, span_id: bytes) -> None:
+        """A late span joins its in-flight unit's membership so its own late children are recognised."""
+        for u, members in self._inflight.get(unit.trace_id, ()):
+            if u is unit:
+                members.add(span_id)
+
+    def finished(self, unit: Unit) -> None:
+        """The unit's verdict is stored; forget it (the store answers for late spans from now on)."""
+        units = self._inflight.get(unit.trace_id)
+        if not units:
+            return
+        units[:] = [(u, m) for u, m in units if u is not unit]
+        if not units:
+            del self._inflight[unit.trace_id]
+
+    @property
+    def inflight(self) -> int:
+        return sum(len(v) for v in self._inflight.values())
+
+    # -- release -----------------------------------------------------------------------------------------------
+    def poll(self, now: float, *, release_all: bool = False) -> list[Unit | Untouched]:
+        """Everything due at ``now``; ``release_all`` releases every held span (quiet periods treated as over)."""
+        out: list[Unit | Untouched] = []
+        if release_all:
+            self._due.clear()
+            for trace_id in list(self._traces):
+                self._evaluate(trace_id, now, out, release_all=True)
+            return out
+        while self._due and self._due[0][0] <= now:
+            due, trace_id = heapq.heappop(self._due)
+            trace = self._traces.get(trace_id)
+            if trace is None or trace.scheduled != due:
+                continue  # released already, or rescheduled earlier
+            trace.scheduled = None
+            self._evaluate(trace_id, now, out, release_all=False)
+        return out
+
+    def _evaluate(self, trace_id: bytes, now: float, out: list[Unit | Untouched], *, release_all: bool) -> None:
+        trace = self._traces[trace_id]
+        groups = self._place(trace)
+        next_due: float | None = None
+        quiet, max_age = self.quiet_period, self.max_age
+        untouched: dict[str, list[bytes]] = {}
+        for (kind, key), members in groups.items():
+            if kind == "top":
+                untouched.setdefault("no_conversation", []).extend(members)
+                continue
+            if kind == "float":
+                for sid in members:
+                    if release_all or now - trace.spans[sid].received >= max_age:
+                        untouched.setdefault("parent_timeout", []).append(sid)
+                    else:
+                        due = trace.spans[sid].received + max_age
+                        next_due = due if next_due is None else min(next_due, due)
+                continue
+            received = [trace.spans[s].received for s in members]
+            first, last = min(received), max(received)
+            root_id = bytes.fromhex(key) if kind == "unit" else None
+            if root_id is not None and root_id not in members:  # a root placed inside another conversation
+                root_id, key = None, f"conv:{key}"
+            elif root_id is None:
+                key = f"conv:{key}"
+            has_root = root_id is not None
+            if has_root and (release_all or now - last >= quiet):
+                out.append(self._unit(trace_id, trace, key, root_id, members, first, last, partial=False))
+            elif release_all or now - first >= max_age:
+                out.append(self._unit(trace_id, trace, key, root_id, members, first, last, partial=True))
+            else:
+                due = min(last + quiet, first + max_age) if has_root else first + max_age
+                next_due = due if next_due is None else min(next_due, due)
+        for reason, sids in untouched.items():
+            for sid in sids:
+                del trace.spans[sid]
+            out.append(Untouched(trace_id, tuple(sids), reason))
+        if not trace.spans:
+            del self._traces[trace_id]
+        elif next_due is not None:
+            if trace.scheduled is None or trace.scheduled > next_due:
+                self._schedule(trace_id, trace, next_due)
+
+    def _unit(
+        self, trace_id: bytes, trace: _Trace, key: str, root_id: bytes | None, members: list[bytes], first: float,
+        last: float, *, partial: bool,
+    ) -> Unit:  # fmt: skip
+        spans = trace.spans
+        conv_ids = sorted({c for s in members for c in (spans[s].conv_id, spans[s].conv_parent) if c})
+        missing = Counter(spans[s].parent for s in members if spans[s].parent and spans[s].parent not in spans)
+        hint = missing.most_common(1)[0][0] if missing else None
+        unit = Unit(
+            trace_id=trace_id,
+            key=key,
+            root_id=root_id,
+            span_ids=tuple(members),
+            conv_ids=tuple(conv_ids),
+            partial=partial,
+            parent_hint=hint,
+            first_received=first,
+            last_received=last,
+        )
+        for sid in members:
+            del spans[sid]
+        self._inflight.setdefault(trace_id, []).append((unit, set(members)))
+        return unit
+
+    @staticmethod
+    def _place(trace: _Trace) -> dict[tuple[str, str], list[bytes]]:
+        """Each held span's group: ("unit", root hex) | ("conv", conversation id) | _TOP | _FLOAT."""
+        spans = trace.spans
+        outer_of: dict[str, str] = {}  # nested conversation id -> the conversation that started it
+        root_of: dict[str, bytes] = {}  # outermost conversation id -> its root span id
+        for sid, s in spans.items():
+            if s.conv_root and s.conv_id:
+                if s.conv_parent:
+                    outer_of[s.conv_id] = s.conv_parent
+                else:
+                    root_of.setdefault(s.conv_id, sid)
+
+        def by_conversation(conv_id: str) -> tuple[str, str]:
+            seen = {conv_id}
+            while conv_id not in root_of and conv_id in outer_of and outer_of[conv_id] not in seen:
+                conv_id = outer_of[conv_id]
+                seen.add(conv_id)
+            root = root_of.get(conv_id)
+            return ("unit", root.hex()) if root is not None else ("conv", conv_id)
+
+        placed: dict[bytes, tuple[str, str]] = {}
+        for start in spans:
+            if start in placed:
+                continue
+            path: list[bytes] = []
+            on_path: set[bytes] = set()
+            node: bytes | None = start
+            while node is not None and node not in placed:
+                path.append(node)
+                on_path.add(node)
+                parent = spans[node].parent
+                node = parent if parent in spans else None
+                if node is not None and node in on_path:  # a cycle in bad data: cut it here
+                    node = None
+            base = placed[node] if node is not None else None
+            for sid in reversed(path):
+                s = spans[sid]
+                if base is None:
+                    base = _FLOAT if s.parent and s.parent not in spans else _TOP
+                    if s.parent in spans:  # only reachable after a cycle was cut
+                        base = _FLOAT
+                if base[0] in ("unit", "conv"):
+                    group = base
+                elif s.conv_root:
+                    group = ("unit", sid.hex())
+                    if s.conv_parent:
+                        outer = by_conversation(s.conv_parent)
+                        if outer[0] == "unit" or base == _FLOAT:
+                            group = outer
+                elif s.conv_id:
+                    group = by_conversation(s.conv_id)
+                else:
+                    group = base
+                placed[sid] = group
+                base = group
+        groups: dict[tuple[str, str], list[bytes]] = {}
+        for sid, group in placed.items():
+            groups.setdefault(group, []).append(sid)
+        return groups

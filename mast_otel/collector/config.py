@@ -1,0 +1,398 @@
+"""The collector's whole configuration: one frozen dataclass, read from flags, env and a YAML file.
+
+Precedence: command-line flags > ``MAST_OTEL_COLLECTOR_<FIELD>`` environment variables > the YAML file given by
+``--config`` (or ``MAST_OTEL_COLLECTOR_CONFIG``) > the defaults below. Every field is one option with the same
+name everywhere: field ``quiet_period`` is ``--quiet-period``, ``MAST_OTEL_COLLECTOR_QUIET_PERIOD`` and YAML key
+``quiet_period`` (``quiet-period`` is accepted too). An unknown YAML key, an unknown ``MAST_OTEL_COLLECTOR_*``
+variable or a value out of range fails at startup with :class:`ConfigError`; nothing is silently ignored.
+
+Durations accept ``30``, ``30s``, ``5m``, ``1h``; sizes accept ``1048576``, ``512KiB``, ``16MiB``, ``1GiB``.
+Secrets (``auth_token``, ``judge_api_key``, ``export_headers`` values) never appear in ``repr`` or logs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ENV_PREFIX", "CollectorConfig", "ConfigError", "load_config", "option_fields", "parse_hostport"]
+
+ENV_PREFIX = "MAST_OTEL_COLLECTOR_"
+MODES = ("hold", "passthrough")
+STORE_SYNC = ("normal", "full")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+DEFAULT_OTLP_GRPC = "127.0.0.1:4317"
+DEFAULT_OTLP_HTTP = "127.0.0.1:4318"
+DEFAULT_METRICS = "127.0.0.1:9464"
+DEFAULT_STORE = "mast-otel-collector.db"
+DEFAULT_QUIET_PERIOD_S = 10.0
+DEFAULT_MAX_TRACE_AGE_S = 900.0
+DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_PENDING_TRACES = 50_000
+DEFAULT_MAX_PENDING_BYTES = 1024 * 1024 * 1024
+DEFAULT_JUDGE_TIMEOUT_S = 180.0
+
+# Options people reach for that this collector deliberately does not implement: fail with the alternative.
+_NOT_IMPLEMENTED = {
+    "tls_cert_file": "TLS termination is not implemented; bind 127.0.0.1 and put a TLS proxy or an OpenTelemetry "
+    "Collector in front",
+    "tls_key_file": "TLS termination is not implemented (see tls_cert_file)",
+    "store_url": "only an embedded SQLite store is implemented; use --store PATH",
+    "sampling": "use judge_fraction (judge a fraction of conversations) instead",
+}
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the option and what it accepts."""
+
+
+# --- value parsers (shared by flags, env and YAML, so every source gives the same error) -------------------------
+
+
+def parse_hostport(value: Any) -> tuple[str, int]:
+    """``"127.0.0.1:4317"`` -> ``("127.0.0.1", 4317)``; ``[::1]:4317`` works too. Port 0 = any free port."""
+    text = str(value).strip()
+    m = re.fullmatch(r"\[?([^\[\]]*?)\]?:(\d{1,5})", text)
+    if not m or not m.group(1) or int(m.group(2)) > 65535:
+        raise ConfigError(f"{text!r} is not HOST:PORT")
+    return m.group(1), int(m.group(2))
+
+
+def _endpoint(value: Any) -> str | None:
+    text = str(value).strip()
+    if text.lower() in ("", "off", "none", "disabled"):
+        return None
+    parse_hostport(text)
+    return text
+
+
+def _seconds(value: Any) -> float:
+    text = str(value).strip().lower()
+    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?", text)
+    if not m:
+        raise ConfigError(f"{value!r} is not a duration (30, 30s, 5m, 1h)")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def _bytes(value: Any) -> int:
+    text = str(value).strip()
+    m = re.fullmatch(r"(\d+)\s*([KMG]i?B?|B)?", text, flags=re.IGNORECASE)
+    if not m:
+        raise ConfigError(f"{value!r} is not a size (1048576, 512KiB, 16MiB, 1GiB)")
+    unit = (m.group(2) or "B").upper().rstrip("B").rstrip("I")
+    return int(m.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[unit]
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(f"{value!r} is not an integer")
+    try:
+        return int(str(value).strip().replace("_", ""))
+    except ValueError:
+        raise ConfigError(f"{value!r} is not an integer") from None
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"{value!r} is not a number") from None
+
+
+def _str(value: Any) -> str:
+    return str(value).strip()
+
+
+def _opt_str(value: Any) -> str | None:
+    text = str(value).strip()
+    return text or None
+
+
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in allowed:
+            raise ConfigError(f"{value!r} is not one of {', '.join(allowed)}")
+        return text
+
+    return parse
+
+
+def _list(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return tuple(str(i).strip() for i in items if str(i).strip())
+
+
+def _headers(value: Any) -> dict[str, str]:
+    if isinstance(value, Mapping):
+        return {str(k).strip().lower(): str(v) for k, v in value.items()}
+    out: dict[str, str] = {}
+    for item in str(value).split(","):
+        if not item.strip():
+            continue
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"header {item.split('=')[0]!r}... is not KEY=VALUE")
+        out[key.strip().lower()] = val.strip()
+    return out
+
+
+def _opt(
+    default: Any,
+    parse: Callable[[Any], Any],
+    help: str,
+    *,
+    metavar: str | None = None,
+    secret: bool = False,
+    factory: Callable[[], Any] | None = None,
+) -> Any:
+    meta = {"parse": parse, "help": help, "metavar": metavar, "secret": secret}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta, repr=not secret)
+    return field(default=default, metadata=meta, repr=not secret)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectorConfig:
+    """Every knob of ``mast-otel collector``; each field's ``help`` is what ``--help`` prints."""
+
+    # --- receivers --------------------------------------------------------------------------------------------
+    otlp_grpc: str | None = _opt(DEFAULT_OTLP_GRPC, _endpoint, "OTLP/gRPC listen address; 'off' disables.",
+                                 metavar="HOST:PORT")  # fmt: skip
+    otlp_http: str | None = _opt(DEFAULT_OTLP_HTTP, _endpoint, "OTLP/HTTP listen address (POST /v1/traces, protobuf "
+                                 "or JSON); 'off' disables.", metavar="HOST:PORT")  # fmt: skip
+    auth_token: str | None = _opt(None, _opt_str, "Bearer token clients must send (Authorization: Bearer ...); "
+                                  "prefer the env variable, flags show in ps. Default: no auth.",
+                                  metavar="TOKEN", secret=True)  # fmt: skip
+    max_request_bytes: int = _opt(DEFAULT_MAX_REQUEST_BYTES, _bytes, "Largest Export request accepted (after "
+                                  "decompression); larger ones get 413 / RESOURCE_EXHAUSTED without retry info.",
+                                  metavar="SIZE")  # fmt: skip
+    receiver_threads: int = _opt(8, _int, "Worker threads of each receiver.", metavar="N")
+    retry_after: float = _opt(1.0, _seconds, "Delay suggested to clients refused by backpressure (Retry-After / "
+                              "RetryInfo).", metavar="SECONDS")  # fmt: skip
+
+    # --- assembly and delivery ------------------------------------------------------------------------------------
+    mode: str = _opt("hold", _choice(*MODES), "hold: spans wait for the verdict and leave once, labelled; "
+                     "passthrough: spans leave at once and a mast.verdict span follows.")  # fmt: skip
+    quiet_period: float = _opt(DEFAULT_QUIET_PERIOD_S, _seconds, "A conversation is judged when its root span "
+                               "has ended and nothing new arrived for this long.", metavar="SECONDS")  # fmt: skip
+    max_trace_age: float = _opt(DEFAULT_MAX_TRACE_AGE_S, _seconds, "A conversation still open this long after "
+                                "its first span is judged as partial; spans outside any conversation whose parents "
+                                "never arrive are exported untouched after this long.", metavar="SECONDS")  # fmt: skip
+    max_pending_traces: int = _opt(DEFAULT_MAX_PENDING_TRACES, _int, "Traces waiting for assembly at once; past "
+                                   "this, Export requests that start new traces are refused with backpressure.",
+                                   metavar="N")  # fmt: skip
+    max_pending_bytes: int = _opt(DEFAULT_MAX_PENDING_BYTES, _bytes, "Span bytes in the store not yet exported "
+                                  "(held or waiting for the downstream); past this, Export requests are refused "
+                                  "with backpressure.", metavar="SIZE")  # fmt: skip
+    poll_interval: float = _opt(0.25, _seconds, "How often the assembler looks for ready conversations.",
+                                metavar="SECONDS")  # fmt: skip
+
+    # --- store --------------------------------------------------------------------------------------------------
+    store: str = _opt(DEFAULT_STORE, _str, "SQLite file (WAL) holding spans until exported; ':memory:' for a "
+                      "non-durable store.", metavar="PATH")  # fmt: skip
+    store_sync: str = _opt("normal", _choice(*STORE_SYNC), "SQLite synchronous level: normal survives a killed "
+                           "process, full also survives power loss (an fsync per Export).")  # fmt: skip
+    tombstone_ttl: float = _opt(900.0, _seconds, "How long exported spans and verdicts are remembered, to drop "
+                                "duplicate deliveries and to recognise late spans.", metavar="SECONDS")  # fmt: skip
+
+    # --- judge --------------------------------------------------------------------------------------------------
+    judge: str = _opt("rules", _str, "rules (structural signals, no model), llm (mast_otel.judge's LLM judge; "
+                      "needs --judge-model or --judge-base-url), none (label every conversation skipped), or "
+                      "MODULE:CALLABLE returning a mast_otel.judge.model.Judge.", metavar="JUDGE")  # fmt: skip
+    judge_model: str | None = _opt(None, _opt_str, "Model name for --judge llm.", metavar="NAME")
+    judge_base_url: str | None = _opt(None, _opt_str, "OpenAI-compatible base URL for --judge llm.", metavar="URL")
+    judge_api_key: str | None = _opt(None, _opt_str, "API key for --judge llm (secret; prefer the env variable).",
+                                     metavar="KEY", secret=True)  # fmt: skip
+    judge_concurrency: int = _opt(2, _int, "Conversations judged at once.", metavar="N")
+    judge_timeout: float = _opt(DEFAULT_JUDGE_TIMEOUT_S, _seconds, "Longest a conversation waits for its verdict "
+                                "(queueing included); then its spans go out with mast.judge.status=error.",
+                                metavar="SECONDS")  # fmt: skip
+    judge_fraction: float = _opt(1.0, _float, "Fraction of conversations judged (0..1, by a hash of the trace id); "
+                                 "conversations with errors are always judged; the rest are labelled skipped.",
+                                 metavar="FRACTION")  # fmt: skip
+    judge_token_budget_per_hour: int = _opt(0, _int, "Judge tokens (in+out) per rolling hour; past it "
+                                            "conversations are labelled skipped. 0 = unlimited.",
+                                            metavar="TOKENS")  # fmt: skip
+
+    # --- export -------------------------------------------------------------------------------------------------
+    export_endpoint: str | None = _opt(None, _opt_str, "Downstream OTLP endpoint (required): http://host:port for "
+                                       "OTLP/gRPC, a URL ending in /v1/traces for OTLP/HTTP.",
+                                       metavar="URL")  # fmt: skip
+    export_headers: dict[str, str] = _opt(  # noqa: RUF009 - _opt returns a field(default_factory=dict)
+        None, _headers, "Headers sent downstream, KEY=VALUE,... (values are secret).", metavar="HEADERS", secret=True,
+        factory=dict,
+    )  # fmt: skip
+    export_timeout: float = _opt(10.0, _seconds, "Timeout of one downstream Export call.", metavar="SECONDS")
+    export_batch_spans: int = _opt(512, _int, "Most spans per downstream Export.", metavar="N")
+    export_batch_bytes: int = _opt(4 * 1024 * 1024, _bytes, "Most span bytes per downstream Export.", metavar="SIZE")
+    export_backoff_max: float = _opt(30.0, _seconds, "Longest wait between retries while the downstream is down.",
+                                     metavar="SECONDS")  # fmt: skip
+
+    # --- metrics and logs ---------------------------------------------------------------------------------------
+    metrics: str | None = _opt(DEFAULT_METRICS, _endpoint, "Prometheus /metrics listen address; 'off' disables.",
+                               metavar="HOST:PORT")  # fmt: skip
+    metrics_services: tuple[str, ...] = _opt(("unknown/unknown",), _list, "SERVICE/FRAMEWORK pairs whose "
+                                             "failure-mode series exist at 0 from startup (comma-separated).",
+                                             metavar="LIST")  # fmt: skip
+    metrics_max_services: int = _opt(100, _int, "Distinct SERVICE/FRAMEWORK label pairs kept; later ones are "
+                                     "counted under service=other.", metavar="N")  # fmt: skip
+    log_level: str = _opt("info", _choice(*LOG_LEVELS), "Log level.")
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, name: str, what: str) -> None:
+            if not ok:
+                raise ConfigError(f"{name}: {what} (got {getattr(self, name)!r})")
+
+        need(self.quiet_period >= 0, "quiet_period", "must be >= 0")
+        need(self.max_trace_age > 0, "max_trace_age", "must be > 0")
+        need(self.max_trace_age >= self.quiet_period, "max_trace_age", "must be >= quiet_period")
+        need(self.max_request_bytes >= 1024, "max_request_bytes", "must be at least 1KiB")
+        need(self.max_pending_traces >= 1, "max_pending_traces", "must be >= 1")
+        need(self.max_pending_bytes >= self.max_request_bytes, "max_pending_bytes", "must be >= max_request_bytes")
+        need(self.receiver_threads >= 1, "receiver_threads", "must be >= 1")
+        need(self.judge_concurrency >= 1, "judge_concurrency", "must be >= 1")
+        need(self.judge_timeout > 0, "judge_timeout", "must be > 0")
+        need(0.0 <= self.judge_fraction <= 1.0, "judge_fraction", "must be between 0 and 1")
+        need(self.judge_token_budget_per_hour >= 0, "judge_token_budget_per_hour", "must be >= 0")
+        need(self.export_batch_spans >= 1, "export_batch_spans", "must be >= 1")
+        need(self.export_timeout > 0, "export_timeout", "must be > 0")
+        need(self.poll_interval > 0, "poll_interval", "must be > 0")
+        need(self.metrics_max_services >= 1, "metrics_max_services", "must be >= 1")
+        need(self.otlp_grpc is not None or self.otlp_http is not None, "otlp_grpc", "a receiver must be enabled")
+        need(bool(self.store), "store", "must be a path or :memory:")
+        if "://" in self.store:
+            raise ConfigError(f"store: {_NOT_IMPLEMENTED['store_url']} (got a URL)")
+        for pair in self.metrics_services:
+            need(pair.count("/") == 1 and all(pair.split("/")), "metrics_services", "items must be SERVICE/FRAMEWORK")
+        if self.judge not in ("rules", "llm", "none") and not re.fullmatch(r"[\w.]+:[\w.]+", self.judge):
+            raise ConfigError(f"judge: must be rules, llm, none or MODULE:CALLABLE (got {self.judge!r})")
+        if self.export_endpoint is not None:
+            export_target(self.export_endpoint)
+
+    @property
+    def export_protocol(self) -> str:
+        """``grpc`` or ``http``, by the endpoint rule of the design (URL ending in /v1/traces = HTTP)."""
+        return export_target(self.require_export_endpoint())[0]
+
+    def require_export_endpoint(self) -> str:
+        if not self.export_endpoint:
+            raise ConfigError(
+                "export_endpoint is required: --export-endpoint http://host:4317 (OTLP/gRPC) or "
+                "http://host:4318/v1/traces (OTLP/HTTP)"
+            )
+        return self.export_endpoint
+
+    def describe(self) -> dict[str, Any]:
+        """The effective configuration for the startup log line, secrets masked."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get("secret") and value:
+                value = {k: "***" for k in value} if isinstance(value, dict) else "***"
+            out[f.name] = value
+        return out
+
+
+def export_target(url: str) -> tuple[str, str]:
+    """``(protocol, target)``: ``("grpc", "host:port")`` or ``("http", url)``; raises ConfigError otherwise."""
+    m = re.fullmatch(r"(https?)://([^/\s]+?)(/.*)?", url.strip())
+    if not m:
+        raise ConfigError(f"export_endpoint: {url!r} is not http(s)://host:port or a URL ending in /v1/traces")
+    path = m.group(3) or ""
+    if path.rstrip("/") == "":
+        if m.group(1) == "https":
+            raise ConfigError("export_endpoint: OTLP/gRPC over TLS is not implemented; use an http:// endpoint")
+        parse_hostport(m.group(2))
+        return "grpc", m.group(2)
+    if path.endswith("/v1/traces"):
+        return "http", url.strip()
+    raise ConfigError(f"export_endpoint: {url!r} has a path but it does not end in /v1/traces")
+
+
+def option_fields() -> list[Any]:
+    """The dataclass fields that are options, in declaration order (for the CLI and the docs)."""
+    return list(fields(CollectorConfig))
+
+
+def _parse(name: str, raw: Any, source: str) -> Any:
+    f = _FIELDS[name]
+    try:
+        return f.metadata["parse"](raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{name} (from {source}): {exc}") from None
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must be a mapping of option: value")
+    out: dict[str, Any] = {}
+    for key, raw in data.items():
+        name = str(key).replace("-", "_")
+        _known(name, f"config file {path}: key {key!r}")
+        if raw is None:
+            continue
+        out[name] = _parse(name, raw, f"config file {path}")
+    return out
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for var, raw in environ.items():
+        if not var.startswith(ENV_PREFIX) or var == ENV_PREFIX + "CONFIG":
+            continue
+        name = var[len(ENV_PREFIX) :].lower()
+        _known(name, f"environment variable {var}")
+        out[name] = _parse(name, raw, var)
+    return out
+
+
+def _known(name: str, where: str) -> None:
+    if name in _NOT_IMPLEMENTED:
+        raise ConfigError(f"{where}: {_NOT_IMPLEMENTED[name]}")
+    if name not in _FIELDS:
+        raise ConfigError(f"{where} is not a collector option; known options: {', '.join(_FIELDS)}")
+
+
+def load_config(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+) -> CollectorConfig:
+    """Merge defaults < YAML file < env < flags. ``flags`` maps field names to raw values (None = not given)."""
+    env = os.environ if environ is None else environ
+    path = config_file or env.get(ENV_PREFIX + "CONFIG")
+    values: dict[str, Any] = {}
+    if path:
+        values.update(_from_file(Path(path)))
+    values.update(_from_env(env))
+    for name, raw in (flags or {}).items():
+        if raw is None:
+            continue
+        _known(name, f"option --{name.replace('_', '-')}")
+        values[name] = _parse(name, raw, f"--{name.replace('_', '-')}")
+    return CollectorConfig(**values)
+
+
+_FIELDS = {f.name: f for f in fields(CollectorConfig)}
+
+
+def default_of(name: str) -> Any:
+    f = _FIELDS[name]
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not MISSING else None

@@ -1,0 +1,90 @@
+"""Which judge the collector runs (``--judge``), imported lazily so the collector never needs the judge extra.
+
+``rules`` is :class:`mast_otel.judge.rules.RulesJudge` (no model). If that module cannot be imported, the
+collector falls back to :class:`NoJudgeAvailable`, which labels every conversation ``skipped`` with the import
+error as the reason, so spans still flow and the gap is visible on every trace. ``llm`` builds mast_otel.judge's
+LLM judge from ``--judge-model``/``--judge-base-url``/``--judge-api-key`` (and ``MAST_OTEL_JUDGE_*``); ``none``
+skips every conversation; ``MODULE:CALLABLE`` calls ``CALLABLE()`` and expects a Judge back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+
+from mast_otel.judge.model import Judge, Verdict
+from mast_otel.spans import SpanRecord
+
+from .config import CollectorConfig, ConfigError
+
+__all__ = ["NoJudgeAvailable", "SkipAllJudge", "build_judge", "judge_name"]
+
+_log = logging.getLogger(__name__)
+
+
+class SkipAllJudge:
+    """``--judge none``: every conversation is labelled skipped (spans still flow, counters still count)."""
+
+    name = "none"
+
+    def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
+        return Verdict.skipped("judging is off (--judge none)")
+
+
+class NoJudgeAvailable:
+    """The minimal fallback when ``mast_otel.judge.rules`` cannot be imported: skipped, saying why."""
+
+    name = "unavailable"
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
+        return Verdict.skipped(f"no judge available: {self.reason}")
+
+
+def judge_name(judge: Judge) -> str:
+    return str(getattr(judge, "name", type(judge).__name__))
+
+
+def build_judge(config: CollectorConfig) -> Judge:
+    """The judge ``config.judge`` names; ConfigError when it cannot be built (fails at startup, not per trace)."""
+    spec = config.judge
+    if spec == "none":
+        return SkipAllJudge()
+    if spec == "rules":
+        try:
+            from mast_otel.judge.rules import RulesJudge
+        except ImportError as exc:
+            _log.warning("mast_otel.judge.rules is not importable (%s); conversations will be labelled skipped", exc)
+            return NoJudgeAvailable(f"mast_otel.judge.rules: {exc}")
+        return RulesJudge()
+    if spec == "llm":
+        return _llm_judge(config)
+    module_name, _, attr = spec.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"judge: cannot import {spec!r}: {exc}") from None
+    judge = factory()
+    if not callable(getattr(judge, "judge", None)):
+        raise ConfigError(f"judge: {spec!r} returned {type(judge).__name__}, which has no judge(spans, partial=)")
+    return judge  # type: ignore[no-any-return]
+
+
+def _llm_judge(config: CollectorConfig) -> Judge:
+    try:
+        from mast_otel.judge import build_judge as build_llm
+        from mast_otel.judge.config import JudgeConfig
+    except ImportError as exc:
+        raise ConfigError(f"judge=llm needs the judge extra (pip install 'mast-otel[judge]'): {exc}") from None
+    judge_config = JudgeConfig.from_env(
+        base_url=config.judge_base_url, model=config.judge_model, api_key=config.judge_api_key
+    )
+    if not judge_config.llm_configured:
+        raise ConfigError("judge=llm needs --judge-model or --judge-base-url (or MAST_OTEL_JUDGE_MODEL/_BASE_URL)")
+    try:
+        return build_llm(judge_config)
+    except ImportError as exc:
+        raise ConfigError(f"judge=llm: the LLM judge cannot be imported: {exc}") from None

@@ -1,0 +1,295 @@
+"""Judging: a whole conversation -> (sampled?) -> judge in a worker -> labels -> store -> export queue.
+
+``unit -> submit -> worker: load spans, sample, judge -> finish: label, store.release, count -> exporter``
+
+A judge that raises, returns garbage or overruns ``judge_timeout`` (queueing included) never holds spans longer:
+the conversation is released with ``mast.judge.status=error`` and the reason, and a late answer is ignored. Cost
+controls run before the judge: ``judge_fraction`` (deterministic by trace id; conversations with error spans or an
+error/limit termination are always judged) and ``judge_token_budget_per_hour``; a conversation left out is
+labelled ``skipped`` with the reason. If the store cannot take a verdict, the finish is retried on the next tick.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+
+from mast_otel import semconv as sc
+from mast_otel.judge.model import Judge, Verdict
+from mast_otel.spans import SpanRecord, from_otlp_request
+from mast_otel.version import __version__
+
+from .assembler import Assembler, Unit
+from .encoding import encode_request
+from .judges import judge_name
+from .labeller import label_spans, verdict_span, verdict_span_id
+from .metrics import CollectorMetrics
+from .store import QUEUED, Envelope, NewSpan, ReadyRow, Release, SpanStore
+
+__all__ = ["COLLECTOR_SCOPE", "JudgePool"]
+
+_log = logging.getLogger(__name__)
+COLLECTOR_SCOPE = "mast_otel.collector"
+# Terminations that are themselves a signal: such conversations are judged whatever judge_fraction says.
+_SIGNAL_TERMINATIONS = frozenset(
+    {sc.TERMINATION_ERROR, sc.TERMINATION_MAX_ROUNDS, sc.TERMINATION_MAX_TURNS, sc.TERMINATION_MAX_AUTO_REPLIES}
+)
+
+
+@dataclass(eq=False)
+class _Job:
+    unit: Unit
+    submitted: float
+    deadline: float
+    future: Future[_Outcome | None] | None = None
+    done: bool = False
+
+
+@dataclass
+class _Outcome:
+    rows: list[ReadyRow]
+    records: list[SpanRecord]
+    verdict: Verdict
+    seconds: float
+    called_judge: bool = field(default=False)
+
+
+class JudgePool:
+    """Runs the judge on assembled conversations with bounded concurrency and a per-conversation deadline."""
+
+    def __init__(
+        self,
+        *,
+        judge: Judge,
+        store: SpanStore,
+        assembler: Assembler,
+        lock: threading.RLock,
+        metrics: CollectorMetrics,
+        hold: bool,
+        concurrency: int,
+        timeout: float,
+        fraction: float,
+        token_budget_per_hour: int,
+        clock: Callable[[], float],
+        recently_judged: dict[bytes, float],
+        on_released: Callable[[], None],
+    ) -> None:
+        self.judge = judge
+        self.judge_name = judge_name(judge)
+        # The label source an error verdict reports: the kind of judge that failed.
+        self._source = sc.SOURCE_RULES if self.judge_name in ("rules", "none", "unavailable") else sc.SOURCE_LLM
+        self._store = store
+        self._assembler = assembler
+        self._lock = lock
+        self._metrics = metrics
+        self._hold = hold
+        self._timeout = timeout
+        self._fraction = fraction
+        self._budget = token_budget_per_hour
+        self._clock = clock
+        self._recently_judged = recently_judged
+        self._on_released = on_released
+        self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
+        self._jobs: dict[int, _Job] = {}
+        self._jobs_lock = threading.Lock()
+        self._retry: list[tuple[_Job, Verdict]] = []
+        self._tokens: deque[tuple[float, int]] = deque()
+        self._stopping = False
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._jobs) + len(self._retry)
+
+    def submit(self, unit: Unit) -> None:
+        now = self._clock()
+        job = _Job(unit, submitted=now, deadline=now + self._timeout)
+        with self._jobs_lock:
+            self._jobs[id(job)] = job
+        future = self._executor.submit(self._run, job)
+        job.future = future
+        future.add_done_callback(lambda f: self._complete(job, f))
+
+    # -- worker side -------------------------------------------------------------------------------------------
+    def _run(self, job: _Job) -> _Outcome | None:
+        if job.done:
+            return None  # timed out while queued
+        started = time.perf_counter()
+        rows = self._store.bodies(job.unit.trace_id, list(job.unit.span_ids))
+        records = self._records(rows)
+        verdict = self._sample(job.unit, records)
+        called = verdict is None
+        if verdict is None:
+            verdict = self.judge.judge(records, partial=job.unit.partial)
+            if not isinstance(verdict, Verdict):
+                raise TypeError(f"judge returned {type(verdict).__name__}, not a Verdict")
+            if job.unit.partial and verdict.status == sc.JUDGE_OK:
+                verdict = dataclasses.replace(
+                    verdict, status=sc.JUDGE_PARTIAL,
+                    status_reason=verdict.status_reason or "conversation not finished; judged on the spans seen so far",
+                )  # fmt: skip
+        return _Outcome(rows, records, verdict, time.perf_counter() - started, called)
+
+    def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
+        with self._jobs_lock:
+            if job.done:
+                return
+            job.done = True
+        outcome: _Outcome | None = None
+        try:
+            outcome = future.result()
+        except Exception as exc:
+            self._metrics.judge_errors.labels("exception").inc()
+            _log.warning("judge %s failed on trace %s: %s: %s", self.judge_name, job.unit.trace_id.hex(),
+                         type(exc).__name__, exc)  # fmt: skip
+            verdict = Verdict.error(self._source, f"judge failed: {type(exc).__name__}: {exc}"[:500])
+        else:
+            if outcome is None:
+                return
+            verdict = outcome.verdict
+            if outcome.called_judge:
+                self._metrics.judge_duration.labels(verdict.source).observe(outcome.seconds)
+                self._spend(verdict.tokens_in + verdict.tokens_out)
+        self._finish(job, verdict, outcome)
+
+    # -- cost controls -----------------------------------------------------------------------------------------
+    def _sample(self, unit: Unit, records: list[SpanRecord]) -> Verdict | None:
+        """A skipped verdict when cost controls leave this conversation out, else None (judge it)."""
+        root = next((r for r in records if unit.root_id is not None and r.span_id == unit.root_id.hex()), None)
+        signal = any(r.error for r in records) or (
+            root is not None and root.get(sc.TERMINATION_REASON) in _SIGNAL_TERMINATIONS
+        )
+        if self._fraction < 1.0 and not signal:
+            h = hashlib.blake2b(unit.trace_id + unit.key.encode(), digest_size=8).digest()
+            if int.from_bytes(h, "big") / 2**64 >= self._fraction:
+                return Verdict.skipped(f"sampled out (judge_fraction={self._fraction:g})")
+        if self._budget and self._spent() >= self._budget:
+            return Verdict.skipped(f"judge token budget exhausted ({self._budget} tokens per hour)")
+        return None
+
+    def _spend(self, tokens: int) -> None:
+        if tokens:
+            with self._jobs_lock:
+                self._tokens.append((self._clock(), tokens))
+
+    def _spent(self) -> int:
+        horizon = self._clock() - 3600.0
+        with self._jobs_lock:
+            while self._tokens and self._tokens[0][0] < horizon:
+                self._tokens.popleft()
+            return sum(t for _, t in self._tokens)
+
+    # -- finishing -----------------------------------------------------------------------------------------------
+    def check(self, now: float) -> None:
+        """Release overdue conversations with an error verdict; retry finishes the store refused."""
+        overdue: list[_Job] = []
+        with self._jobs_lock:
+            for job in self._jobs.values():
+                if not job.done and now >= job.deadline:
+                    job.done = True
+                    overdue.append(job)
+            retry, self._retry = self._retry, []
+        for job in overdue:
+            if job.future is not None:
+                job.future.cancel()
+            self._metrics.judge_errors.labels("timeout").inc()
+            _log.warning("judge %s overran judge_timeout on trace %s; releasing with status error",
+                         self.judge_name, job.unit.trace_id.hex())  # fmt: skip
+            self._finish(job, Verdict.error(self._source, f"judge timed out after {self._timeout:g}s"), None)
+        for job, verdict in retry:
+            self._finish(job, verdict, None)
+
+    def _finish(self, job: _Job, verdict: Verdict, outcome: _Outcome | None) -> None:
+        if self._stopping:
+            return  # the spans stay held in the store; the next start judges them again
+        unit = job.unit
+        try:
+            if outcome is None:
+                rows = self._store.bodies(unit.trace_id, list(unit.span_ids))
+                records = self._records(rows)
+            else:
+                rows, records = outcome.rows, outcome.records
+            release, service, framework = self._release(job, verdict, rows, records)
+            self._store.release(release)
+        except Exception:
+            self._metrics.judge_errors.labels("store").inc()
+            _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
+            with self._jobs_lock:
+                self._retry.append((job, verdict))
+            return
+        with self._jobs_lock:
+            self._jobs.pop(id(job), None)
+        self._metrics.count_verdict(verdict, service, framework)
+        with self._lock:
+            self._assembler.finished(unit)
+            self._recently_judged[unit.trace_id] = self._clock()
+        self._on_released()
+
+    def _release(
+        self, job: _Job, verdict: Verdict, rows: list[ReadyRow], records: list[SpanRecord]
+    ) -> tuple[Release, str | None, str | None]:
+        unit = job.unit
+        now = self._clock()
+        now_ns = int(now * 1e9)
+        bodies = {r.span_id: r.body for r in rows}
+        root = next((r for r in records if unit.root_id is not None and r.span_id == unit.root_id.hex()), None)
+        service = root.service_name if root else next((r.service_name for r in records if r.service_name), None)
+        framework = root.get(sc.MAST_FRAMEWORK) if root else None
+        new_bodies: dict[bytes, bytes] = {}
+        extra: list[NewSpan] = []
+        if self._hold:
+            root_id = unit.root_id if root is not None else None
+            new_bodies = label_spans(verdict, root_id=root_id, bodies=bodies, judge_name=self.judge_name, now_ns=now_ns)
+        if not self._hold or root is None:
+            anchor = next((r for r in rows if r.span_id == unit.root_id), rows[0] if rows else None)
+            if anchor is not None:
+                conv_id = (root.get(sc.GEN_AI_CONVERSATION_ID) if root else None) or (
+                    unit.conv_ids[0] if unit.conv_ids else None
+                )
+                body = verdict_span(
+                    verdict, trace_id=unit.trace_id, unit_key=unit.key, parent_id=unit.root_id or unit.parent_hint,
+                    conversation_id=conv_id, judge_name=self.judge_name, start_ns=int(job.submitted * 1e9),
+                    end_ns=now_ns, linkable=set(bodies),
+                )  # fmt: skip
+                extra.append(
+                    NewSpan(
+                        trace_id=unit.trace_id,
+                        span_id=verdict_span_id(unit.trace_id, unit.key),
+                        parent_id=unit.root_id or unit.parent_hint or b"",
+                        envelope=self._collector_envelope(anchor),
+                        body=body,
+                        received=now,
+                        state=QUEUED,
+                        unit=unit.key,
+                    )
+                )
+        release = Release(
+            trace_id=unit.trace_id, span_ids=unit.span_ids, hold=self._hold, now=now, unit=unit.key,
+            bodies=new_bodies, extra=extra, verdict=json.dumps(dataclasses.asdict(verdict), default=str),
+            conv_ids=unit.conv_ids,
+        )  # fmt: skip
+        return release, service, framework
+
+    def _collector_envelope(self, anchor: ReadyRow) -> int:
+        """The conversation's resource with the collector's own instrumentation scope."""
+        env = self._store.envelope(anchor.envelope)
+        scope = InstrumentationScope(name=COLLECTOR_SCOPE, version=__version__).SerializeToString()
+        return self._store.envelope_id(Envelope(env.resource, env.resource_schema, scope, ""))
+
+    def _records(self, rows: list[ReadyRow]) -> list[SpanRecord]:
+        request = ExportTraceServiceRequest.FromString(encode_request(rows, self._store.envelope))
+        return list(from_otlp_request(request))
+
+    def shutdown(self) -> None:
+        self._stopping = True
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,277 @@
+"""Every metric the collector exposes on ``/metrics``, named in one place (docs/collector.md documents them).
+
+Prometheus alert rules and dashboards are written against these names, so they are part of the contract. All
+label sets are created at 0 at startup (``increase()`` cannot see a series' first increment), and a
+service/framework pair seen for the first time gets all its failure-mode series at 0 before any increment.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from mast_otel import semconv as sc
+from mast_otel.judge.model import Verdict
+from mast_otel.taxonomy import MODES, mode
+
+__all__ = ["CollectorMetrics", "MetricNames"]
+
+UNKNOWN = "unknown"
+OTHER = "other"
+
+
+class MetricNames:
+    """Metric names as exposed (counters carry the ``_total`` suffix prometheus_client adds)."""
+
+    FAILURE_MODE = "mast_failure_mode_total"  # {mode, category, service, framework}
+    CONVERSATIONS_JUDGED = "mast_conversations_judged_total"  # {status, service, framework}
+    CONVERSATIONS_FAILED = "mast_conversations_failed_total"  # {service, framework}
+    JUDGE_DURATION = "mast_judge_duration_seconds"  # histogram {source}
+    JUDGE_TOKENS = "mast_judge_tokens_total"  # {direction=in|out}
+    JUDGE_COST = "mast_judge_cost_usd_total"
+    JUDGE_ERRORS = "mast_judge_errors_total"  # {reason}
+    JUDGE_IN_FLIGHT = "mast_judge_in_flight"
+    SPANS_RECEIVED = "mast_collector_spans_received_total"  # {protocol}
+    REQUESTS_REFUSED = "mast_collector_requests_refused_total"  # {protocol, reason}
+    SPANS_REFUSED = "mast_collector_spans_refused_total"  # {reason}
+    SPANS_DUPLICATED = "mast_collector_spans_duplicated_total"
+    SPANS_LATE = "mast_collector_spans_late_total"
+    SPANS_UNASSIGNED = "mast_collector_spans_unassigned_total"  # {reason}
+    SPANS_EXPORTED = "mast_collector_spans_exported_total"
+    SPANS_DROPPED = "mast_collector_spans_dropped_total"  # {reason}
+    EXPORT_RETRIES = "mast_collector_export_retries_total"  # {reason}
+    SPANS_PENDING = "mast_collector_spans_pending"  # {state=held|queued}
+    TRACES_PENDING = "mast_collector_traces_pending"
+    PENDING_BYTES = "mast_collector_pending_bytes"
+    LIMIT = "mast_collector_limit"  # {name}
+    LABELS_OVERFLOWED = "mast_collector_metric_labels_overflowed_total"
+
+
+PROTOCOLS = ("grpc", "http")
+# Why a whole Export request was refused before any span was accepted.
+REFUSE_MALFORMED = "malformed"
+REFUSE_MEDIA_TYPE = "unsupported_media_type"
+REFUSE_TOO_LARGE = "too_large"
+REFUSE_UNAUTHENTICATED = "unauthenticated"
+REFUSE_BACKPRESSURE = "backpressure"
+REFUSE_NOT_FOUND = "not_found"
+REFUSE_REASONS = (
+    REFUSE_MALFORMED,
+    REFUSE_MEDIA_TYPE,
+    REFUSE_TOO_LARGE,
+    REFUSE_UNAUTHENTICATED,
+    REFUSE_BACKPRESSURE,
+    REFUSE_NOT_FOUND,
+)
+# Why a decoded span was refused (the client is told; backpressure ones are retried by the SDK).
+SPAN_REFUSE_REASONS = (REFUSE_BACKPRESSURE, "invalid_id")
+# Why a span left without a conversation's labels.
+UNASSIGNED_NO_CONVERSATION = "no_conversation"
+UNASSIGNED_PARENT_TIMEOUT = "parent_timeout"
+UNASSIGNED_REASONS = (UNASSIGNED_NO_CONVERSATION, UNASSIGNED_PARENT_TIMEOUT)
+# Spans lost after they were accepted (the downstream refused them permanently).
+DROP_EXPORT_REJECTED = "export_rejected"
+DROP_EXPORT_PARTIAL = "export_partial"
+DROP_REASONS = (DROP_EXPORT_REJECTED, DROP_EXPORT_PARTIAL)
+RETRY_REASONS = ("unavailable", "throttled", "timeout", "error")
+JUDGE_ERROR_REASONS = ("timeout", "exception", "store")
+STATUSES = (sc.JUDGE_OK, sc.JUDGE_ERROR, sc.JUDGE_SKIPPED, sc.JUDGE_TRUNCATED, sc.JUDGE_PARTIAL)
+LABEL_SOURCES = (sc.SOURCE_LLM, sc.SOURCE_RULES)
+
+
+class CollectorMetrics:
+    """The collector's metrics on its own registry; one instance per running collector."""
+
+    def __init__(self, *, services: Iterable[str] = (f"{UNKNOWN}/{UNKNOWN}",), max_services: int = 100) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.failure_mode = Counter(
+            "mast_failure_mode",
+            "Conversations in which the judge found a MAST failure mode.",
+            ["mode", "category", "service", "framework"],
+            registry=r,
+        )
+        self.judged = Counter(
+            "mast_conversations_judged",
+            "Conversations labelled, by mast.judge.status.",
+            ["status", "service", "framework"],
+            registry=r,
+        )
+        self.failed = Counter(
+            "mast_conversations_failed", "Conversations with at least one failure mode.", ["service", "framework"],
+            registry=r,
+        )  # fmt: skip
+        self.judge_duration = Histogram(
+            "mast_judge_duration_seconds",
+            "Time a judge took per conversation (span loading included).",
+            ["source"],
+            buckets=(0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+            registry=r,
+        )
+        self.judge_tokens = Counter("mast_judge_tokens", "Judge tokens used.", ["direction"], registry=r)
+        self.judge_cost = Counter("mast_judge_cost_usd", "Judge cost estimate in USD.", registry=r)
+        self.judge_errors = Counter("mast_judge_errors", "Judge calls that gave no verdict.", ["reason"], registry=r)
+        self.judge_in_flight = Gauge("mast_judge_in_flight", "Conversations waiting for their verdict.", registry=r)
+        self.spans_received = Counter(
+            "mast_collector_spans_received", "Spans accepted and stored.", ["protocol"], registry=r
+        )
+        self.requests_refused = Counter(
+            "mast_collector_requests_refused", "Export requests refused.", ["protocol", "reason"], registry=r
+        )
+        self.spans_refused = Counter(
+            "mast_collector_spans_refused", "Decoded spans refused (not stored).", ["reason"], registry=r
+        )
+        self.spans_duplicated = Counter(
+            "mast_collector_spans_duplicated", "Spans delivered again (same trace_id+span_id) and ignored.", registry=r
+        )
+        self.spans_late = Counter(
+            "mast_collector_spans_late", "Spans that arrived after their conversation was judged; exported "
+            "unlabelled.", registry=r,
+        )  # fmt: skip
+        self.spans_unassigned = Counter(
+            "mast_collector_spans_unassigned", "Spans exported untouched because no conversation holds them.",
+            ["reason"], registry=r,
+        )  # fmt: skip
+        self.spans_exported = Counter("mast_collector_spans_exported", "Spans delivered downstream.", registry=r)
+        self.spans_dropped = Counter(
+            "mast_collector_spans_dropped", "Accepted spans lost (downstream refused them permanently).",
+            ["reason"], registry=r,
+        )  # fmt: skip
+        self.export_retries = Counter(
+            "mast_collector_export_retries", "Downstream Export attempts that failed and will be retried.",
+            ["reason"], registry=r,
+        )  # fmt: skip
+        self.spans_pending = Gauge(
+            "mast_collector_spans_pending", "Spans in the store not yet exported.", ["state"], registry=r
+        )
+        self.traces_pending = Gauge("mast_collector_traces_pending", "Traces being assembled.", registry=r)
+        self.pending_bytes = Gauge("mast_collector_pending_bytes", "Span bytes not yet exported.", registry=r)
+        self.limit = Gauge("mast_collector_limit", "Configured limits.", ["name"], registry=r)
+        self.labels_overflowed = Counter(
+            "mast_collector_metric_labels_overflowed",
+            "Verdicts counted under service=other because metrics_max_services was reached.",
+            registry=r,
+        )
+        self._lock = threading.Lock()
+        self._pairs: set[tuple[str, str]] = set()
+        self._max_pairs = max_services
+        self._init_zero()
+        for pair in services:
+            service, _, framework = pair.partition("/")
+            self.label_pair(service, framework)
+
+    def _init_zero(self) -> None:
+        for proto in PROTOCOLS:
+            self.spans_received.labels(proto)
+            for reason in REFUSE_REASONS:
+                self.requests_refused.labels(proto, reason)
+        for reason in SPAN_REFUSE_REASONS:
+            self.spans_refused.labels(reason)
+        for reason in UNASSIGNED_REASONS:
+            self.spans_unassigned.labels(reason)
+        for reason in DROP_REASONS:
+            self.spans_dropped.labels(reason)
+        for reason in RETRY_REASONS:
+            self.export_retries.labels(reason)
+        for reason in JUDGE_ERROR_REASONS:
+            self.judge_errors.labels(reason)
+        for direction in ("in", "out"):
+            self.judge_tokens.labels(direction)
+        for source in LABEL_SOURCES:
+            self.judge_duration.labels(source)
+        for state in ("held", "queued"):
+            self.spans_pending.labels(state)
+
+    def label_pair(self, service: str | None, framework: str | None) -> tuple[str, str]:
+        """The (service, framework) label values to count under; new pairs get every series at 0 first."""
+        pair = (service or UNKNOWN, framework or UNKNOWN)
+        with self._lock:
+            if pair in self._pairs:
+                return pair
+            if len(self._pairs) >= self._max_pairs:
+                self.labels_overflowed.inc()
+                pair = (OTHER, OTHER)
+                if pair in self._pairs:
+                    return pair
+            self._pairs.add(pair)
+        for m in MODES:
+            self.failure_mode.labels(m.id, m.category.id, *pair)
+        for status in STATUSES:
+            self.judged.labels(status, *pair)
+        self.failed.labels(*pair)
+        return pair
+
+    def set_limits(self, limits: dict[str, float]) -> None:
+        for name, value in limits.items():
+            self.limit.labels(name).set(value)
+
+    def watch(self, gauge: Gauge, fn: Callable[[], float]) -> None:
+        gauge.set_function(fn)
+
+    def count_verdict(self, verdict: Verdict, service: str | None, framework: str | None) -> None:
+        """Count one labelled conversation: status, failure modes, tokens."""
+        pair = self.label_pair(service, framework)
+        self.judged.labels(verdict.status, *pair).inc()
+        if verdict.status in (sc.JUDGE_ERROR, sc.JUDGE_SKIPPED):
+            return
+        seen: set[str] = set()
+        for label in verdict.modes:
+            if label.mode_id in seen:
+                continue
+            seen.add(label.mode_id)
+            try:
+                category = mode(label.mode_id).category.id
+            except KeyError:
+                category = UNKNOWN
+            self.failure_mode.labels(label.mode_id, category, *pair).inc()
+        if seen:
+            self.failed.labels(*pair).inc()
+        if verdict.tokens_in:
+            self.judge_tokens.labels("in").inc(verdict.tokens_in)
+        if verdict.tokens_out:
+            self.judge_tokens.labels("out").inc(verdict.tokens_out)
+        if verdict.cost_usd:
+            self.judge_cost.inc(verdict.cost_usd)
+
+
+class MetricsServer:
+    """``GET /metrics`` (Prometheus text format from the collector's own registry) and ``GET /healthz``."""
+
+    def __init__(self, host: str, port: int, registry: CollectorRegistry) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0]
+                if path == "/metrics":
+                    body, ctype, status = generate_latest(registry), CONTENT_TYPE_LATEST, 200
+                elif path in ("/healthz", "/"):
+                    body, ctype, status = b"ok\n", "text/plain", 200
+                else:
+                    body, ctype, status = b"not found; try /metrics\n", "text/plain", 404
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self.host = host
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
