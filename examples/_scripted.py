@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -38,6 +39,17 @@ BASE_URL_ENV = "MAST_OTEL_EXAMPLE_BASE_URL"
 _SCRIPTED = "ScriptedClient"
 
 Reply = str | dict[str, Any]
+
+
+class _HidePlaceholderNotice(logging.Filter):
+    """AG2 logs, for every client it builds from a config naming a custom client, that the client must still be
+    registered; ScriptedAgent registers it at once, so for the scripted client that notice is only noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _SCRIPTED not in record.getMessage() or "register_model_client" not in record.getMessage()
+
+
+logging.getLogger("autogen.oai.client").addFilter(_HidePlaceholderNotice())
 
 
 class ScriptedClient:
