@@ -8,7 +8,7 @@ MetaGPT method                        recorder call
 ====================================  ==================================================================
 ``Team.run``                          conversation root, with the idea as the task and ``n_round`` as
                                       max rounds; termination: ``idle`` (every role idle),
-                                      ``max_rounds`` (rounds used up with work pending),
+                                      ``max_rounds`` (rounds used up, a role not idle),
                                       ``budget_exceeded`` (``NoMoneyException``) or ``error``
 ``Environment.run``                   conversation root when called on its own (``k`` rounds); inside
                                       ``Team.run`` it counts rounds and notes failures
@@ -17,7 +17,8 @@ MetaGPT method                        recorder call
                                       until the role has published that action's message
 ``Role._act``                         agent turn (``invoke_agent {role name}``) per action, with the
                                       action's name in ``mast.turn.action``
-``Role._think``                       closes the previous action's turn before the next is chosen
+``Role._think``                       runs outside the previous action's turn (which stays open until
+                                      the next ``_act``, or until the role has published)
 ``Environment.publish_message``       one message span (sender role name, ``send_to`` as recipients,
                                       ``cause_by`` as cause) and one handoff (reason ``routing``) per
                                       role that takes it: named in ``send_to`` or watching ``cause_by``
@@ -60,7 +61,7 @@ _TARGETS: tuple[tuple[str, str, w.Factory], ...] = (
     (_ENV, "Environment.run", w.traced_env_run),
     (_ENV, "Environment.publish_message", w.traced_publish_message),
     (_ROLE, "Role.run", w.traced_role_run),
-    (_ROLE, "Role._think", w.closing_think),
+    (_ROLE, "Role._think", w.traced_think),
     (_ROLE, "Role._act", w.traced_act),
 )
 

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import wrapt
+from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import unwrap
 
 from mast_otel.recorder import AgentTurn
@@ -42,15 +43,16 @@ class RoleRun:
     """One ``Role.run`` call. The turn of its last action stays open (and current) until the role publishes.
 
     ``Role.run`` publishes the reply *after* ``react()`` returns, so a turn closed when ``_act`` returns would
-    leave the message without the turn that produced it. The turn is closed by the role's next ``_think`` or
-    ``_act``, or when ``Role.run`` returns.
+    leave the message without the turn that produced it. The turn is closed by the role's next ``_act`` or when
+    ``Role.run`` returns; ``base`` is the context outside any turn, current again while ``_think`` runs.
     """
 
-    __slots__ = ("role", "turn")
+    __slots__ = ("base", "role", "turn")
 
     def __init__(self, role: Any) -> None:
         self.role = role
         self.turn: AgentTurn | None = None
+        self.base = otel_context.get_current()
 
     def close(self) -> None:
         turn, self.turn = self.turn, None
@@ -127,6 +129,7 @@ class Overrides:
 
 
 def _subclasses(cls: type) -> Iterator[type]:
+    sub: type
     for sub in cls.__subclasses__():
         yield sub
         yield from _subclasses(sub)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from mast_otel import semconv as sc
@@ -51,7 +52,7 @@ def _settle(recorder: Recorder, run: Run, failed_silently: bool = False) -> Base
     if not busy:
         recorder.terminate(sc.TERMINATION_IDLE, detail=f"every role idle after {run.rounds} of {run.n_round} rounds")
     elif run.rounds >= run.n_round:
-        detail = f"all {run.n_round} rounds used with work pending for: {', '.join(busy)}"
+        detail = f"all {run.n_round} rounds used; roles not idle: {', '.join(busy)}"
         recorder.terminate(sc.TERMINATION_MAX_ROUNDS, detail=detail)
     return None
 
@@ -80,8 +81,7 @@ def traced_team_run(recorder: Recorder, overrides: Overrides) -> Wrapper:
             raise
         RUN.reset(run_token)
         # Team.run returns the history; None means its serialize_decorator swallowed an exception.
-        exc = _settle(recorder, run, failed_silently=result is None)
-        recorder.end_conversation(conv, token, exc)
+        recorder.end_conversation(conv, token, _settle(recorder, run, failed_silently=result is None))
         return result
 
     return wrapper
@@ -164,12 +164,18 @@ def traced_role_run(recorder: Recorder, overrides: Overrides) -> Wrapper:
     return wrapper
 
 
-def closing_think(recorder: Recorder, overrides: Overrides) -> Wrapper:
+def traced_think(recorder: Recorder, overrides: Overrides) -> Wrapper:
     async def wrapper(wrapped: AsyncWrapped, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         role_run = ROLE_RUN.get()
-        if role_run is not None and role_run.role is instance:
-            role_run.close()  # choosing the next action is not part of the previous action's turn
-        return await wrapped(*args, **kwargs)
+        if role_run is None or role_run.role is not instance or role_run.turn is None:
+            return await wrapped(*args, **kwargs)
+        # Choosing the next action is not part of the previous action's turn, but that turn must stay open: when
+        # _think finds nothing more to do, Role.run publishes the previous action's message next.
+        token = otel_context.attach(role_run.base)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            otel_context.detach(token)
 
     return wrapper
 
