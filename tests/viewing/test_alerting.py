@@ -1,0 +1,204 @@
+"""End to end: the shipped spike rule fires in a real Prometheus and the notification reaches a webhook.
+
+Prometheus 2.42 and Alertmanager 0.25 (Debian) run in the foreground on 127.0.0.1 with 1 s scrape/evaluation;
+the collector (rules judge) exports to the test OTLP sink; ``mast-otel replay`` sends recorded MetaGPT
+conversations (MAD) that the rules judge labels 1.5 (the run ended at its round limit). The rule file is the
+shipped one with shorter windows (``render_rules``; ``test_deploy`` checks nothing else differs), the Prometheus
+and Alertmanager configs are the shipped ones with local targets, 1 s intervals and the test's webhook URL.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.otlp_sink import otlp_sink
+from tests.servers import free_port, stop, wait_http
+from tests.viewing._support import (
+    ALERTMANAGER_YML,
+    ARTIFACTS,
+    MAD,
+    PROMETHEUS_YML,
+    RULES,
+    TEST_WINDOWS,
+    collector_process,
+    render_rules,
+    replay,
+    require_binary,
+    require_path,
+)
+
+pytestmark = pytest.mark.integration
+
+SERVICE = "alert-test"
+CONVERSATIONS = 8  # the shipped rule wants >= 5 conversations with one mode in its window
+
+
+class Webhook:
+    """Alertmanager's webhook receiver: keeps every JSON body it is sent."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.arrived = threading.Condition()
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                with hook.arrived:
+                    hook.bodies.append(body)
+                    hook.arrived.notify_all()
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mast-otel/alerts"
+
+    def wait_for(self, alertname: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for body in self.bodies:
+                    for alert in body.get("alerts", ()):
+                        if alert["labels"].get("alertname") == alertname and alert["status"] == "firing":
+                            return dict(alert)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"webhook got no firing {alertname} in {timeout}s: {self.bodies}")
+                self.arrived.wait(left)
+
+
+@contextmanager
+def webhook() -> Iterator[Webhook]:
+    hook = Webhook()
+    thread = threading.Thread(target=hook.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield hook
+    finally:
+        hook.server.shutdown()
+        hook.server.server_close()
+
+
+@contextmanager
+def server(cmd: list[str], ready_url: str, log: Path) -> Iterator[int]:
+    """A foreground server process, ready when ``ready_url`` answers; stopped by its PID."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_http(ready_url, timeout=30, proc=proc)
+            yield proc.pid
+        finally:
+            stop(proc)
+
+
+def prometheus_config(metrics: str, alertmanager: str) -> dict[str, Any]:
+    """The shipped prometheus.yml with 1 s intervals and this test's targets."""
+    config: dict[str, Any] = yaml.safe_load(PROMETHEUS_YML.read_text())
+    config["global"].update(scrape_interval="1s", evaluation_interval="1s")
+    config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = [alertmanager]
+    (job,) = config["scrape_configs"]
+    job["scrape_interval"] = "1s"
+    job["static_configs"][0]["targets"] = [metrics]
+    return config
+
+
+def alertmanager_config(url: str) -> dict[str, Any]:
+    """The shipped alertmanager.yml with 1 s grouping and this test's webhook."""
+    config: dict[str, Any] = yaml.safe_load(ALERTMANAGER_YML.read_text())
+    for route in [config["route"], *config["route"].get("routes", ())]:
+        route.update(group_wait="1s", group_interval="1s")
+    for receiver in config["receivers"]:
+        for hook in receiver.get("webhook_configs", ()):
+            hook["url"] = url
+    return config
+
+
+def get_json(url: str, **params: str) -> Any:
+    query = f"?{urllib.parse.urlencode(params)}" if params else ""
+    with urllib.request.urlopen(url + query, timeout=5) as r:
+        return json.loads(r.read())
+
+
+def poll(what: str, fn: Any, timeout: float, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def test_spike_rule_fires_and_reaches_the_webhook(tmp_path: Path) -> None:
+    prometheus = require_binary("prometheus")
+    alertmanager = require_binary("prometheus-alertmanager")
+    steplist = require_path(MAD / "metagpt_output_mad.json", "the MAD step lists live in ../shared/mast-data")
+    ARTIFACTS.mkdir(exist_ok=True)
+    prom_port, am_port = free_port(), free_port()
+    prom_url, am_url = f"http://127.0.0.1:{prom_port}", f"http://127.0.0.1:{am_port}"
+
+    with otlp_sink() as sink, webhook() as hook, collector_process(tmp_path, sink.grpc_endpoint) as collector:
+        (tmp_path / "mast-otel-rules.yml").write_text(render_rules(RULES.read_text(), TEST_WINDOWS, for_="1s"))
+        (tmp_path / "prometheus.yml").write_text(
+            yaml.safe_dump(prometheus_config(collector.metrics, f"127.0.0.1:{am_port}"))
+        )
+        (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(alertmanager_config(hook.url)))
+        am_cmd = [alertmanager, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'am'}",
+                  f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="]  # fmt: skip
+        prom_cmd = [prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"]  # fmt: skip
+        with (
+            server(am_cmd, f"{am_url}/-/ready", ARTIFACTS / "alertmanager.log"),
+            server(prom_cmd, f"{prom_url}/-/ready", ARTIFACTS / "prometheus.log"),
+        ):
+            # The first scrape must see the 0 series (increase() cannot count what came before its first sample).
+            poll("the first scrape of the collector",
+                 lambda: get_json(f"{prom_url}/api/v1/query", query="mast_failure_mode_total")["data"]["result"], 30)  # fmt: skip
+            started = time.monotonic()
+            replay(steplist, collector.grpc, limit=CONVERSATIONS, service=SERVICE)
+            labelled = poll(
+                "the labelled conversations at the sink",
+                lambda: len([s for s in sink.spans() if s.attributes.get("mast.fm.1_5")]) >= CONVERSATIONS, 60,
+            )  # fmt: skip
+            assert labelled
+            judged_at = time.monotonic() - started
+
+            def spike() -> Any:
+                alerts = get_json(f"{prom_url}/api/v1/alerts")["data"]["alerts"]
+                return [a for a in alerts if a["labels"]["alertname"] == "MastFailureModeSpike"
+                        and a["state"] == "firing"]  # fmt: skip
+
+            (alert,) = poll("MastFailureModeSpike firing in Prometheus", spike, 60)
+            fired_at = time.monotonic() - started
+            assert alert["labels"] | {"mode": "1.5", "category": "FC1", "service": SERVICE, "framework": "metagpt"} \
+                == alert["labels"]  # fmt: skip
+            assert float(alert["value"]) >= 5
+
+            notified = hook.wait_for("MastFailureModeSpike", timeout=60)
+            notified_at = time.monotonic() - started
+            assert notified["labels"]["mode"] == "1.5" and notified["labels"]["service"] == SERVICE
+            assert "mast.fm.1_5=true" in notified["annotations"]["description"]
+            assert "{ span.mast.fm.1_5 = true }" in notified["annotations"]["description"]
+            # Nothing else is wrong with the pipeline: no other alert fires.
+            others = {a["labels"]["alertname"] for a in get_json(f"{prom_url}/api/v1/alerts")["data"]["alerts"]}
+            assert others <= {"MastFailureModeSpike"}, others
+    timings = {"judged_s": round(judged_at, 2), "firing_s": round(fired_at, 2), "webhook_s": round(notified_at, 2)}
+    (ARTIFACTS / "alerting-timings.json").write_text(json.dumps(timings))
+    print(f"alert timings after the replay started: {timings}")
