@@ -162,15 +162,19 @@ def test_spike_rule_fires_and_reaches_the_webhook(tmp_path: Path) -> None:
         (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(alertmanager_config(hook.url)))
         am_cmd = [alertmanager, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'am'}",
                   f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="]  # fmt: skip
-        prom_cmd = [prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
-                    f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"]  # fmt: skip
+        prom_cmd = [
+            prometheus,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'db'}",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+        ]
         with (
             server(am_cmd, f"{am_url}/-/ready", ARTIFACTS / "alertmanager.log"),
             server(prom_cmd, f"{prom_url}/-/ready", ARTIFACTS / "prometheus.log"),
         ):
             # The first scrape must see the 0 series (increase() cannot count what came before its first sample).
-            poll("the first scrape of the collector",
-                 lambda: get_json(f"{prom_url}/api/v1/query", query="mast_failure_mode_total")["data"]["result"], 30)  # fmt: skip
+            query = f"{prom_url}/api/v1/query"
+            poll("the first scrape", lambda: get_json(query, query="mast_failure_mode_total")["data"]["result"], 30)
             started = time.monotonic()
             replay(steplist, collector.grpc, limit=CONVERSATIONS, service=SERVICE)
             labelled = poll(
