@@ -158,7 +158,7 @@ class CollectorMetrics:
         self._pairs: set[tuple[str, str]] = set()
         self._max_pairs = max_services
         self._init_zero()
-        for pair in services:
+        for pair in dict.fromkeys((f"{UNKNOWN}/{UNKNOWN}", *services)):  # unknown/unknown always exists
             service, _, framework = pair.partition("/")
             self.label_pair(service, framework)
 
@@ -266,7 +266,9 @@ class MetricsServer:
         self._server.daemon_threads = True
         self.host = host
         self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.1,), name="metrics-http", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()

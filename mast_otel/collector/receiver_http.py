@@ -105,7 +105,7 @@ class HttpReceiver:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="otlp-http", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="otlp-http", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

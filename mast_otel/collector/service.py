@@ -125,8 +125,11 @@ class CollectorService:
             _log.info("resuming: %d spans held in %d traces, %d spans queued for export", held,
                       self.assembler.pending_traces, queued_now)  # fmt: skip
 
-    def start(self) -> None:
-        """Bind the receivers and the metrics endpoint, then start the pipeline and exporter threads."""
+    def start(self, *, pipeline: bool = True) -> None:
+        """Bind the receivers and the metrics endpoint, then start the pipeline and exporter threads.
+
+        ``pipeline=False`` leaves the threads off: tests then drive :meth:`tick` and :meth:`flush` themselves.
+        """
         c = self.config
         if c.otlp_grpc:
             host, port = parse_hostport(c.otlp_grpc)
@@ -144,7 +147,8 @@ class CollectorService:
             host, port = parse_hostport(c.metrics)
             self.metrics_server = MetricsServer(host, port, self.metrics.registry)
             self.metrics_server.start()
-        self.start_pipeline()
+        if pipeline:
+            self.start_pipeline()
         if self.grpc is not None:
             self.grpc.start()
         if self.http is not None:
