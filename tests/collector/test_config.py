@@ -63,7 +63,7 @@ def test_bad_values_fail_with_a_clear_error(kwargs: dict[str, object], message: 
 def test_unknown_and_unimplemented_file_keys_fail(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("quiet_perod: 3\n")
-    with pytest.raises(ConfigError, match="quiet_perod.*not a collector option"):
+    with pytest.raises(ConfigError, match=r"quiet_perod.*not a collector option"):
         load_config({}, environ={}, config_file=cfg)
     cfg.write_text("tls_cert_file: /x.pem\n")
     with pytest.raises(ConfigError, match="TLS termination is not implemented"):
