@@ -299,8 +299,8 @@ def print_conversations(conversations: Sequence[Conversation]) -> None:
 
 
 def phoenix_filter(mode_id: str) -> str:
-    """The Phoenix span filter (its UI's filter bar) that finds the spans labelled with a mode."""
-    return f"attributes['{sc.fm_attribute(mode_id)}'] == True"
+    """The Phoenix span filter (its UI's filter bar) that finds the conversation roots labelled with a mode."""
+    return f"'{mode_id}' in {sc.FAILURE_MODES}"
 
 
 def _name(mode_id: str) -> str:

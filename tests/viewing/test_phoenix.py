@@ -1,0 +1,154 @@
+"""End to end with a real trace store: AG2 group chat -> collector (rules judge) -> Arize Phoenix (OTLP/HTTP).
+
+Phoenix runs from its own venv (``bash scripts/setup-phoenix.sh``) on 127.0.0.1 with a temp working directory and
+telemetry off; its gRPC port binds every interface whatever PHOENIX_HOST says, so it gets a free port and is never
+used (the collector exports OTLP/HTTP). The test reads the labels back through Phoenix's REST API: the root's
+``mast.*`` attributes, the evidence spans' ``mast.failure_mode``, and Phoenix's own span filter language on them;
+then headless Chromium (Playwright, Debian's chromium) opens the trace in Phoenix's UI and saves screenshots of
+the labelled root and of an evidence span to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers import free_port, stop, wait_http
+from tests.viewing._support import ARTIFACTS, ROOT, collector_process, require_binary, require_path
+
+pytestmark = pytest.mark.integration
+
+PHOENIX_VENV = Path(os.environ.get("PHOENIX_VENV", ROOT / ".venv-phoenix"))
+PROJECT = "mast-otel-e2e"
+SERVICE = "phoenix-e2e-group-chat"
+
+
+@contextmanager
+def phoenix(workdir: Path) -> Iterator[str]:
+    """``phoenix serve`` on 127.0.0.1 (free ports, temp working dir, telemetry off); yields its URL; stopped by PID."""
+    exe = require_path(PHOENIX_VENV / "bin" / "phoenix", "bash scripts/setup-phoenix.sh")
+    port = free_port()
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(workdir / "phoenix"),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),  # binds all interfaces regardless; unused here
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    ARTIFACTS.mkdir(exist_ok=True)
+    with (ARTIFACTS / "phoenix.log").open("wb") as log:
+        proc = subprocess.Popen([str(exe), "serve"], stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            wait_http(f"http://127.0.0.1:{port}/healthz", timeout=120, proc=proc)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop(proc, grace=15)
+
+
+def get(url: str, **params: str) -> Any:
+    query = f"?{urllib.parse.urlencode(params)}" if params else ""
+    with urllib.request.urlopen(url + query, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def graphql_filter(base: str, project_id: str, condition: str) -> list[str]:
+    """Span names matching a Phoenix span filter (what a user types in the UI's filter bar)."""
+    query = ("query($id: ID!, $f: String!) { node(id: $id) { ... on Project { spans(first: 100, filterCondition: $f)"
+             " { edges { node { name } } } } } }")  # fmt: skip
+    body = json.dumps({"query": query, "variables": {"id": project_id, "f": condition}}).encode()
+    request = urllib.request.Request(f"{base}/graphql", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        data = json.loads(r.read())
+    assert "errors" not in data, data["errors"]
+    return [e["node"]["name"] for e in data["data"]["node"]["spans"]["edges"]]
+
+
+def run_group_chat(collector_grpc: str, log: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "MAST_OTEL_EXAMPLE_BASE_URL"}
+    env.update(
+        OTEL_EXPORTER_OTLP_ENDPOINT=collector_grpc,
+        OTEL_SERVICE_NAME=SERVICE,
+        OTEL_RESOURCE_ATTRIBUTES=f"openinference.project.name={PROJECT}",  # Phoenix's project
+        PYTHONPATH=str(ROOT),
+    )
+    with log.open("wb") as out:
+        done = subprocess.run([sys.executable, str(ROOT / "examples" / "ag2_group_chat.py")], stdout=out,
+                              stderr=subprocess.STDOUT, env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 0, log.read_text()[-3000:]
+
+
+def test_labelled_trace_in_phoenix_api_and_ui(tmp_path: Path) -> None:
+    require_binary("chromium")
+    with phoenix(tmp_path) as base, collector_process(tmp_path, f"{base}/v1/traces") as collector:
+        started = time.monotonic()
+        run_group_chat(collector.grpc, tmp_path / "example.log")
+
+        def labelled_root() -> dict[str, Any] | None:
+            try:
+                spans = get(f"{base}/v1/projects/{PROJECT}/spans", limit="1000")["data"]
+            except urllib.error.HTTPError:  # the project appears with the first span
+                return None
+            roots = [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "invoke_workflow"]
+            return roots[0] if roots and "mast.judge.status" in roots[0]["attributes"] else None
+
+        deadline = time.monotonic() + 60
+        while (root := labelled_root()) is None:
+            assert time.monotonic() < deadline, (
+                f"no labelled root in Phoenix; collector log:\n{collector.log.read_text()}"
+            )
+            time.sleep(0.3)
+        arrived = time.monotonic() - started
+
+        # The root's labels, read back from the store.
+        attrs = root["attributes"]
+        assert attrs["mast.judge.status"] == "ok" and attrs["mast.label.source"] == "rules"
+        assert attrs["mast.failed"] is True
+        assert {"1.3", "1.5"} <= set(attrs["mast.failure_modes"])
+        assert attrs["mast.fm.1_3"] is True and attrs["mast.fm.1_5"] is True
+        assert attrs["mast.framework"] == "ag2"
+        trace_id = root["context"]["trace_id"]
+
+        # The evidence spans' labels: Phoenix's attribute filter finds exactly the repeated messages.
+        evidence = get(f"{base}/v1/projects/{PROJECT}/spans", trace_id=trace_id, limit="1000",
+                       attribute='mast.failure_mode:"1.3"')["data"]  # fmt: skip
+        assert len(evidence) >= 2
+        for span in evidence:
+            assert span["name"].startswith("message ") and span["attributes"]["mast.fm.1_3"] is True
+            assert span["attributes"]["mast.failure_mode.name"] == "Step repetition"
+            events = [e for e in span.get("events", ()) if e["name"] == "gen_ai.evaluation.result"]
+            assert events and events[0]["attributes"]["mast.failure_mode"] == "1.3"
+
+        # The filters docs/viewing.md gives for Phoenix's UI.
+        project_id = next(p["id"] for p in get(f"{base}/v1/projects")["data"] if p["name"] == PROJECT)
+        assert graphql_filter(base, project_id, "'1.3' in mast.failure_modes") == [root["name"]]
+        assert graphql_filter(base, project_id, "mast.failed == True") == [root["name"]]
+        assert sorted(graphql_filter(base, project_id, "mast.failure_mode == '1.3'")) == sorted(
+            s["name"] for s in evidence
+        )
+
+        # The UI: the trace opens with the labelled root, and an evidence span shows its mode.
+        url = f"{base}/projects/{project_id}/traces/{trace_id}"
+        screenshot = ROOT / "tests" / "viewing" / "phoenix_screenshot.py"
+        python = str(PHOENIX_VENV / "bin" / "python")
+        shots = {
+            "phoenix-trace-root.png": [root["name"], "mast.failure_modes", "mast.fm.1_3"],
+            "phoenix-trace-evidence.png": ["--click", evidence[0]["name"], "mast.failure_mode.name", "Step repetition"],
+        }
+        for name, args in shots.items():
+            done = subprocess.run([python, str(screenshot), url, str(ARTIFACTS / name), *args], capture_output=True,
+                                  text=True, timeout=180)  # fmt: skip
+            assert done.returncode == 0, f"{name}: {done.stdout}\n{done.stderr[-3000:]}"
+            assert (ARTIFACTS / name).stat().st_size > 10_000
+    print(f"labelled root readable in Phoenix {arrived:.1f} s after the example started")
