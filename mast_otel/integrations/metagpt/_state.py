@@ -98,7 +98,7 @@ class Overrides:
                         continue
                     own = vars(klass)
                     for attr, wrapper in wrappers.items():
-                        if attr in own and not isinstance(own[attr], wrapt.ObjectProxy):
+                        if attr in own and not isinstance(own[attr], wrapt.FunctionWrapper):
                             wrapt.wrap_function_wrapper(klass, attr, wrapper)
                             self.patched.append((klass, attr))
                     self._seen.add(klass)
