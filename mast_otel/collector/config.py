@@ -246,6 +246,14 @@ class CollectorConfig:
     log_level: str = _opt("info", _choice(*LOG_LEVELS), "Log level.")
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # normalise: CollectorConfig(max_request_bytes="16MiB") works like the flag
+            value = getattr(self, f.name)
+            if value is not None:
+                try:
+                    object.__setattr__(self, f.name, f.metadata["parse"](value))
+                except ConfigError as exc:
+                    raise ConfigError(f"{f.name}: {exc}") from None
+
         def need(ok: bool, name: str, what: str) -> None:
             if not ok:
                 raise ConfigError(f"{name}: {what} (got {getattr(self, name)!r})")

@@ -146,13 +146,14 @@ class CollectorService:
         if c.metrics:
             host, port = parse_hostport(c.metrics)
             self.metrics_server = MetricsServer(host, port, self.metrics.registry)
-            self.metrics_server.start()
         if pipeline:
             self.start_pipeline()
         if self.grpc is not None:
             self.grpc.start()
         if self.http is not None:
             self.http.start()
+        if self.metrics_server is not None:  # last: /healthz answering means everything is up
+            self.metrics_server.start()
 
     def start_pipeline(self) -> None:
         """Only the background threads (pipeline ticks and exporter); receivers are started by :meth:`start`."""
