@@ -280,5 +280,5 @@ def test_viewing_doc_names_the_attributes_the_labeller_writes() -> None:
     assert attrs[sc.FAILED] is True and attrs["mast.fm.1_3"] is True
     doc = VIEWING_DOC.read_text()
     for needle in ("mast.fm.1_3=true", "mast.failed=true", "{ span.mast.fm.1_3 = true }", "{ span.mast.failed = true }",
-                   'mast.failure_mode="1.3"', "docker-compose.yml"):  # fmt: skip
+                   '{ span.mast.failure_mode = "1.3" }', "mast.failure_mode=1.3", "'1.3' in mast.failure_modes"):  # fmt: skip
         assert needle in doc, needle
