@@ -45,6 +45,8 @@ def _configure_metagpt() -> None:
 
 if HAS_METAGPT:
     _configure_metagpt()
+if os.environ.get("MAST_OTEL_REQUIRE_METAGPT") == "1":
+    import metagpt.team  # noqa: F401  (scripts/test-metagpt.sh: a broken install must fail, not skip)
 
 
 def main_python() -> str:
