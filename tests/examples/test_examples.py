@@ -96,11 +96,6 @@ def test_group_api_handoffs_tools_and_terminate_target(spans: Read) -> None:
     assert [attr(t, sc.GEN_AI_AGENT_NAME) for t in got.turns].count("critic") == 1
 
 
-@pytest.mark.xfail(
-    reason="the AG2 instrumentor maps the event type 'on_condition_llm_transition', but AG2 0.14 tags "
-    "OnConditionLLMTransitionEvent as 'on_condition_l_l_m_transition', so the reason comes out as tool_return",
-    strict=False,
-)
 def test_group_api_oncondition_handoff_is_an_llm_condition(spans: Read) -> None:
     ag2_group_api.run()
     assert _pairs(spans().handoffs)[2] == EXPECTED_HANDOFFS[2]

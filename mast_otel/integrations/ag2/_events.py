@@ -20,6 +20,7 @@ _TRANSITION_REASONS = {
     "after_works_transition": sc.HANDOFF_AFTER_WORK,
     "on_context_condition_transition": sc.HANDOFF_CONTEXT_CONDITION,
     "on_condition_llm_transition": sc.HANDOFF_LLM_CONDITION,
+    "on_condition_l_l_m_transition": sc.HANDOFF_LLM_CONDITION,  # AG2 0.14's camel2snake of "LLM"
     "reply_result_transition": sc.HANDOFF_TOOL_RESULT,
 }
 
