@@ -7,16 +7,15 @@ own labeller (the code that labels them in production), written as OTLP JSON.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import sqlite3
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource as ResourcePb
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanPb
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -37,8 +36,9 @@ from mast_otel.collector.report import (
     request_to_otlp_json,
     spans_from_otlp_json,
 )
-from mast_otel.collector.store import Envelope, NewSpan, Release, SQLiteStore
 from mast_otel.judge.model import ModeLabel, Verdict
+from tests.otlp_sink import otlp_sink
+from tests.viewing._support import collector_process
 
 REPEATED = "Here is the code again: def nth_prime(n): return primes[n] (unchanged from before)."
 
@@ -191,28 +191,26 @@ def test_cli_writes_text_html_and_json(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_store_verdicts_are_read_read_only(tmp_path: Path) -> None:
-    """The collector's store, written through its own API, read while the collector still holds it open."""
-    path = tmp_path / "collector.db"
-    store = SQLiteStore(str(path))
-    try:
-        resource = ResourcePb(attributes=[KeyValue(key="service.name", value=AnyValue(string_value="svc-s"))])
-        env = store.envelope_id(Envelope(resource.SerializeToString(), "", b"", ""))
-        request = record("svc-s", "ag2")
-        verdict, root = verdict_for(request)
-        spans = spans_of(request)
-        store.insert([NewSpan(s.trace_id, s.span_id, s.parent_span_id, env, s.SerializeToString(), 0.0, 2,
-                              conv_root=s.span_id == root.span_id) for s in spans])  # fmt: skip
-        store.release(Release(trace_id=root.trace_id, span_ids=[s.span_id for s in spans], hold=True, now=1.0,
-                              unit="u1", verdict=json.dumps(dataclasses.asdict(verdict), default=str),
-                              conv_ids=["c1"]))  # fmt: skip
-        before = path.read_bytes()
-        (conv,) = load_store(path)
-        assert (conv.trace_id, conv.status, conv.service) == (root.trace_id.hex(), "ok", "svc-s")
-        assert conv.modes == ("1.3", "3.2")
-        assert path.read_bytes() == before
-        with pytest.raises(sqlite3.OperationalError):  # what load_store opens cannot write
-            sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("DELETE FROM unit")
-    finally:
-        store.close()
+    """The store of a running collector (whatever its internal layout): the verdict there is the one exported."""
+    request = record("svc-s", "ag2")
+    with otlp_sink() as sink, collector_process(tmp_path, sink.grpc_endpoint) as collector:
+        post = urllib.request.Request(collector.http, data=request.SerializeToString(),
+                                      headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+        with urllib.request.urlopen(post, timeout=10) as r:
+            assert r.status == 200
+        deadline = time.monotonic() + 30
+        while not (roots := [s for s in sink.spans() if s.is_conversation_root and sc.JUDGE_STATUS in s.attributes]):
+            assert time.monotonic() < deadline, collector.log.read_text()[-3000:]
+            time.sleep(0.1)
+        (root,) = roots
+        (conv,) = load_store(tmp_path / "collector.db")  # while the collector holds it open
+        assert (conv.trace_id, conv.status, conv.source) == (root.trace_id, "ok", "rules")
+        assert conv.modes == tuple(root.attributes[sc.FAILURE_MODES]) and "1.5" in conv.modes
+        assert conv.service in ("svc-s", "unknown")  # the store links verdicts to resources in some layouts only
+        with pytest.raises(sqlite3.OperationalError):  # how load_store opens it: writes are refused
+            sqlite3.connect(f"file:{tmp_path / 'collector.db'}?mode=ro", uri=True).execute("CREATE TABLE probe (a)")
     with pytest.raises(FileNotFoundError):
         load_store(tmp_path / "nope.db")
+    (tmp_path / "other.db").write_bytes(b"")
+    with pytest.raises(ValueError, match="not a mast-otel collector store"):
+        load_store(tmp_path / "other.db")
