@@ -26,6 +26,9 @@ _TOP = ("top", "")  # ancestry complete, no conversation on it
 _FLOAT = ("float", "")  # a parent is missing, no conversation id on the way
 
 
+Location = tuple[bytes, int, int, int]  # span id, segment id, start and end of its bytes in the segment
+
+
 @dataclass(frozen=True, slots=True)
 class Unit:
     """One conversation to judge. ``key`` is the root span id (hex), or ``conv:<id>`` when the root is missing."""
@@ -33,12 +36,16 @@ class Unit:
     trace_id: bytes
     key: str
     root_id: bytes | None
-    span_ids: tuple[bytes, ...]
+    locations: tuple[Location, ...]
     conv_ids: tuple[str, ...]
     partial: bool
     parent_hint: bytes | None  # where a verdict span goes when the root is missing
     first_received: float
     last_received: float
+
+    @property
+    def span_ids(self) -> tuple[bytes, ...]:
+        return tuple(loc[0] for loc in self.locations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +53,22 @@ class Untouched:
     """Spans no conversation holds; exported unlabelled. ``reason`` is a metrics.UNASSIGNED_* value."""
 
     trace_id: bytes
-    span_ids: tuple[bytes, ...]
+    locations: tuple[Location, ...]
     reason: str
+
+    @property
+    def span_ids(self) -> tuple[bytes, ...]:
+        return tuple(loc[0] for loc in self.locations)
 
 
 class _Span:
-    __slots__ = ("conv_id", "conv_parent", "conv_root", "parent", "received")
+    __slots__ = ("conv_id", "conv_parent", "conv_root", "end", "parent", "received", "segment", "start")
 
     def __init__(
-        self, parent: bytes, received: float, conv_root: bool, conv_id: str | None, conv_parent: str | None
-    ) -> None:
+        self, parent: bytes, received: float, conv_root: bool, conv_id: str | None, conv_parent: str | None,
+        segment: int, start: int, end: int,
+    ) -> None:  # fmt: skip
+        self.segment, self.start, self.end = segment, start, end
         self.parent = parent
         self.received = received
         self.conv_root = conv_root
@@ -80,6 +93,7 @@ class Assembler:
         self._traces: dict[bytes, _Trace] = {}
         self._due: list[tuple[float, bytes]] = []
         self._inflight: dict[bytes, list[tuple[Unit, set[bytes]]]] = {}
+        self._segment_left: dict[int, int] = {}  # segment id -> spans in it not yet released
 
     # -- input -----------------------------------------------------------------------------------------------
     def add(
@@ -89,17 +103,21 @@ class Assembler:
         parent_id: bytes,
         received: float,
         *,
+        segment: int = 0,
+        start: int = 0,
+        end: int = 0,
         conv_root: bool = False,
         conv_id: str | None = None,
         conv_parent: str | None = None,
     ) -> None:
-        """Hold a span (idempotent per trace_id+span_id)."""
+        """Hold a span (idempotent per trace_id+span_id) stored at ``segment[start:end]``."""
         trace = self._traces.get(trace_id)
         if trace is None:
             trace = self._traces[trace_id] = _Trace()
         if span_id in trace.spans:
             return
-        trace.spans[span_id] = _Span(parent_id, received, conv_root, conv_id, conv_parent)
+        trace.spans[span_id] = _Span(parent_id, received, conv_root, conv_id, conv_parent, segment, start, end)
+        self._segment_left[segment] = self._segment_left.get(segment, 0) + 1
         due = received + self.quiet_period
         if trace.scheduled is None or trace.scheduled > due:
             self._schedule(trace_id, trace, due)
@@ -113,12 +131,41 @@ class Assembler:
     def pending_traces(self) -> int:
         return len(self._traces)
 
+    @property
+    def held_spans(self) -> int:
+        """Spans stored and not yet released (being judged included)."""
+        return sum(self._segment_left.values())
+
     def holds(self, trace_id: bytes, span_id: bytes) -> bool:
         trace = self._traces.get(trace_id)
         return trace is not None and span_id in trace.spans
 
     def has_trace(self, trace_id: bytes) -> bool:
         return trace_id in self._traces
+
+    def next_due(self) -> float | None:
+        """When the earliest scheduled check is due (None when nothing is held); may be stale-early, never late."""
+        return self._due[0][0] if self._due else None
+
+    def inflight_has(self, trace_id: bytes, span_id: bytes) -> bool:
+        return any(span_id in members for _, members in self._inflight.get(trace_id, ()))
+
+    def consume(self, locations: tuple[Location, ...]) -> list[int]:
+        """Released spans leave their segments; returns the segments now empty (to delete with the release)."""
+        emptied = []
+        for _, segment, _, _ in locations:
+            left = self._segment_left.get(segment, 0) - 1
+            if left <= 0:
+                self._segment_left.pop(segment, None)
+                emptied.append(segment)
+            else:
+                self._segment_left[segment] = left
+        return emptied
+
+    def unconsume(self, locations: tuple[Location, ...]) -> None:
+        """Undo :meth:`consume` after the release could not be stored."""
+        for _, segment, _, _ in locations:
+            self._segment_left[segment] = self._segment_left.get(segment, 0) + 1
 
     def inflight_unit(self, trace_id: bytes, parent_id: bytes, conv_id: str | None) -> Unit | None:
         """The conversation being judged that a newly arrived span belongs to (by parent or conversation id)."""
@@ -198,9 +245,9 @@ class Assembler:
                 due = min(last + quiet, first + max_age) if has_root else first + max_age
                 next_due = due if next_due is None else min(next_due, due)
         for reason, sids in untouched.items():
+            out.append(Untouched(trace_id, tuple(self._location(trace, sid) for sid in sids), reason))
             for sid in sids:
                 del trace.spans[sid]
-            out.append(Untouched(trace_id, tuple(sids), reason))
         if not trace.spans:
             del self._traces[trace_id]
         elif next_due is not None:
@@ -219,7 +266,7 @@ class Assembler:
             trace_id=trace_id,
             key=key,
             root_id=root_id,
-            span_ids=tuple(members),
+            locations=tuple(self._location(trace, sid) for sid in members),
             conv_ids=tuple(conv_ids),
             partial=partial,
             parent_hint=hint,
@@ -230,6 +277,11 @@ class Assembler:
             del spans[sid]
         self._inflight.setdefault(trace_id, []).append((unit, set(members)))
         return unit
+
+    @staticmethod
+    def _location(trace: _Trace, span_id: bytes) -> Location:
+        s = trace.spans[span_id]
+        return span_id, s.segment, s.start, s.end
 
     @staticmethod
     def _place(trace: _Trace) -> dict[tuple[str, str], list[bytes]]:

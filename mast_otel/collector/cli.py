@@ -95,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
         level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     log = logging.getLogger("mast_otel.collector")
+    import prometheus_client
+
     from .service import CollectorService
+
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series are noise
 
     try:
         service = CollectorService(config)

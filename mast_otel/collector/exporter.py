@@ -24,10 +24,10 @@ from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .config import export_target
-from .encoding import encode_request
+from .encoding import ScopeSpansView, encode_request, scope_spans
 from .metrics import DROP_EXPORT_PARTIAL, DROP_EXPORT_REJECTED, CollectorMetrics
 from .receiver_grpc import RETRY_INFO_KEY, SERVICE
-from .store import SpanStore
+from .store import OutRow, SpanStore
 
 __all__ = ["Exporter", "GrpcSender", "HttpSender", "SendResult", "Sender", "make_sender"]
 
@@ -214,23 +214,26 @@ class Exporter:
 
     def export_once(self) -> float | None:
         """Send one batch. None: nothing queued; 0: sent (or dropped), go on; > 0: wait this long, then retry."""
-        rows = self._store.ready(self._limit, self._batch_bytes)
+        rows = self._store.outbox(self._limit, self._batch_bytes)
         if not rows:
             return None
-        result = self._sender.send(encode_request(rows, self._store.envelope), self._timeout)
-        keys = [(r.trace_id, r.span_id) for r in rows]
+        n = sum(r.spans for r in rows)
+        payload = encode_request(((r.resource, r.data) for r in rows), self._store.resource)
+        result = self._sender.send(payload, self._timeout)
+        ids = [r.id for r in rows]
         if result.ok:
-            self._store.exported(keys, self._clock())
-            self._metrics.spans_exported.inc(len(rows) - result.rejected)
+            self._store.write(drop_outbox=ids)
+            self._metrics.spans_exported.inc(n - result.rejected)
             if result.rejected:
                 self._metrics.spans_dropped.labels(DROP_EXPORT_PARTIAL).inc(result.rejected)
-                _log.warning("downstream rejected %d of %d spans: %s", result.rejected, len(rows), result.message)
+                _log.warning("downstream rejected %d of %d spans: %s", result.rejected, n, result.message)
             self._recovered()
             return 0.0
-        if result.too_large and len(rows) > 1:
-            self._limit = max(1, len(rows) // 2)
-            _log.warning("downstream refused a batch of %d spans as too large; sending %d at a time", len(rows),
-                         self._limit)  # fmt: skip
+        if result.too_large and (len(rows) > 1 or rows[0].spans > 1):
+            if len(rows) == 1:
+                self._split(rows[0])
+            self._limit = max(1, n // 2)
+            _log.warning("downstream refused a batch of %d spans as too large; sending at most %d", n, self._limit)
             return 0.0
         if result.retryable:
             self._metrics.export_retries.labels(result.reason).inc()
@@ -241,11 +244,19 @@ class Exporter:
                              result.message, self._backoff_max)  # fmt: skip
             self._down = True
             return delay
-        self._store.exported(keys, self._clock())
-        self._metrics.spans_dropped.labels(DROP_EXPORT_REJECTED).inc(len(rows))
-        _log.error("downstream refused %d spans permanently (%s); dropped", len(rows), result.message)
+        self._store.write(drop_outbox=ids)
+        self._metrics.spans_dropped.labels(DROP_EXPORT_REJECTED).inc(n)
+        _log.error("downstream refused %d spans permanently (%s); dropped", n, result.message)
         self._recovered()
         return 0.0
+
+    def _split(self, row: OutRow) -> None:
+        """Replace one outbox row by two halves (the downstream refused it as too large)."""
+        view = ScopeSpansView.parse(row.data)
+        bodies = [row.data[s:e] for s, e in view.spans]
+        half = len(bodies) // 2
+        halves = [OutRow(row.resource, scope_spans(view, part), len(part)) for part in (bodies[:half], bodies[half:])]
+        self._store.write(outbox=halves, drop_outbox=[row.id])
 
     def _recovered(self) -> None:
         if self._down:

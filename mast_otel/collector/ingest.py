@@ -1,10 +1,11 @@
-"""Ingest: one decoded Export request -> stored span rows -> held in the assembler, before the receiver acks.
+"""Ingest: one decoded Export request -> stored segments -> spans held in the assembler, before the receiver acks.
 
-Per span it keeps only what assembly needs (parent, conversation ids) next to the untouched protobuf body. Checks,
-in order: ids valid (else the span is rejected and the client told via partial success), room in the store (else
-the whole request is refused with :class:`Backpressure`, which receivers turn into RESOURCE_EXHAUSTED + RetryInfo
-or 503 + Retry-After), duplicate (same trace_id+span_id: ignored, counted), late (its conversation was already
-judged: queued for export unlabelled, counted).
+Each ``ScopeSpans`` of the request is stored as received (a segment, see :mod:`.store`); per span only what
+assembly needs is kept in memory (ids, parent, conversation ids, where its bytes are). Checks, in order: room in
+the store (else the whole request is refused with :class:`Backpressure`, which the receivers turn into
+RESOURCE_EXHAUSTED + RetryInfo or 503 + Retry-After), ids valid (else the span is rejected and the client told
+via partial success), duplicate (same trace_id+span_id held, being judged, or released: ignored, counted), late
+(its conversation was already judged: straight to the outbox unlabelled, counted).
 """
 
 from __future__ import annotations
@@ -12,23 +13,27 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
 from mast_otel import semconv as sc
 from mast_otel.spans import any_value
 
 from .assembler import Assembler
+from .encoding import ScopeSpansView, scope_spans
 from .metrics import REFUSE_BACKPRESSURE, CollectorMetrics
-from .store import HELD, QUEUED, Envelope, NewSpan, SpanStore
+from .store import NewSegment, OutRow, SpanStore, Tomb
 
-__all__ = ["Backpressure", "IngestResult", "Ingestor"]
+__all__ = ["Backpressure", "IngestResult", "Ingestor", "span_facts"]
 
 _log = logging.getLogger(__name__)
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
+_OP, _CONV_ID, _CONV_PARENT, _FRAMEWORK = (
+    sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_CONVERSATION_ID, sc.CONVERSATION_PARENT_ID, sc.MAST_FRAMEWORK,
+)  # fmt: skip
 
 
 class Backpressure(Exception):
@@ -46,10 +51,45 @@ class IngestResult:
     message: str = ""
 
 
+# (trace_id, span_id, parent_id, start, end, conv_root, conv_id, conv_parent)
+_Fact = tuple[bytes, bytes, bytes, int, int, bool, str | None, str | None]
+
+
+def span_facts(span: Span) -> tuple[bool, str | None, str | None, str | None]:
+    """(is a conversation root, conversation id, parent conversation id, framework) from a span's attributes."""
+    conv_root = False
+    conv_id = conv_parent = framework = None
+    for kv in span.attributes:
+        key = kv.key
+        if key == _OP:
+            conv_root = kv.value.string_value == sc.OP_INVOKE_WORKFLOW
+        elif key == _CONV_ID:
+            conv_id = kv.value.string_value or None
+        elif key == _CONV_PARENT:
+            conv_parent = kv.value.string_value or None
+        elif key == _FRAMEWORK:
+            framework = kv.value.string_value or None
+    return conv_root, conv_id, conv_parent, framework
+
+
 @dataclass(slots=True)
-class _Row:
-    span: NewSpan
-    late_unit: str | None
+class _Scope:
+    resource: int
+    data: bytes
+    view: ScopeSpansView
+    spans: list[_Fact]
+    invalid: int
+    fresh: list[_Fact] = field(default_factory=list)
+    late: list[tuple[_Fact, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Released:
+    """What the store says about a trace's released spans (for duplicates and late spans)."""
+
+    ids: set[bytes] = field(default_factory=set)
+    unit_of: dict[bytes, str] = field(default_factory=dict)  # span id -> conversation key
+    conv_unit: dict[str, str] = field(default_factory=dict)  # conversation id -> conversation key
 
 
 class Ingestor:
@@ -67,7 +107,6 @@ class Ingestor:
         max_pending_bytes: int,
         retry_after: float,
         clock: Callable[[], float],
-        recently_judged: dict[bytes, float],
     ) -> None:
         self._store = store
         self._assembler = assembler
@@ -78,155 +117,156 @@ class Ingestor:
         self._max_bytes = max_pending_bytes
         self._retry_after = retry_after
         self._clock = clock
-        self._recently_judged = recently_judged
         self.on_queued: Callable[[], None] = lambda: None
 
     def ingest(self, request: ExportTraceServiceRequest, protocol: str, size: int) -> IngestResult:
         now = self._clock()
-        rows, rejected, pairs = self._decode(request, now)
+        scopes, pairs = self._decode(request)
+        rejected = sum(s.invalid for s in scopes)
         if rejected:
             self._metrics.spans_refused.labels("invalid_id").inc(rejected)
-        if not rows:
-            return IngestResult(0, rejected, "spans with invalid trace or span ids" if rejected else "")
+        total = sum(len(s.spans) for s in scopes)
         with self._lock:
-            self._check_room(rows, size)
-            self._mark_late(rows)
-            inserted = self._store.insert([r.span for r in rows])
-            queued = 0
-            for row, added in zip(rows, inserted, strict=True):
-                s = row.span
-                if not added:
-                    continue
-                if row.late_unit is None:
-                    self._assembler.add(
-                        s.trace_id, s.span_id, s.parent_id, s.received,
-                        conv_root=s.conv_root, conv_id=s.conv_id, conv_parent=s.conv_parent,
-                    )  # fmt: skip
-                if s.state & QUEUED:
-                    queued += 1
-        accepted = sum(inserted)
-        duplicates = len(rows) - accepted
-        late = sum(1 for r, added in zip(rows, inserted, strict=True) if added and r.late_unit is not None)
-        self._metrics.spans_received.labels(protocol).inc(accepted)
+            self._check_room(scopes, size)
+            duplicates = self._classify(scopes)
+            segments = [s for s in scopes if s.fresh]
+            outbox = self._outbox(scopes)
+            tombs = self._late_tombs(scopes, now)
+            ids = self._store.write(
+                segments=[NewSegment(s.resource, now, s.data, exported=not self._hold) for s in segments],
+                outbox=outbox,
+                tombs=tombs,
+            )
+            add = self._assembler.add
+            for scope, segment in zip(segments, ids, strict=True):
+                for tid, sid, parent, start, end, root, conv_id, conv_parent in scope.fresh:
+                    add(tid, sid, parent, now, segment=segment, start=start, end=end, conv_root=root,
+                        conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip
+        late = sum(len(s.late) for s in scopes)
+        self._metrics.spans_received.labels(protocol).inc(total - duplicates)
         if duplicates:
             self._metrics.spans_duplicated.inc(duplicates)
         if late:
             self._metrics.spans_late.inc(late)
         for service, framework in pairs:
             self._metrics.label_pair(service, framework)
-        if queued:
+        if outbox:
             self.on_queued()
         message = f"{rejected} span(s) with invalid trace or span ids" if rejected else ""
-        return IngestResult(accepted + duplicates, rejected, message)
+        return IngestResult(total, rejected, message)
 
-    def _check_room(self, rows: list[_Row], size: int) -> None:
-        _, _, pending_bytes = self._store.counts()
+    # -- steps -----------------------------------------------------------------------------------------------
+    def _decode(self, request: ExportTraceServiceRequest) -> tuple[list[_Scope], set[tuple[str, str]]]:
+        scopes: list[_Scope] = []
+        pairs: set[tuple[str, str]] = set()
+        for rs in request.resource_spans:
+            resource = self._store.resource_id(rs.resource.SerializeToString(), rs.schema_url)
+            service: str | None = None
+            for ss in rs.scope_spans:
+                if not ss.spans:
+                    continue
+                data = ss.SerializeToString()
+                view = ScopeSpansView.parse(data)
+                facts: list[_Fact] = []
+                invalid = 0
+                for span, (start, end) in zip(ss.spans, view.spans, strict=True):
+                    tid, sid = span.trace_id, span.span_id
+                    if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
+                        invalid += 1
+                        continue
+                    root, conv_id, conv_parent, framework = span_facts(span)
+                    if root:
+                        if service is None:
+                            service = _service_name(rs) or "unknown"
+                        pairs.add((service, framework or "unknown"))
+                    parent = span.parent_span_id
+                    facts.append(
+                        (tid, sid, parent if len(parent) == 8 else b"", start, end, root, conv_id, conv_parent)
+                    )
+                scopes.append(_Scope(resource, data, view, facts, invalid))
+        return scopes, pairs
+
+    def _check_room(self, scopes: list[_Scope], size: int) -> None:
+        _, pending_bytes = self._store.counts()
         if pending_bytes and pending_bytes + size > self._max_bytes:
-            self._refuse(rows, f"store full: {pending_bytes} bytes pending (max_pending_bytes={self._max_bytes})")
+            self._refuse(scopes, f"store full: {pending_bytes} bytes pending (max_pending_bytes={self._max_bytes})")
         pending = self._assembler.pending_traces
         if pending:
-            new = {r.span.trace_id for r in rows if not self._assembler.has_trace(r.span.trace_id)}
+            has = self._assembler.has_trace
+            new = {f[0] for s in scopes for f in s.spans if not has(f[0])}
             if pending + len(new) > self._max_traces:
-                self._refuse(rows, f"too many traces pending: {pending} (max_pending_traces={self._max_traces})")
+                self._refuse(scopes, f"too many traces pending: {pending} (max_pending_traces={self._max_traces})")
 
-    def _refuse(self, rows: list[_Row], message: str) -> None:
-        self._metrics.spans_refused.labels(REFUSE_BACKPRESSURE).inc(len(rows))
+    def _refuse(self, scopes: list[_Scope], message: str) -> None:
+        self._metrics.spans_refused.labels(REFUSE_BACKPRESSURE).inc(sum(len(s.spans) for s in scopes))
         _log.warning("refusing an Export request with backpressure: %s; raise the limit or add capacity", message)
         raise Backpressure(message, self._retry_after)
 
-    def _mark_late(self, rows: list[_Row]) -> None:
-        """Late spans (their conversation was already taken for judging) are queued unlabelled, never held."""
-        late_here: dict[bytes, str] = {}
-        for row in rows:
-            s = row.span
-            tid = s.trace_id
-            if self._assembler.holds(tid, s.parent_id):
-                continue
-            unit_key = late_here.get(s.parent_id) if s.parent_id else None
-            if unit_key is None:
-                inflight = self._assembler.inflight_unit(tid, s.parent_id, s.conv_id)
-                if inflight is not None:
-                    unit_key = inflight.key
-                    self._assembler.adopt_late(inflight, s.span_id)
-                elif tid in self._recently_judged:
-                    unit_key = self._judged_unit(tid, s.parent_id, s.conv_id)
-            if unit_key is not None:
-                row.late_unit = unit_key
-                late_here[s.span_id] = unit_key
-                row.span = NewSpan(
-                    trace_id=tid, span_id=s.span_id, parent_id=s.parent_id, envelope=s.envelope, body=s.body,
-                    received=s.received, state=QUEUED, conv_root=s.conv_root, conv_id=s.conv_id,
-                    conv_parent=s.conv_parent, unit=unit_key,
-                )  # fmt: skip
+    def _classify(self, scopes: list[_Scope]) -> int:
+        """Split each scope's spans into fresh, late and duplicate; returns the number of duplicates."""
+        asm = self._assembler
+        released: dict[bytes, _Released] = {}
+        seen: set[tuple[bytes, bytes]] = set()
+        late_unit: dict[tuple[bytes, bytes], str] = {}
+        duplicates = 0
+        for scope in scopes:
+            for fact in scope.spans:
+                tid, sid, parent, _, _, _, conv_id, _ = fact
+                key = (tid, sid)
+                rel = released.get(tid)
+                if rel is None:
+                    rel = released[tid] = self._released(tid)
+                if key in seen or asm.holds(tid, sid) or asm.inflight_has(tid, sid) or sid in rel.ids:
+                    duplicates += 1
+                    continue
+                seen.add(key)
+                unit = None
+                if not asm.holds(tid, parent):
+                    unit = late_unit.get((tid, parent))
+                    if unit is None:
+                        inflight = asm.inflight_unit(tid, parent, conv_id)
+                        if inflight is not None:
+                            unit = inflight.key
+                            asm.adopt_late(inflight, sid)
+                    if unit is None:
+                        unit = rel.unit_of.get(parent) or (rel.conv_unit.get(conv_id) if conv_id else None)
+                if unit is not None:
+                    late_unit[key] = unit
+                    scope.late.append((fact, unit))
+                else:
+                    scope.fresh.append(fact)
+        return duplicates
 
-    def _judged_unit(self, trace_id: bytes, parent_id: bytes, conv_id: str | None) -> str | None:
-        if parent_id:
-            unit = self._store.unit_of(trace_id, parent_id)
-            if unit is not None:
-                return unit
-        if conv_id:
-            for unit, conv_ids in self._store.units(trace_id):
-                if conv_id in conv_ids:
-                    return unit
-        return None
+    def _released(self, trace_id: bytes) -> _Released:
+        rel = _Released()
+        for tomb in self._store.tombs(trace_id):
+            ids = tomb.ids()
+            rel.ids |= ids
+            if tomb.unit is not None:
+                rel.unit_of.update(dict.fromkeys(ids, tomb.unit))
+                rel.conv_unit.update(dict.fromkeys((c for c in tomb.conv_ids.split(",") if c), tomb.unit))
+        return rel
 
-    def _decode(self, request: ExportTraceServiceRequest, now: float) -> tuple[list[_Row], int, set[tuple[str, str]]]:
-        rows: list[_Row] = []
-        rejected = 0
-        pairs: set[tuple[str, str]] = set()
-        state = HELD if self._hold else HELD | QUEUED
-        op_key, cid_key, cpar_key, fw_key = (
-            sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_CONVERSATION_ID, sc.CONVERSATION_PARENT_ID, sc.MAST_FRAMEWORK,
-        )  # fmt: skip
-        workflow = sc.OP_INVOKE_WORKFLOW
-        for rs in request.resource_spans:
-            resource = rs.resource.SerializeToString()
-            service: str | None = None
-            for ss in rs.scope_spans:
-                envelope = self._store.envelope_id(
-                    Envelope(resource, rs.schema_url, ss.scope.SerializeToString(), ss.schema_url)
-                )
-                for span in ss.spans:
-                    tid, sid = span.trace_id, span.span_id
-                    if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
-                        rejected += 1
-                        continue
-                    conv_root = False
-                    conv_id = conv_parent = framework = None
-                    for kv in span.attributes:
-                        key = kv.key
-                        if key == op_key:
-                            conv_root = kv.value.string_value == workflow
-                        elif key == cid_key:
-                            conv_id = kv.value.string_value or None
-                        elif key == cpar_key:
-                            conv_parent = kv.value.string_value or None
-                        elif key == fw_key:
-                            framework = kv.value.string_value or None
-                    if conv_root:
-                        if service is None:
-                            service = _service_name(rs) or ""
-                        pairs.add((service or "unknown", framework or "unknown"))
-                    parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
-                    rows.append(
-                        _Row(
-                            NewSpan(
-                                trace_id=tid,
-                                span_id=sid,
-                                parent_id=parent,
-                                envelope=envelope,
-                                body=span.SerializeToString(),
-                                received=now,
-                                state=state,
-                                conv_root=conv_root,
-                                conv_id=conv_id,
-                                conv_parent=conv_parent,
-                                error=span.status.code == 2,
-                            ),
-                            None,
-                        )
-                    )
-        return rows, rejected, pairs
+    def _outbox(self, scopes: list[_Scope]) -> list[OutRow]:
+        """Passthrough: the fresh spans go out at once; late spans go out unlabelled in both modes."""
+        out: list[OutRow] = []
+        for s in scopes:
+            if s.late:
+                bodies = [s.data[f[3] : f[4]] for f, _ in s.late]
+                out.append(OutRow(s.resource, scope_spans(s.view, bodies), len(bodies)))
+            if not self._hold and s.fresh:
+                whole = len(s.fresh) == len(s.view.spans)
+                data = s.data if whole else scope_spans(s.view, [s.data[f[3] : f[4]] for f in s.fresh])
+                out.append(OutRow(s.resource, data, len(s.fresh)))
+        return out
+
+    @staticmethod
+    def _late_tombs(scopes: list[_Scope], now: float) -> list[Tomb]:
+        by_unit: dict[tuple[bytes, str], list[bytes]] = {}
+        for s in scopes:
+            for fact, unit in s.late:
+                by_unit.setdefault((fact[0], unit), []).append(fact[1])
+        return [Tomb(tid, b"".join(ids), now, unit) for (tid, unit), ids in by_unit.items()]
 
 
 def _service_name(resource_spans: ResourceSpans) -> str | None:

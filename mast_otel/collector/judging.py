@@ -20,22 +20,23 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 
 from mast_otel import semconv as sc
 from mast_otel.judge.model import Judge, Verdict
-from mast_otel.spans import SpanRecord, from_otlp_request
+from mast_otel.spans import SpanRecord
 from mast_otel.version import __version__
 
 from .assembler import Assembler, Unit
-from .encoding import encode_request
+from .encoding import field
 from .judges import judge_name
-from .labeller import label_spans, verdict_span, verdict_span_id
+from .labeller import label_spans, verdict_span
 from .metrics import CollectorMetrics
-from .store import QUEUED, Envelope, NewSpan, ReadyRow, Release, SpanStore
+from .release import Loaded, SegmentCache, commit_release
+from .store import OutRow, SpanStore, Tomb
 
 __all__ = ["COLLECTOR_SCOPE", "JudgePool"]
 
@@ -58,11 +59,11 @@ class _Job:
 
 @dataclass
 class _Outcome:
-    rows: list[ReadyRow]
+    loaded: Loaded
     records: list[SpanRecord]
     verdict: Verdict
     seconds: float
-    called_judge: bool = field(default=False)
+    called_judge: bool = dc_field(default=False)
 
 
 class JudgePool:
@@ -82,7 +83,7 @@ class JudgePool:
         fraction: float,
         token_budget_per_hour: int,
         clock: Callable[[], float],
-        recently_judged: dict[bytes, float],
+        cache: SegmentCache,
         on_released: Callable[[], None],
     ) -> None:
         self.judge = judge
@@ -98,8 +99,9 @@ class JudgePool:
         self._fraction = fraction
         self._budget = token_budget_per_hour
         self._clock = clock
-        self._recently_judged = recently_judged
         self._on_released = on_released
+        self._cache = cache
+        self._scope = InstrumentationScope(name=COLLECTOR_SCOPE, version=__version__).SerializeToString()
         self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
         self._jobs: dict[int, _Job] = {}
         self._jobs_lock = threading.Lock()
@@ -125,8 +127,8 @@ class JudgePool:
         if job.done:
             return None  # timed out while queued
         started = time.perf_counter()
-        rows = self._store.bodies(job.unit.trace_id, list(job.unit.span_ids))
-        records = self._records(rows)
+        loaded = Loaded.read(self._cache, job.unit.locations)
+        records = loaded.records(self._store)
         verdict = self._sample(job.unit, records)
         called = verdict is None
         if verdict is None:
@@ -135,10 +137,11 @@ class JudgePool:
                 raise TypeError(f"judge returned {type(verdict).__name__}, not a Verdict")
             if job.unit.partial and verdict.status == sc.JUDGE_OK:
                 verdict = dataclasses.replace(
-                    verdict, status=sc.JUDGE_PARTIAL,
+                    verdict,
+                    status=sc.JUDGE_PARTIAL,
                     status_reason=verdict.status_reason or "conversation not finished; judged on the spans seen so far",
-                )  # fmt: skip
-        return _Outcome(rows, records, verdict, time.perf_counter() - started, called)
+                )
+        return _Outcome(loaded, records, verdict, time.perf_counter() - started, called)
 
     def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
         with self._jobs_lock:
@@ -215,12 +218,13 @@ class JudgePool:
         unit = job.unit
         try:
             if outcome is None:
-                rows = self._store.bodies(unit.trace_id, list(unit.span_ids))
-                records = self._records(rows)
+                loaded = Loaded.read(self._cache, unit.locations)
+                records = loaded.records(self._store)
             else:
-                rows, records = outcome.rows, outcome.records
-            release, service, framework = self._release(job, verdict, rows, records)
-            self._store.release(release)
+                loaded, records = outcome.loaded, outcome.records
+            outbox, tomb, service, framework = self._release(job, verdict, loaded, records)
+            commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
+                           locations=unit.locations, outbox=outbox, tomb=tomb)  # fmt: skip
         except Exception:
             self._metrics.judge_errors.labels("store").inc()
             _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
@@ -232,63 +236,43 @@ class JudgePool:
         self._metrics.count_verdict(verdict, service, framework)
         with self._lock:
             self._assembler.finished(unit)
-            self._recently_judged[unit.trace_id] = self._clock()
         self._on_released()
 
     def _release(
-        self, job: _Job, verdict: Verdict, rows: list[ReadyRow], records: list[SpanRecord]
-    ) -> tuple[Release, str | None, str | None]:
+        self, job: _Job, verdict: Verdict, loaded: Loaded, records: list[SpanRecord]
+    ) -> tuple[list[OutRow], Tomb, str | None, str | None]:
+        """Outbox rows (labelled spans not exported yet, and a verdict span if needed) and the tombstone."""
         unit = job.unit
         now = self._clock()
         now_ns = int(now * 1e9)
-        bodies = {r.span_id: r.body for r in rows}
+        bodies = loaded.bodies()
+        exported = loaded.exported()
         root = next((r for r in records if unit.root_id is not None and r.span_id == unit.root_id.hex()), None)
         service = root.service_name if root else next((r.service_name for r in records if r.service_name), None)
         framework = root.get(sc.MAST_FRAMEWORK) if root else None
-        new_bodies: dict[bytes, bytes] = {}
-        extra: list[NewSpan] = []
-        if self._hold:
-            root_id = unit.root_id if root is not None else None
-            new_bodies = label_spans(verdict, root_id=root_id, bodies=bodies, judge_name=self.judge_name, now_ns=now_ns)
-        if not self._hold or root is None:
-            anchor = next((r for r in rows if r.span_id == unit.root_id), rows[0] if rows else None)
-            if anchor is not None:
-                conv_id = (root.get(sc.GEN_AI_CONVERSATION_ID) if root else None) or (
-                    unit.conv_ids[0] if unit.conv_ids else None
-                )
-                body = verdict_span(
-                    verdict, trace_id=unit.trace_id, unit_key=unit.key, parent_id=unit.root_id or unit.parent_hint,
-                    conversation_id=conv_id, judge_name=self.judge_name, start_ns=int(job.submitted * 1e9),
-                    end_ns=now_ns, linkable=set(bodies),
-                )  # fmt: skip
-                extra.append(
-                    NewSpan(
-                        trace_id=unit.trace_id,
-                        span_id=verdict_span_id(unit.trace_id, unit.key),
-                        parent_id=unit.root_id or unit.parent_hint or b"",
-                        envelope=self._collector_envelope(anchor),
-                        body=body,
-                        received=now,
-                        state=QUEUED,
-                        unit=unit.key,
-                    )
-                )
-        release = Release(
-            trace_id=unit.trace_id, span_ids=unit.span_ids, hold=self._hold, now=now, unit=unit.key,
-            bodies=new_bodies, extra=extra, verdict=json.dumps(dataclasses.asdict(verdict), default=str),
-            conv_ids=unit.conv_ids,
+        root_here = root is not None and unit.root_id not in exported
+        replace = label_spans(
+            verdict,
+            root_id=unit.root_id if root_here else None,
+            bodies={sid: b for sid, b in bodies.items() if sid not in exported},
+            judge_name=self.judge_name,
+            now_ns=now_ns,
+        )
+        outbox = loaded.outbox(replace)
+        if not root_here and loaded.groups:  # no root to carry the labels (partial, or already forwarded)
+            conv_id = (root.get(sc.GEN_AI_CONVERSATION_ID) if root else None) or next(iter(unit.conv_ids), None)
+            body = verdict_span(
+                verdict, trace_id=unit.trace_id, unit_key=unit.key, parent_id=unit.root_id or unit.parent_hint,
+                conversation_id=conv_id, judge_name=self.judge_name, start_ns=int(job.submitted * 1e9),
+                end_ns=now_ns, linkable=set(bodies),
+            )  # fmt: skip
+            group = next((g for g in loaded.groups if unit.root_id in dict(g.spans)), loaded.groups[0])
+            outbox.append(OutRow(group.segment.resource, field(1, self._scope) + field(2, body), 1))
+        tomb = Tomb(
+            trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now, unit=unit.key,
+            conv_ids=",".join(unit.conv_ids), verdict=json.dumps(dataclasses.asdict(verdict), default=str),
         )  # fmt: skip
-        return release, service, framework
-
-    def _collector_envelope(self, anchor: ReadyRow) -> int:
-        """The conversation's resource with the collector's own instrumentation scope."""
-        env = self._store.envelope(anchor.envelope)
-        scope = InstrumentationScope(name=COLLECTOR_SCOPE, version=__version__).SerializeToString()
-        return self._store.envelope_id(Envelope(env.resource, env.resource_schema, scope, ""))
-
-    def _records(self, rows: list[ReadyRow]) -> list[SpanRecord]:
-        request = ExportTraceServiceRequest.FromString(encode_request(rows, self._store.envelope))
-        return list(from_otlp_request(request))
+        return outbox, tomb, service, framework
 
     def shutdown(self) -> None:
         self._stopping = True

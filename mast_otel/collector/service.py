@@ -20,18 +20,22 @@ import threading
 import time
 from collections.abc import Callable
 
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
+
 from mast_otel.judge.model import Judge
 
 from .assembler import Assembler, Unit, Untouched
 from .config import CollectorConfig, parse_hostport
+from .encoding import ScopeSpansView
 from .exporter import Exporter, Sender, make_sender
-from .ingest import Ingestor
+from .ingest import Ingestor, span_facts
 from .judges import build_judge
 from .judging import JudgePool
 from .metrics import CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
-from .store import Release, SpanStore, SQLiteStore
+from .release import Loaded, SegmentCache, commit_release
+from .store import SpanStore, SQLiteStore, Tomb
 
 __all__ = ["CollectorService"]
 
@@ -59,7 +63,7 @@ class CollectorService:
         self.store: SpanStore = store if store is not None else SQLiteStore(config.store, sync=config.store_sync)
         self.lock = threading.RLock()
         self.assembler = Assembler(quiet_period=config.quiet_period, max_age=config.max_trace_age)
-        self.recently_judged: dict[bytes, float] = {}
+        self.cache = SegmentCache(self.store)
         self._sender = sender if sender is not None else make_sender(
             config.require_export_endpoint(), config.export_headers
         )  # fmt: skip
@@ -72,12 +76,12 @@ class CollectorService:
             judge=self.judge, store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics,
             hold=self.hold, concurrency=config.judge_concurrency, timeout=config.judge_timeout,
             fraction=config.judge_fraction, token_budget_per_hour=config.judge_token_budget_per_hour, clock=clock,
-            recently_judged=self.recently_judged, on_released=self.exporter.wake,
+            cache=self.cache, on_released=self.exporter.wake,
         )  # fmt: skip
         self.ingestor = Ingestor(
             store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics, hold=self.hold,
             max_pending_traces=config.max_pending_traces, max_pending_bytes=config.max_pending_bytes,
-            retry_after=config.retry_after, clock=clock, recently_judged=self.recently_judged,
+            retry_after=config.retry_after, clock=clock,
         )  # fmt: skip
         self.ingestor.on_queued = self.exporter.wake
         self._untouched_retry: list[Untouched] = []
@@ -94,9 +98,9 @@ class CollectorService:
     def _watch_gauges(self) -> None:
         m, c = self.metrics, self.config
         m.traces_pending.set_function(lambda: self.assembler.pending_traces)
-        m.spans_pending.labels("held").set_function(lambda: self.store.counts()[0])
-        m.spans_pending.labels("queued").set_function(lambda: self.store.counts()[1])
-        m.pending_bytes.set_function(lambda: self.store.counts()[2])
+        m.spans_pending.labels("held").set_function(lambda: self.assembler.held_spans)
+        m.spans_pending.labels("queued").set_function(lambda: self.store.counts()[0])
+        m.pending_bytes.set_function(lambda: self.store.counts()[1])
         m.judge_in_flight.set_function(lambda: self.judges.in_flight)
         m.set_limits({
             "max_pending_traces": c.max_pending_traces, "max_pending_bytes": c.max_pending_bytes,
@@ -106,24 +110,34 @@ class CollectorService:
         })  # fmt: skip
 
     def _recover(self) -> None:
-        if not self.hold:
-            queued = self.store.queue_held()
-            if queued:
-                _log.info("passthrough mode: queued %d spans a previous hold-mode run was holding", queued)
+        """Reload held segments into the assembler, skipping spans a tombstone says were released."""
         held = 0
+        released: dict[bytes, set[bytes]] = {}
         with self.lock:
-            for h in self.store.held():
-                self.assembler.add(
-                    h.trace_id, h.span_id, h.parent_id, h.received,
-                    conv_root=h.conv_root, conv_id=h.conv_id, conv_parent=h.conv_parent,
-                )  # fmt: skip
-                held += 1
-            for trace_id, when in self.store.judged_traces(self.clock() - self.config.tombstone_ttl):
-                self.recently_judged[trace_id] = when
-        _, queued_now, _ = self.store.counts()
-        if held or queued_now:
+            for segment in self.store.segments():
+                spans = ScopeSpans.FromString(segment.data).spans
+                view = ScopeSpansView.parse(segment.data)
+                kept = 0
+                for span, (start, end) in zip(spans, view.spans, strict=True):
+                    tid, sid = span.trace_id, span.span_id
+                    if len(tid) != 16 or len(sid) != 8:
+                        continue
+                    if tid not in released:
+                        released[tid] = {i for t in self.store.tombs(tid) for i in t.ids()}
+                    if sid in released[tid] or self.assembler.holds(tid, sid):
+                        continue
+                    root, conv_id, conv_parent, _ = span_facts(span)
+                    parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
+                    self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, start=start, end=end,
+                                       conv_root=root, conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip
+                    kept += 1
+                if not kept:
+                    self.store.write(drop_segments=[segment.id])
+                held += kept
+        queued, _ = self.store.counts()
+        if held or queued:
             _log.info("resuming: %d spans held in %d traces, %d spans queued for export", held,
-                      self.assembler.pending_traces, queued_now)  # fmt: skip
+                      self.assembler.pending_traces, queued)  # fmt: skip
 
     def start(self, *, pipeline: bool = True) -> None:
         """Bind the receivers and the metrics endpoint, then start the pipeline and exporter threads.
@@ -181,11 +195,18 @@ class CollectorService:
         self.store.close()
 
     def _pipeline(self) -> None:
-        while not self._stop.wait(self.config.poll_interval):
+        """Tick at the next due time (a conversation's quiet period ending), at least every poll_interval."""
+        wait = self.config.poll_interval
+        while not self._stop.wait(wait):
             try:
                 self.tick()
             except Exception:
                 _log.exception("pipeline tick failed; retrying on the next one")
+            with self.lock:
+                due = self.assembler.next_due()
+            wait = self.config.poll_interval
+            if due is not None:
+                wait = min(wait, max(0.005, due - self.clock()))
 
     # -- the pipeline step (also the tests' handle) ------------------------------------------------------------
     def tick(self, *, release_all: bool = False) -> int:
@@ -217,7 +238,7 @@ class CollectorService:
                 time.sleep(0.01)
                 continue
             if self._threads:  # the exporter thread is running: wait for it rather than race it
-                if self.store.counts()[1] == 0:
+                if self.store.counts()[0] == 0:
                     return True
                 self.exporter.wake()
                 time.sleep(0.01)
@@ -231,7 +252,10 @@ class CollectorService:
 
     def _release_untouched(self, d: Untouched, now: float) -> None:
         try:
-            self.store.release(Release(trace_id=d.trace_id, span_ids=d.span_ids, hold=self.hold, now=now))
+            loaded = Loaded.read(self.cache, d.locations)
+            tomb = Tomb(d.trace_id, b"".join(d.span_ids), now)
+            commit_release(store=self.store, assembler=self.assembler, lock=self.lock, cache=self.cache,
+                           locations=d.locations, outbox=loaded.outbox({}), tomb=tomb)  # fmt: skip
         except Exception:
             _log.exception("could not release %d spans of trace %s; retrying", len(d.span_ids), d.trace_id.hex())
             self._untouched_retry.append(d)
@@ -241,13 +265,9 @@ class CollectorService:
 
     def _gc(self, now: float) -> None:
         self._last_gc = now
-        horizon = now - self.config.tombstone_ttl
-        removed = self.store.gc(horizon)
-        with self.lock:
-            for trace_id in [t for t, when in self.recently_judged.items() if when < horizon]:
-                del self.recently_judged[trace_id]
+        removed = self.store.gc(now - self.config.tombstone_ttl)
         if removed:
-            _log.debug("forgot %d tombstones and verdicts older than %gs", removed, self.config.tombstone_ttl)
+            _log.debug("forgot %d tombstones older than %gs", removed, self.config.tombstone_ttl)
 
     # -- addresses ---------------------------------------------------------------------------------------------
     def addresses(self) -> dict[str, str]:
