@@ -6,7 +6,9 @@ a fresh subprocess (instrumentations patch classes process-wide), ``--warmup`` u
 ones, and the subprocesses of all configurations alternate, ``--reps`` times, reversing the order every other
 repetition so drift in machine load falls on all of them alike. Spans go to a counting no-op exporter behind a
 ``SimpleSpanProcessor``, so span *creation* is measured and export is not. AG2's console output goes to /dev/null
-in every configuration.
+in every configuration. Time is the CPU time of the thread running the chat (``time.thread_time_ns``): on a shared
+machine wall time also counts the waits for a free core, which swamp differences of a few microseconds; wall time
+is reported alongside.
 
 Run from the repository root::
 
@@ -183,20 +185,23 @@ def _describe(spans: list[Any], messages: int) -> dict[str, Any]:
 
 def child(name: str, runs: int, warmup: int, messages: int) -> dict[str, Any]:
     config = BY_NAME[name]
-    provider, exporter = _counting_provider()
-    hook = config.setup(provider)
-    per_message_us: list[float] = []
+    per_message_cpu: list[float] = []
+    per_message_wall: list[float] = []
     spans = total_messages = 0
+    # AG2 prints through a logging handler bound to sys.stdout on first use: send it to /dev/null from the start.
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        provider, exporter = _counting_provider()
+        hook = config.setup(provider)
         for i in range(warmup + runs):
             run = config.workload(messages, hook)
             gc.collect()
             before = exporter.count
-            t0 = time.perf_counter_ns()
+            cpu0, wall0 = time.thread_time_ns(), time.perf_counter_ns()
             n = run()
-            elapsed = time.perf_counter_ns() - t0
+            cpu, wall = time.thread_time_ns() - cpu0, time.perf_counter_ns() - wall0
             if i >= warmup:
-                per_message_us.append(elapsed / n / 1000)
+                per_message_cpu.append(cpu / n / 1000)
+                per_message_wall.append(wall / n / 1000)
                 spans += exporter.count - before
                 total_messages += n
         run = config.workload(messages, hook)
@@ -204,8 +209,9 @@ def child(name: str, runs: int, warmup: int, messages: int) -> dict[str, Any]:
         n = run()
     return {
         "name": name,
-        "us_per_message": statistics.median(per_message_us),
-        "runs_us_per_message": per_message_us,
+        "us_per_message": statistics.median(per_message_cpu),
+        "wall_us_per_message": statistics.median(per_message_wall),
+        "runs_us_per_message": per_message_cpu,
         "messages": total_messages,
         "spans_per_message": spans / total_messages,
         "records": _describe(exporter.kept, n),
@@ -227,7 +233,8 @@ def _run_child(config: Configuration, args: argparse.Namespace) -> dict[str, Any
 @dataclass
 class Summary:
     config: Configuration
-    per_rep: list[float] = field(default_factory=list)  # each subprocess's median µs/message
+    per_rep: list[float] = field(default_factory=list)  # each subprocess's median CPU µs/message
+    wall_per_rep: list[float] = field(default_factory=list)  # the same, wall-clock
     spans_per_message: float = 0.0
     messages: int = 0
     records: dict[str, Any] = field(default_factory=dict)
@@ -263,9 +270,9 @@ def report(summaries: list[Summary], args: argparse.Namespace) -> str:
         f"{args.reps} repetitions x {args.runs} timed chats x {args.messages} messages per configuration "
         f"({args.warmup} warm-up chats each); python {sys.version.split()[0]}",
         "",
-        "| configuration | µs/message | added µs/message (range) | mast-otel added / this added | spans/message "
-        "| records (span kinds per message; flags) |",
-        "|---|---|---|---|---|---|",
+        "| configuration | CPU µs/message | added µs/message (range) | mast-otel added / this added | wall µs/message "
+        "| spans/message | records (span kinds per message; flags) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         added = _added(s, by_name)
@@ -274,11 +281,12 @@ def report(summaries: list[Summary], args: argparse.Namespace) -> str:
         if added and mast_added and s is not mast and s.config.baseline == mast.config.baseline and added[0] > 0:
             ratio = f"{mast_added[0] / added[0]:.2f}"
         lines.append(
-            f"| {s.config.label} | {s.median:.1f} | {added_text} | {ratio} | {s.spans_per_message:.3f} "
+            f"| {s.config.label} | {s.median:.1f} | {added_text} | {ratio} | {statistics.median(s.wall_per_rep):.1f} "
+            f"| {s.spans_per_message:.3f} "
             f"| {_records(s.records)} |"
         )
     lines.append("")
-    lines.append("per-repetition µs/message (subprocess medians, in run order):")
+    lines.append("per-repetition CPU µs/message (subprocess medians, in run order):")
     for s in summaries:
         lines.append(f"  {s.config.name:22s} " + " ".join(f"{v:7.1f}" for v in s.per_rep))
     return "\n".join(lines)
@@ -307,16 +315,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         for s in order:
             result = _run_child(s.config, args)
             s.per_rep.append(result["us_per_message"])
+            s.wall_per_rep.append(result["wall_us_per_message"])
             s.spans_per_message = result["spans_per_message"]
             s.messages += result["messages"]
             s.records = result["records"]
-            print(f"rep {rep + 1}/{args.reps} {s.config.name:22s} {result['us_per_message']:8.1f} µs/message",
+            print(f"rep {rep + 1}/{args.reps} {s.config.name:22s} {result['us_per_message']:8.1f} CPU µs/message",
                   file=sys.stderr, flush=True)  # fmt: skip
     text = report(summaries, args)
     print(text)
     if args.json:
-        payload = {s.config.name: {"per_rep": s.per_rep, "spans_per_message": s.spans_per_message,
-                                   "messages": s.messages, "records": s.records} for s in summaries}  # fmt: skip
+        payload = {
+            s.config.name: {
+                "per_rep": s.per_rep,
+                "wall_per_rep": s.wall_per_rep,
+                "spans_per_message": s.spans_per_message,
+                "messages": s.messages,
+                "records": s.records,
+            }
+            for s in summaries
+        }
         args.json.write_text(json.dumps(payload, indent=2))
 
 
