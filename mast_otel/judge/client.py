@@ -100,8 +100,14 @@ class ChatClient:
             _log.info("judge endpoint rejected response_format %s (HTTP %d); using %s", fmt, status, self._format)
             return True
 
-    def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any]) -> Completion:
-        """One completion; raises :class:`JudgeCallError` when retries are exhausted or the error is final."""
+    def complete(
+        self, messages: Sequence[dict[str, str]], schema: dict[str, Any], grammar_schema: dict[str, Any] | None = None
+    ) -> Completion:
+        """One completion; raises :class:`JudgeCallError` when retries are exhausted or the error is final.
+
+        ``grammar_schema`` (default ``schema``) is what a ``json_object`` server compiles into a grammar: it may
+        carry length bounds that strict ``json_schema`` modes reject, so a small model cannot ramble forever.
+        """
         attempt = 0
         while True:
             fmt = self._format
@@ -111,7 +117,7 @@ class ChatClient:
                 "temperature": self.config.temperature,
                 "max_tokens": self.config.max_output_tokens,
             }
-            payload = self._payload_format(fmt, schema)
+            payload = self._payload_format(fmt, grammar_schema if fmt == "json_object" and grammar_schema else schema)
             if payload is not None:
                 kwargs["response_format"] = payload
             delay: float | None = None

@@ -35,6 +35,7 @@ _log = logging.getLogger(__name__)
 _RETRY_NOTE_TOKENS = 80  # room kept in the budget for the "your answer was invalid" note on a retry
 _WORST_NOTES = ("n" * 90,) * 4  # overhead is computed for the longest compaction notes, so every plan fits
 _SCHEMA = json_schema()
+_GRAMMAR_SCHEMA = json_schema(reason_max_chars=300, max_evidence=12)  # for servers that compile it to a grammar
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,7 @@ class LLMJudge:
         last = ""
         for attempt in range(self.config.invalid_retries + 1):
             try:
-                completion = self.client.complete(messages, _SCHEMA)
+                completion = self.client.complete(messages, _SCHEMA, _GRAMMAR_SCHEMA)
             except JudgeCallError as exc:
                 raise _Failed(str(exc), spent_in, spent_out, attempt + 1) from None
             spent_in += completion.tokens_in if completion.tokens_in is not None else prompt_tokens(messages)

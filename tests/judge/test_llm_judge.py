@@ -148,6 +148,9 @@ def test_json_schema_rejected_falls_back_to_json_object_with_schema_and_remember
     assert formats[1]["type"] == "json_object" and formats[1]["schema"]["required"] == [
         "summary", "task_completed", "modes"
     ]
+    entry = formats[1]["schema"]["properties"]["modes"]["properties"]["1.1"]["properties"]
+    assert entry["reason"]["maxLength"] == 300 and entry["evidence"]["maxItems"] == 12  # grammar bounds
+    assert "maxLength" not in str(formats[0])  # strict json_schema gets no keywords it may reject
     assert formats[2]["type"] == "json_object"  # remembered: no second json_schema attempt
     assert second.extra["response_format"] == "json_object"
 
