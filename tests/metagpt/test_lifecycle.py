@@ -170,3 +170,36 @@ async def test_content_capture_off(tracer_provider: TracerProvider, script: Any,
 def test_config_of_the_wrong_type_is_refused(tracer_provider: TracerProvider) -> None:
     with pytest.raises(TypeError, match="CaptureConfig"):
         MetaGPTInstrumentor().instrument(tracer_provider=tracer_provider, config={"capture_content": False})
+
+
+def test_zero_code_opentelemetry_instrument_exports_otlp() -> None:
+    """``opentelemetry-instrument python app.py``: the entry point instruments MetaGPT, spans reach a real receiver."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.metagpt.conftest import REPO
+    from tests.otlp_sink import otlp_sink
+
+    program = "import asyncio, examples.metagpt_team as app; asyncio.run(app.run())"  # no instrument() call in it
+    with otlp_sink() as sink:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": sink.http_endpoint,
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            "OTEL_SERVICE_NAME": "metagpt-zero-code",
+        }
+        command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable, "-c", program]
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        received = sink.spans()  # the process has exited: its provider flushed at shutdown
+    (root,) = [s for s in received if s.is_conversation_root]
+    assert root.service_name == "metagpt-zero-code"
+    assert root.get(sc.MAST_FRAMEWORK) == "metagpt"
+    assert root.get(sc.TERMINATION_REASON) == sc.TERMINATION_MAX_ROUNDS
+    messages = sorted(
+        (s for s in received if s.span_type == sc.SPAN_TYPE_MESSAGE), key=lambda s: s.get(sc.MESSAGE_INDEX)
+    )
+    assert [s.get(sc.MESSAGE_SENDER) for s in messages][:4] == ["Human", "Alice", "Bob", "Carol"]
