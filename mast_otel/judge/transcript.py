@@ -97,10 +97,11 @@ def render_view(view: ConversationView, redactor: Redactor | None = None) -> Tra
     lines: list[Line] = []
     refs: dict[str, str] = {}
     root = view.root
+    everyone = [str(a) for a in (view.root_attr(sc.CONVERSATION_AGENTS) or view.agents)]
     if root is not None:
         name = view.root_attr(sc.GEN_AI_WORKFLOW_NAME) or root.name
         framework = view.root_attr(sc.MAST_FRAMEWORK) or "?"
-        agents = ", ".join(str(a) for a in (view.root_attr(sc.CONVERSATION_AGENTS) or view.agents))
+        agents = ", ".join(everyone)
         head = f"conversation {name!s} (framework {framework!s}; agents: {agents or '?'}); task"
         lines.append(Line(ROOT_REF, root.span_id, head, clean(view.task), kind="root"))
         refs[ROOT_REF] = root.span_id
@@ -110,15 +111,19 @@ def render_view(view: ConversationView, redactor: Redactor | None = None) -> Tra
         counters[prefix] += 1
         ref = f"{prefix}{counters[prefix]}"
         refs[ref] = event.span.span_id
-        head, body = _describe(event)
+        head, body = _describe(event, frozenset(everyone))
         lines.append(Line(ref, event.span.span_id, head, clean(body), sender=event.sender, kind=event.kind))
     if root is not None:
         lines.append(Line(ROOT_REF, root.span_id, _termination(view), kind="end"))
+        first = next((x for x in lines if x.kind == sc.SPAN_TYPE_MESSAGE), None)
+        if first is not None and lines[0].body and first.body.strip() == lines[0].body.strip():
+            # The task is usually the opening message: say so instead of paying for it twice.
+            lines[0] = lines[0].with_body(f"(the opening message {first.ref})")
     return Transcript(lines=tuple(lines), refs=refs, view=view, redactions=count)
 
 
-def _describe(event: Event) -> tuple[str, str]:
-    """(head, body) for one event."""
+def _describe(event: Event, everyone: frozenset[str]) -> tuple[str, str]:
+    """(head, body) for one event. Handoff candidates are listed only when they are not simply every agent."""
     a = event.attr
     if event.kind == sc.SPAN_TYPE_MESSAGE:
         recipients = ", ".join(str(r) for r in (a(sc.MESSAGE_RECIPIENTS) or ())) or "*"
@@ -136,7 +141,7 @@ def _describe(event: Event) -> tuple[str, str]:
     if event.kind == sc.SPAN_TYPE_HANDOFF:
         head = f"handoff {event.sender} -> {a(sc.HANDOFF_TO, '?')} (reason: {a(sc.HANDOFF_REASON, 'unknown')}"
         candidates = a(sc.HANDOFF_CANDIDATES)
-        if candidates:
+        if candidates and frozenset(str(c) for c in candidates) != everyone:
             head += f"; candidates: {', '.join(str(c) for c in candidates)}"
         return head + ")", ""
     if event.kind == sc.SPAN_TYPE_TOOL_CALL:
