@@ -111,7 +111,7 @@ def render_view(view: ConversationView, redactor: Redactor | None = None) -> Tra
         counters[prefix] += 1
         ref = f"{prefix}{counters[prefix]}"
         refs[ref] = event.span.span_id
-        head, body = _describe(event, frozenset(everyone))
+        head, body = _describe(event)
         lines.append(Line(ref, event.span.span_id, head, clean(body), sender=event.sender, kind=event.kind))
     if root is not None:
         lines.append(Line(ROOT_REF, root.span_id, _termination(view), kind="end"))
@@ -122,8 +122,8 @@ def render_view(view: ConversationView, redactor: Redactor | None = None) -> Tra
     return Transcript(lines=tuple(lines), refs=refs, view=view, redactions=count)
 
 
-def _describe(event: Event, everyone: frozenset[str]) -> tuple[str, str]:
-    """(head, body) for one event. Handoff candidates are listed only when they are not simply every agent."""
+def _describe(event: Event) -> tuple[str, str]:
+    """(head, body) for one event."""
     a = event.attr
     if event.kind == sc.SPAN_TYPE_MESSAGE:
         recipients = ", ".join(str(r) for r in (a(sc.MESSAGE_RECIPIENTS) or ())) or "*"
@@ -141,7 +141,7 @@ def _describe(event: Event, everyone: frozenset[str]) -> tuple[str, str]:
     if event.kind == sc.SPAN_TYPE_HANDOFF:
         head = f"handoff {event.sender} -> {a(sc.HANDOFF_TO, '?')} (reason: {a(sc.HANDOFF_REASON, 'unknown')}"
         candidates = a(sc.HANDOFF_CANDIDATES)
-        if candidates and frozenset(str(c) for c in candidates) != everyone:
+        if candidates:
             head += f"; candidates: {', '.join(str(c) for c in candidates)}"
         return head + ")", ""
     if event.kind == sc.SPAN_TYPE_TOOL_CALL:
