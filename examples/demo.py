@@ -286,8 +286,11 @@ def print_conversations(conversations: Sequence[Conversation]) -> None:
     for c in conversations:
         modes = ", ".join(c.modes) or "none"
         print(f"trace {c.trace_id}  service {c.service}  framework {c.framework}")
+        failed = str(c.failed).lower() if c.judged else "-"
         print(f"  {c.name}: mast.judge.status={c.status}  mast.label.source={c.source or '-'}  "
-              f"mast.failed={str(c.failed).lower()}  mast.failure_modes=[{modes}]")  # fmt: skip
+              f"mast.failed={failed}  mast.failure_modes=[{modes}]")  # fmt: skip
+        if c.status_reason:
+            print(f"    mast.judge.status_reason: {c.status_reason}")
         for m in c.modes:
             spans = ", ".join(c.evidence.get(m, ())) or "(no span cited)"
             print(f"    {m} {_name(m)}: evidence spans: {spans}")

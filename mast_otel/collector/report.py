@@ -185,6 +185,7 @@ class Conversation:
     task_completed: bool | None = None
     summary: str = ""
     root_span_id: str | None = None
+    status_reason: str = ""  # mast.judge.status_reason: why error, skipped, truncated or partial
 
     @property
     def judged(self) -> bool:
@@ -267,6 +268,7 @@ def _conversation(root: Span | None, verdict: Span | None, members: Sequence[Spa
         task_completed=completed if isinstance(completed, bool) else None,
         summary=str(labels.get(sc.VERDICT_SUMMARY) or ""),
         root_span_id=root.span_id if root is not None else None,
+        status_reason=str(labels.get(sc.JUDGE_STATUS_REASON) or ""),
     )
 
 
@@ -374,6 +376,7 @@ def _stored_conversation(db: sqlite3.Connection, trace_id: bytes, unit: str, tex
         modes=_verdict_modes(verdict) if status in JUDGED else (),
         task_completed=completed if isinstance(completed, bool) else None,
         summary=str(verdict.get("summary") or ""),
+        status_reason=str(verdict.get("status_reason") or ""),
     )
 
 
