@@ -9,6 +9,7 @@ declare -A PACKAGES=(
   [prometheus]=prometheus
   [promtool]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager
+  [amtool]=prometheus-alertmanager
   [chromium]=chromium
 )
 
@@ -17,7 +18,7 @@ for bin in "${!PACKAGES[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${PACKAGES[$bin]}")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "[setup-system] prometheus, promtool, prometheus-alertmanager, chromium: present"
+  echo "[setup-system] prometheus, promtool, prometheus-alertmanager, amtool, chromium: present"
   exit 0
 fi
 # de-duplicate, stable order
