@@ -15,7 +15,7 @@ from mast_otel.judge.output import OutputError, json_schema, parse_output
 from mast_otel.taxonomy import MODE_IDS
 from tests.judge.fake_openai import answer, completion, fake_openai
 
-DATA = Path("/work/shared/mast-data/parsers_output")
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "mast-data" / "parsers_output"
 needs_data = pytest.mark.skipif(not (DATA / "ag2_output_mad.json").exists(), reason="mast-data not present")
 
 
