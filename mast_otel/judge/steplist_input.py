@@ -4,7 +4,8 @@ Step-list records are replayed through the real recorder by :func:`mast_otel.rep
 recorded trace yields exactly the span shapes a live one does and the judge reads one transcript format. OTLP
 JSON is split into conversations by their recorder roots, as the collector does.
 
-Keys: a step-list record is ``{mad_trace_key}:{trace_id}`` (``trace_id`` alone repeats across trace sets); an
+Keys: a step-list record is ``StepRecord.trace_key`` (``{mad_trace_key}_{trace_id}``, the key replay writes on the
+root and the judge baseline uses; ``trace_id`` alone repeats across trace sets); an
 OTLP conversation is ``{trace id}:{root span id}`` (a trace may hold several conversations).
 """
 
@@ -35,7 +36,7 @@ class Conversation:
 
 
 def record_key(record: StepRecord) -> str:
-    return f"{record.mad_trace_key}:{record.trace_id}"
+    return record.trace_key
 
 
 def record_to_spans(record: StepRecord) -> list[SpanRecord]:

@@ -81,8 +81,8 @@ def test_judge_dry_run_prints_trace_key_and_prompt_tokens(small_steplist, capsys
     assert code == 0
     rows = [json.loads(line) for line in out.out.splitlines()]
     assert [r["trace_key"] for r in rows] == [
-        "AG2_GSM_Plus_GPT4o:0", "AG2_GSM_Plus_GPT4o:1", "AG2_GSM_Plus_GPT4o:2",
-        "MetaGPT_ProgramDev_GPT4o:0", "MetaGPT_ProgramDev_GPT4o:1",
+        "AG2_GSM_Plus_GPT4o_0", "AG2_GSM_Plus_GPT4o_1", "AG2_GSM_Plus_GPT4o_2",
+        "MetaGPT_ProgramDev_GPT4o_0", "MetaGPT_ProgramDev_GPT4o_1",
     ]  # fmt: skip
     assert all(500 < r["prompt_tokens"] <= 12000 and "verdict" not in r for r in rows)
 
