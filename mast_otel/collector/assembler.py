@@ -18,10 +18,14 @@ from __future__ import annotations
 import heapq
 import sys
 from collections import Counter
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 __all__ = ["Assembler", "Unit", "Untouched"]
 
+_EMPTY: Mapping[bytes, object] = {}
+_NONE: frozenset[bytes] = frozenset()
 _TOP = ("top", "")  # ancestry complete, no conversation on it
 _FLOAT = ("float", "")  # a parent is missing, no conversation id on the way
 
@@ -122,6 +126,28 @@ class Assembler:
         if trace.scheduled is None or trace.scheduled > due:
             self._schedule(trace_id, trace, due)
 
+    def add_many(
+        self, facts: Iterable[tuple[bytes, bytes, bytes, int, int, bool, str | None, str | None]], segment: int,
+        received: float,
+    ) -> None:  # fmt: skip
+        """:meth:`add` for many spans of one segment: ``(trace, span, parent, start, end, root, conv, conv_parent)``."""
+        traces = self._traces
+        due = received + self.quiet_period
+        added = 0
+        for tid, sid, parent, start, end, root, conv_id, conv_parent in facts:
+            trace = traces.get(tid)
+            if trace is None:
+                trace = traces[tid] = _Trace()
+            spans = trace.spans
+            if sid in spans:
+                continue
+            spans[sid] = _Span(parent, received, root, conv_id, conv_parent, segment, start, end)
+            added += 1
+            if trace.scheduled is None or trace.scheduled > due:
+                self._schedule(tid, trace, due)
+        if added:
+            self._segment_left[segment] = self._segment_left.get(segment, 0) + added
+
     def _schedule(self, trace_id: bytes, trace: _Trace, due: float) -> None:
         trace.scheduled = due
         heapq.heappush(self._due, (due, trace_id))
@@ -147,8 +173,17 @@ class Assembler:
         """When the earliest scheduled check is due (None when nothing is held); may be stale-early, never late."""
         return self._due[0][0] if self._due else None
 
-    def inflight_has(self, trace_id: bytes, span_id: bytes) -> bool:
-        return any(span_id in members for _, members in self._inflight.get(trace_id, ()))
+    def held_map(self, trace_id: bytes) -> Mapping[bytes, object]:
+        """The held span ids of a trace (read-only view; empty when none)."""
+        trace = self._traces.get(trace_id)
+        return trace.spans if trace is not None else _EMPTY
+
+    def inflight_members(self, trace_id: bytes) -> AbstractSet[bytes]:
+        """Span ids of this trace's conversations being judged right now (usually none)."""
+        units = self._inflight.get(trace_id)
+        if not units:
+            return _NONE
+        return set().union(*(members for _, members in units))
 
     def consume(self, locations: tuple[Location, ...]) -> list[int]:
         """Released spans leave their segments; returns the segments now empty (to delete with the release)."""

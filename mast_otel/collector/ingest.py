@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from mast_otel import semconv as sc
 from mast_otel.spans import any_value
 
 from .assembler import Assembler
-from .encoding import ScopeSpansView, scope_spans
+from .encoding import RawScopeSpans, ScopeSpansView, StringAttributes, scope_spans
 from .metrics import REFUSE_BACKPRESSURE, CollectorMetrics
 from .store import NewSegment, OutRow, SpanStore, Tomb
 
@@ -31,9 +32,6 @@ __all__ = ["Backpressure", "IngestResult", "Ingestor", "span_facts"]
 _log = logging.getLogger(__name__)
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
-_OP, _CONV_ID, _CONV_PARENT, _FRAMEWORK = (
-    sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_CONVERSATION_ID, sc.CONVERSATION_PARENT_ID, sc.MAST_FRAMEWORK,
-)  # fmt: skip
 
 
 class Backpressure(Exception):
@@ -55,21 +53,38 @@ class IngestResult:
 _Fact = tuple[bytes, bytes, bytes, int, int, bool, str | None, str | None]
 
 
-def span_facts(span: Span) -> tuple[bool, str | None, str | None, str | None]:
-    """(is a conversation root, conversation id, parent conversation id, framework) from a span's attributes."""
-    conv_root = False
-    conv_id = conv_parent = framework = None
-    for kv in span.attributes:
-        key = kv.key
-        if key == _OP:
-            conv_root = kv.value.string_value == sc.OP_INVOKE_WORKFLOW
-        elif key == _CONV_ID:
-            conv_id = kv.value.string_value or None
-        elif key == _CONV_PARENT:
-            conv_parent = kv.value.string_value or None
-        elif key == _FRAMEWORK:
-            framework = kv.value.string_value or None
-    return conv_root, conv_id, conv_parent, framework
+_KEYS = (sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_CONVERSATION_ID, sc.CONVERSATION_PARENT_ID, sc.MAST_FRAMEWORK)
+_READER = StringAttributes(_KEYS)
+_SLOTS = {k.encode(): i for i, k in enumerate(_KEYS)}
+_LENGTHS = frozenset(len(k) for k in _SLOTS)
+
+
+def span_facts(raw_attributes: Iterable[bytes]) -> tuple[bool, str | None, str | None, str | None]:
+    """(is a conversation root, conversation id, parent conversation id, framework) from a ``RawScopeSpans``
+    span's attribute bytes."""
+    values: list[str | None] | None = None
+    slots_get = _SLOTS.get
+    for a in raw_attributes:  # the hot loop of the receive path: usual encodings are read in place
+        if a[0] != 0x0A:
+            values = None
+            break
+        if a[1] not in _LENGTHS:
+            continue
+        n = a[1] + 2
+        slot = slots_get(a[2:n])
+        if slot is None:
+            continue
+        if len(a) > n + 3 and a[n] == 0x12 and a[n + 1] < 0x80 and a[n + 2] == 0x0A and n + 4 + a[n + 3] == len(a):
+            if values is None:
+                values = [None, None, None, None]
+            values[slot] = a[n + 4 :].decode("utf-8", "replace")
+        else:
+            values = None
+            break
+    if values is None:
+        values = _READER.read(raw_attributes)  # anything unusual, or none of the keys: the exact reader
+    op, conv_id, conv_parent, framework = values
+    return op == sc.OP_INVOKE_WORKFLOW, conv_id or None, conv_parent or None, framework or None
 
 
 @dataclass(slots=True)
@@ -137,11 +152,8 @@ class Ingestor:
                 outbox=outbox,
                 tombs=tombs,
             )
-            add = self._assembler.add
             for scope, segment in zip(segments, ids, strict=True):
-                for tid, sid, parent, start, end, root, conv_id, conv_parent in scope.fresh:
-                    add(tid, sid, parent, now, segment=segment, start=start, end=end, conv_root=root,
-                        conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip
+                self._assembler.add_many(scope.fresh, segment, now)
         late = sum(len(s.late) for s in scopes)
         self._metrics.spans_received.labels(protocol).inc(total - duplicates)
         if duplicates:
@@ -169,12 +181,12 @@ class Ingestor:
                 view = ScopeSpansView.parse(data)
                 facts: list[_Fact] = []
                 invalid = 0
-                for span, (start, end) in zip(ss.spans, view.spans, strict=True):
+                for span, (start, end) in zip(RawScopeSpans.FromString(data).spans, view.spans, strict=True):
                     tid, sid = span.trace_id, span.span_id
                     if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
                         invalid += 1
                         continue
-                    root, conv_id, conv_parent, framework = span_facts(span)
+                    root, conv_id, conv_parent, framework = span_facts(span.attributes)
                     if root:
                         if service is None:
                             service = _service_name(rs) or "unknown"
@@ -193,8 +205,8 @@ class Ingestor:
         pending = self._assembler.pending_traces
         if pending:
             has = self._assembler.has_trace
-            new = {f[0] for s in scopes for f in s.spans if not has(f[0])}
-            if pending + len(new) > self._max_traces:
+            new = sum(1 for tid in {f[0] for s in scopes for f in s.spans} if not has(tid))
+            if pending + new > self._max_traces:
                 self._refuse(scopes, f"too many traces pending: {pending} (max_pending_traces={self._max_traces})")
 
     def _refuse(self, scopes: list[_Scope], message: str) -> None:
@@ -205,36 +217,40 @@ class Ingestor:
     def _classify(self, scopes: list[_Scope]) -> int:
         """Split each scope's spans into fresh, late and duplicate; returns the number of duplicates."""
         asm = self._assembler
-        released: dict[bytes, _Released] = {}
-        seen: set[tuple[bytes, bytes]] = set()
-        late_unit: dict[tuple[bytes, bytes], str] = {}
+        context: dict[bytes, tuple[Mapping[bytes, object], AbstractSet[bytes], _Released]] = {}
+        seen: set[bytes] = set()
+        late_unit: dict[bytes, str] = {}
         duplicates = 0
         for scope in scopes:
+            fresh = scope.fresh.append
             for fact in scope.spans:
-                tid, sid, parent, _, _, _, conv_id, _ = fact
-                key = (tid, sid)
-                rel = released.get(tid)
-                if rel is None:
-                    rel = released[tid] = self._released(tid)
-                if key in seen or asm.holds(tid, sid) or asm.inflight_has(tid, sid) or sid in rel.ids:
+                tid, sid, parent = fact[0], fact[1], fact[2]
+                ctx = context.get(tid)
+                if ctx is None:
+                    ctx = context[tid] = (asm.held_map(tid), asm.inflight_members(tid), self._released(tid))
+                held, inflight, rel = ctx
+                key = tid + sid
+                if key in seen or sid in held or sid in inflight or sid in rel.ids:
                     duplicates += 1
                     continue
                 seen.add(key)
-                unit = None
-                if not asm.holds(tid, parent):
-                    unit = late_unit.get((tid, parent))
-                    if unit is None:
-                        inflight = asm.inflight_unit(tid, parent, conv_id)
-                        if inflight is not None:
-                            unit = inflight.key
-                            asm.adopt_late(inflight, sid)
-                    if unit is None:
-                        unit = rel.unit_of.get(parent) or (rel.conv_unit.get(conv_id) if conv_id else None)
+                if parent in held or not (inflight or rel.ids or late_unit):
+                    fresh(fact)  # the common case: nothing of this trace was released yet
+                    continue
+                unit = late_unit.get(tid + parent)
+                if unit is None and inflight:
+                    found = asm.inflight_unit(tid, parent, fact[6])
+                    if found is not None:
+                        unit = found.key
+                        asm.adopt_late(found, sid)
+                if unit is None:
+                    conv_id = fact[6]
+                    unit = rel.unit_of.get(parent) or (rel.conv_unit.get(conv_id) if conv_id else None)
                 if unit is not None:
                     late_unit[key] = unit
                     scope.late.append((fact, unit))
                 else:
-                    scope.fresh.append(fact)
+                    fresh(fact)
         return duplicates
 
     def _released(self, trace_id: bytes) -> _Released:

@@ -20,13 +20,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
-
 from mast_otel.judge.model import Judge
 
 from .assembler import Assembler, Unit, Untouched
 from .config import CollectorConfig, parse_hostport
-from .encoding import ScopeSpansView
+from .encoding import RawScopeSpans, ScopeSpansView
 from .exporter import Exporter, Sender, make_sender
 from .ingest import Ingestor, span_facts
 from .judges import build_judge
@@ -115,7 +113,7 @@ class CollectorService:
         released: dict[bytes, set[bytes]] = {}
         with self.lock:
             for segment in self.store.segments():
-                spans = ScopeSpans.FromString(segment.data).spans
+                spans = RawScopeSpans.FromString(segment.data).spans
                 view = ScopeSpansView.parse(segment.data)
                 kept = 0
                 for span, (start, end) in zip(spans, view.spans, strict=True):
@@ -126,7 +124,7 @@ class CollectorService:
                         released[tid] = {i for t in self.store.tombs(tid) for i in t.ids()}
                     if sid in released[tid] or self.assembler.holds(tid, sid):
                         continue
-                    root, conv_id, conv_parent, _ = span_facts(span)
+                    root, conv_id, conv_parent, _ = span_facts(span.attributes)
                     parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
                     self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, start=start, end=end,
                                        conv_root=root, conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip

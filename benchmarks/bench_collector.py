@@ -1,0 +1,234 @@
+"""Collector benchmark (not a test): durable ingest rate vs a bare receiver, memory per pending trace, label delay.
+
+    .venv/bin/python benchmarks/bench_collector.py [--batches 200] [--quick]
+
+1. Spans/s through the collector's gRPC receiver + ingest (decode, assemble, persist to SQLite WAL, commit before
+   the ack) vs a bare decode-only gRPC receiver, same client, same batches of 512 spans, in the same run; the
+   client sends sequentially (unary calls, raw bytes, no SDK overhead on the client side).
+2. Memory held per 10,000 pending traces (Python heap by tracemalloc, and RSS), at 10k/20k/30k pending, and after
+   all were released and exported (flat = back to the start).
+3. Delay from a root span's end to its labelled export downstream, beyond the quiet period (real threads, real
+   SDK exporter, RulesJudge, an in-process OTLP sink).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mast_otel import semconv as sc  # noqa: E402
+from mast_otel.collector import CollectorConfig, CollectorService  # noqa: E402
+from mast_otel.collector.exporter import SendResult  # noqa: E402
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+SPANS_PER_BATCH = 512
+SPANS_PER_TRACE = 8
+TEXT = "x" * 200
+
+
+def _kv(key: str, value: Any) -> KeyValue:
+    if isinstance(value, str):
+        return KeyValue(key=key, value=AnyValue(string_value=value))
+    return KeyValue(key=key, value=AnyValue(int_value=value))
+
+
+def make_batch(n_spans: int = SPANS_PER_BATCH, spans_per_trace: int = SPANS_PER_TRACE) -> bytes:
+    """One Export request: conversations of ``spans_per_trace`` recorder-like spans, 6 attributes each."""
+    scope = ScopeSpans()
+    scope.scope.name = sc.SCOPE_NAME
+    now = time.time_ns()
+    for _ in range(n_spans // spans_per_trace):
+        trace_id, root = os.urandom(16), os.urandom(8)
+        conv = os.urandom(16).hex()
+        for j in range(spans_per_trace):
+            is_root = j == spans_per_trace - 1
+            span = Span(
+                trace_id=trace_id, span_id=root if is_root else os.urandom(8), parent_span_id=b"" if is_root else root,
+                name="invoke_workflow demo" if is_root else "message a -> b", start_time_unix_nano=now,
+                end_time_unix_nano=now + 1000,
+            )  # fmt: skip
+            attrs = [
+                _kv(sc.MAST_SPAN_TYPE, "conversation" if is_root else "message"),
+                _kv(sc.GEN_AI_CONVERSATION_ID, conv),
+                _kv(sc.MESSAGE_SENDER, "planner"),
+                _kv(sc.MESSAGE_INDEX, j),
+                _kv(sc.MESSAGE_CONTENT, TEXT),
+                _kv(sc.GEN_AI_OPERATION_NAME, "invoke_workflow" if is_root else "chat"),
+            ]
+            span.attributes.extend(attrs)
+            scope.spans.append(span)
+    rs = ResourceSpans(resource=Resource(attributes=[_kv("service.name", "bench")]))
+    rs.scope_spans.append(scope)
+    return ExportTraceServiceRequest(resource_spans=[rs]).SerializeToString()
+
+
+class BareReceiver:
+    """The baseline: decode the request, count the spans, acknowledge."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+        self.server = grpc.server(ThreadPoolExecutor(4), options=[("grpc.max_receive_message_length", 64 << 20)])
+        handler = grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService",
+            {"Export": grpc.unary_unary_rpc_method_handler(self._export)},
+        )
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def _export(self, raw: bytes, context: Any) -> bytes:
+        request = ExportTraceServiceRequest.FromString(raw)
+        self.spans += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        return b""
+
+
+class NullSender:
+    def send(self, payload: bytes, timeout: float) -> SendResult:
+        return SendResult(True)
+
+    def close(self) -> None:
+        pass
+
+
+def push(port: int, batches: list[bytes]) -> float:
+    """Send every batch sequentially; spans per second."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)]) as ch:
+        call = ch.unary_unary(EXPORT)
+        call(batches[0], timeout=30)  # connect and warm up (not counted)
+        started = time.perf_counter()
+        for b in batches[1:]:
+            call(b, timeout=30)
+        elapsed = time.perf_counter() - started
+    return (len(batches) - 1) * SPANS_PER_BATCH / elapsed
+
+
+def config(tmp: Path, name: str, **kw: Any) -> CollectorConfig:
+    values: dict[str, Any] = {
+        "otlp_grpc": "127.0.0.1:0", "otlp_http": "off", "metrics": "off", "store": str(tmp / f"{name}.db"),
+        "export_endpoint": "http://127.0.0.1:9", "quiet_period": 3600, "max_trace_age": 7200, "judge": "none",
+        "max_pending_traces": 10_000_000, "max_pending_bytes": "64GiB",
+    }  # fmt: skip
+    values.update(kw)
+    return CollectorConfig(**values)
+
+
+def bench_throughput(tmp: Path, n_batches: int) -> None:
+    print(f"== 1. ingest rate, {n_batches} batches x {SPANS_PER_BATCH} spans ({SPANS_PER_TRACE} spans/trace)")
+    batches = [make_batch() for _ in range(n_batches)]
+    print(f"   batch size: {len(batches[0]) / 1024:.0f} KiB")
+    bare = BareReceiver()
+    rates: dict[str, list[float]] = {"bare": [], "normal": [], "full": []}
+    for rnd in range(2):  # interleaved rounds, so both see the same machine load
+        rates["bare"].append(push(bare.port, batches))
+        for sync in ("normal", "full"):
+            service = CollectorService(config(tmp, f"tp-{sync}-{rnd}", store_sync=sync), sender=NullSender())
+            service.start(pipeline=False)
+            assert service.grpc is not None
+            rates[sync].append(push(service.grpc.port, batches))
+            held = service.assembler.held_spans
+            assert held == (n_batches - 0) * SPANS_PER_BATCH, held
+            service.stop(grace=0.2)
+    bare.server.stop(0)
+    best = {k: max(v) for k, v in rates.items()}
+    print(f"   bare decode-only receiver : {best['bare']:>9,.0f} spans/s")
+    for sync in ("normal", "full"):
+        print(
+            f"   durable (store_sync={sync:<6}): {best[sync]:>9,.0f} spans/s  = {best[sync] / best['bare']:.2f} x bare"
+        )
+
+
+def bench_memory(tmp: Path, step: int = 10_000) -> None:
+    print(f"== 2. memory held per {step:,} pending traces ({SPANS_PER_TRACE} spans each)")
+    service = CollectorService(config(tmp, "mem"), sender=NullSender())
+    per_batch = SPANS_PER_BATCH // SPANS_PER_TRACE
+    batches = [make_batch() for _ in range(3 * step // per_batch)]
+    gc.collect()
+    tracemalloc.start()
+    base_heap = tracemalloc.get_traced_memory()[0]
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    done = 0
+    for k in (1, 2, 3):
+        for b in batches[done : k * step // per_batch]:
+            request = ExportTraceServiceRequest.FromString(b)
+            service.ingestor.ingest(request, "grpc", len(b))
+        done = k * step // per_batch
+        gc.collect()
+        heap = tracemalloc.get_traced_memory()[0] - base_heap
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_rss
+        print(f"   {service.assembler.pending_traces:>6,} pending: Python heap +{heap / 2**20:6.1f} MiB "
+              f"({heap / k / 2**20:.1f} MiB per {step:,}), peak RSS +{rss / 1024:.0f} MiB")  # fmt: skip
+    service.release_now()
+    assert service.flush(120)
+    gc.collect()
+    heap = tracemalloc.get_traced_memory()[0] - base_heap
+    print(f"   after release + export: {service.assembler.pending_traces} pending, "
+          f"Python heap +{heap / 2**20:.1f} MiB, store {service.store.counts()}")  # fmt: skip
+    tracemalloc.stop()
+    service.stop(grace=0.2)
+
+
+def bench_delay(tmp: Path, n: int = 40, quiet: float = 1.0) -> None:
+    print(f"== 3. delay from root span end to labelled export, beyond quiet_period={quiet}s ({n} conversations)")
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    from mast_otel.recorder import Recorder
+    from tests.collector.conftest import conversation, provider
+    from tests.collector.sink import OtlpSink
+
+    sink = OtlpSink().start()
+    service = CollectorService(
+        config(tmp, "delay", quiet_period=quiet, max_trace_age=60, judge="rules", export_endpoint=sink.grpc_endpoint)
+    )
+    service.start()
+    assert service.grpc is not None
+    tp = provider(OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True), "bench")
+    rec = Recorder(tracer_provider=tp)
+    for i in range(n):
+        conversation(rec, f"c{i}")
+        time.sleep(0.05)
+    roots = sink.wait_for(
+        lambda spans: sum(1 for s in spans if s.attributes.get(sc.JUDGE_STATUS)) >= n, timeout=60 + n * quiet
+    )
+    delays = sorted(s.arrived - s.end_ns / 1e9 - quiet for s in roots if s.attributes.get(sc.JUDGE_STATUS))
+    q = statistics.quantiles(delays, n=20)
+    print(f"   beyond the quiet period: p50 {statistics.median(delays) * 1000:.0f} ms, "
+          f"p95 {q[18] * 1000:.0f} ms, max {delays[-1] * 1000:.0f} ms")  # fmt: skip
+    tp.shutdown()
+    service.stop(grace=0.2)
+    sink.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--batches", type=int, default=200)
+    parser.add_argument("--quick", action="store_true", help="fewer batches and traces (a smoke run)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        bench_throughput(tmp, 30 if args.quick else args.batches)
+        bench_memory(tmp, 2_000 if args.quick else 10_000)
+        bench_delay(tmp, 10 if args.quick else 40)
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench"
+    main()
