@@ -12,6 +12,10 @@ set to WARNING, so that MetaGPT's mechanics, not its log I/O, are the baseline (
 conservative: a smaller baseline, a larger ratio). Spans go to a counting no-op exporter behind a
 ``SimpleSpanProcessor``: span creation is measured, export is not.
 
+Time is the process's CPU time by default (``--clock cpu``): the workload never waits (no I/O, no sleeps, spans
+exported synchronously), so CPU time is its whole cost, and other processes on a shared machine do not inflate it
+the way they inflate wall time (``--clock wall``, as in the AG2 benchmark).
+
 Configurations alternate run by run in one process (``mast_otel.instrument()`` / ``uninstrument()`` between runs,
 untimed; the order rotates every repetition), so a change in machine load falls on all of them alike: on a shared
 machine that pairing matters more than process isolation, and mast-otel's instrumentation undoes cleanly.
@@ -92,19 +96,23 @@ class Series:
         return statistics.median(self.us_per_message)
 
 
-async def _one_run(n_round: int) -> tuple[int, int]:
+CLOCKS = {"cpu": time.process_time_ns, "wall": time.perf_counter_ns}
+
+
+async def _one_run(n_round: int, clock: str) -> tuple[int, int]:
     """One Team.run: (elapsed ns, messages published)."""
     from tests.metagpt.scenarios import IDEA, scripted_context, software_team
 
+    now = CLOCKS[clock]
     team = software_team(scripted_context(), cycle=True)
     gc.collect()
-    t0 = time.perf_counter_ns()
+    t0 = now()
     await team.run(n_round=n_round, idea=IDEA)
-    elapsed = time.perf_counter_ns() - t0
+    elapsed = now() - t0
     return elapsed, len({m.id for role in team.env.roles.values() for m in role.rc.memory.get()})
 
 
-async def measure(names: list[str], reps: int, warmup: int, messages: int) -> list[Series]:
+async def measure(names: list[str], reps: int, warmup: int, messages: int, clock: str) -> list[Series]:
     import mast_otel
     from tests.metagpt.scenarios import scripted_provider
 
@@ -119,7 +127,7 @@ async def measure(names: list[str], reps: int, warmup: int, messages: int) -> li
                     mast_otel.instrument(tracer_provider=provider, capture_content=s.name != "mast-otel-no-content")
                 before = exporter.count
                 try:
-                    elapsed, published = await _one_run(n_round)
+                    elapsed, published = await _one_run(n_round, clock)
                 finally:
                     mast_otel.uninstrument()
                 if rep >= warmup:
@@ -144,7 +152,7 @@ def report(series: list[Series], args: argparse.Namespace) -> str:
     base = next(s for s in series if s.name == BASELINE)
     lines = [
         f"{args.reps} repetitions (runs alternating in one process) x ~{args.messages} messages per run "
-        f"({args.warmup} warm-up repetitions); python {sys.version.split()[0]}",
+        f"({args.warmup} warm-up repetitions); {args.clock} time; python {sys.version.split()[0]}",
         "",
         "| configuration | µs/message | added µs/message (IQR) | added / baseline | spans/message |",
         "|---|---|---|---|---|",
@@ -169,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=30, help="repetitions (one run per configuration each)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed repetitions, first")
     parser.add_argument("--messages", type=int, default=150, help="messages per run (about; whole rounds)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="process CPU time or wall time")
     parser.add_argument("--only", nargs="+", choices=sorted(CONFIGURATIONS), help="configurations besides none")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     args = parser.parse_args(argv)
@@ -179,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     define_log_level(print_level="WARNING", logfile_level="WARNING")
     names = [BASELINE, *(n for n in (args.only or ["mast-otel", "mast-otel-no-content"]) if n != BASELINE)]
-    series = asyncio.run(measure(names, args.reps, args.warmup, args.messages))
+    series = asyncio.run(measure(names, args.reps, args.warmup, args.messages, args.clock))
     print(report(series, args))
     if args.json:
         payload = {s.name: {"us_per_message": s.us_per_message, "spans": s.spans, "messages": s.messages}
