@@ -98,6 +98,7 @@ class Assembler:
         self._due: list[tuple[float, bytes]] = []
         self._inflight: dict[bytes, list[tuple[Unit, set[bytes]]]] = {}
         self._segment_left: dict[int, int] = {}  # segment id -> spans in it not yet released
+        self._held = 0  # spans stored and not yet released (being judged included)
 
     # -- input -----------------------------------------------------------------------------------------------
     def add(
@@ -122,6 +123,7 @@ class Assembler:
             return
         trace.spans[span_id] = _Span(parent_id, received, conv_root, conv_id, conv_parent, segment, start, end)
         self._segment_left[segment] = self._segment_left.get(segment, 0) + 1
+        self._held += 1
         due = received + self.quiet_period
         if trace.scheduled is None or trace.scheduled > due:
             self._schedule(trace_id, trace, due)
@@ -147,6 +149,7 @@ class Assembler:
                 self._schedule(tid, trace, due)
         if added:
             self._segment_left[segment] = self._segment_left.get(segment, 0) + added
+            self._held += added
 
     def _schedule(self, trace_id: bytes, trace: _Trace, due: float) -> None:
         trace.scheduled = due
@@ -160,7 +163,7 @@ class Assembler:
     @property
     def held_spans(self) -> int:
         """Spans stored and not yet released (being judged included)."""
-        return sum(self._segment_left.values())
+        return self._held
 
     def holds(self, trace_id: bytes, span_id: bytes) -> bool:
         trace = self._traces.get(trace_id)
@@ -188,6 +191,7 @@ class Assembler:
     def consume(self, locations: tuple[Location, ...]) -> list[int]:
         """Released spans leave their segments; returns the segments now empty (to delete with the release)."""
         emptied = []
+        self._held -= len(locations)
         for _, segment, _, _ in locations:
             left = self._segment_left.get(segment, 0) - 1
             if left <= 0:
@@ -199,8 +203,10 @@ class Assembler:
 
     def unconsume(self, locations: tuple[Location, ...]) -> None:
         """Undo :meth:`consume` after the release could not be stored."""
+        self._held += len(locations)
         for _, segment, _, _ in locations:
             self._segment_left[segment] = self._segment_left.get(segment, 0) + 1
+        self._held += 1
 
     def inflight_unit(self, trace_id: bytes, parent_id: bytes, conv_id: str | None) -> Unit | None:
         """The conversation being judged that a newly arrived span belongs to (by parent or conversation id)."""

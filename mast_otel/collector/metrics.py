@@ -57,6 +57,7 @@ REFUSE_TOO_LARGE = "too_large"
 REFUSE_UNAUTHENTICATED = "unauthenticated"
 REFUSE_BACKPRESSURE = "backpressure"
 REFUSE_NOT_FOUND = "not_found"
+REFUSE_INTERNAL = "internal_error"
 REFUSE_REASONS = (
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
@@ -64,6 +65,7 @@ REFUSE_REASONS = (
     REFUSE_UNAUTHENTICATED,
     REFUSE_BACKPRESSURE,
     REFUSE_NOT_FOUND,
+    REFUSE_INTERNAL,
 )
 # Why a decoded span was refused (the client is told; backpressure ones are retried by the SDK).
 SPAN_REFUSE_REASONS = (REFUSE_BACKPRESSURE, "invalid_id")

@@ -27,6 +27,7 @@ from .auth import bearer_ok
 from .ingest import Backpressure, IngestResult
 from .metrics import (
     REFUSE_BACKPRESSURE,
+    REFUSE_INTERNAL,
     REFUSE_MALFORMED,
     REFUSE_TOO_LARGE,
     REFUSE_UNAUTHENTICATED,
@@ -110,6 +111,12 @@ class GrpcReceiver:
             self._metrics.requests_refused.labels("grpc", REFUSE_BACKPRESSURE).inc()
             context.set_trailing_metadata(_retry_trailers(str(exc), exc.retry_after))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            raise  # unreachable
+        except Exception as exc:  # the store failed: nothing was acknowledged, so the client must retry
+            _log.exception("could not store an Export request")
+            self._refuse(
+                context, REFUSE_INTERNAL, grpc.StatusCode.UNAVAILABLE, f"could not store: {type(exc).__name__}"
+            )
             raise  # unreachable
         response = ExportTraceServiceResponse()
         if result.rejected:

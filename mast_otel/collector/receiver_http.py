@@ -30,6 +30,7 @@ from .auth import bearer_ok
 from .ingest import Backpressure, IngestResult
 from .metrics import (
     REFUSE_BACKPRESSURE,
+    REFUSE_INTERNAL,
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
     REFUSE_NOT_FOUND,
@@ -142,6 +143,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.owner.metrics.requests_refused.labels("http", REFUSE_BACKPRESSURE).inc()
             retry = max(1, round(exc.retry_after))
             self._reply(503, _status(code_pb2.UNAVAILABLE, str(exc)), as_json, {"Retry-After": str(retry)})
+            return
+        except Exception as exc:  # the store failed: nothing was acknowledged, so the client must retry
+            _log.exception("could not store an Export request")
+            self.owner.metrics.requests_refused.labels("http", REFUSE_INTERNAL).inc()
+            message = f"could not store the spans: {type(exc).__name__}"
+            self._reply(503, _status(code_pb2.UNAVAILABLE, message), as_json, {"Retry-After": "1"})
             return
         response = ExportTraceServiceResponse()
         if result.rejected:

@@ -366,3 +366,18 @@ def test_downstream_outage_then_recovery_loses_nothing(sink: OtlpSink, make_coll
     got = sink.wait_count(len(spans), timeout=30)
     assert {s.key for s in got} == keys(spans)
     assert all(r.attributes[sc.JUDGE_STATUS] == "ok" for r in roots(got))
+
+
+def test_export_over_otlp_http_downstream(sink: OtlpSink, make_collector) -> None:
+    clock = FakeClock()
+    service = make_collector(sink, clock=clock, export_endpoint=sink.http_endpoint)
+    assert service.config.export_protocol == "http"
+    service.start(pipeline=False)
+    spans = recorded(2)
+    send(service, spans)
+    clock.advance(1)
+    service.tick()
+    assert service.flush()
+    got = sink.wait_count(len(spans))
+    assert {s.transport for s in got} == {"http"}
+    assert all(r.attributes[sc.JUDGE_STATUS] == "ok" for r in roots(got))

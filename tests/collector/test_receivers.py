@@ -166,3 +166,21 @@ def test_spans_with_invalid_ids_are_rejected_as_partial_success(service: Collect
     assert response.partial_success.rejected_spans == 1
     assert "invalid trace or span ids" in response.partial_success.error_message
     assert metric(scrape(service), "mast_collector_spans_refused_total", reason="invalid_id") == 1
+
+
+def test_store_failure_asks_the_client_to_retry(sink: OtlpSink, make_collector) -> None:
+    service = make_collector(sink)
+    service.start(pipeline=False)
+
+    def broken(**kw: object) -> list[int]:
+        raise OSError("disk full")
+
+    service.store.write = broken  # type: ignore[method-assign]
+    with pytest.raises(grpc.RpcError) as err:
+        grpc_call(service, valid_request())
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE  # retryable: nothing was acknowledged
+    status, headers, _ = post(service, valid_request())
+    assert status == 503 and headers["retry-after"] == "1"
+    text = scrape(service)
+    assert metric(text, "mast_collector_requests_refused_total", protocol="grpc", reason="internal_error") == 1
+    assert metric(text, "mast_collector_requests_refused_total", protocol="http", reason="internal_error") == 1
