@@ -46,25 +46,49 @@ ROOT = Path(__file__).resolve().parents[1]
 
 AgentsHook = Callable[[list[Any]], None]
 Setup = Callable[[Any], AgentsHook | None]  # setup(tracer_provider) -> optional per-chat hook
-# workload(n, hook) builds one chat of n messages (untimed) and returns the thunk that runs it (timed), which
-# returns the number of messages the chat recorded.
-Workload = Callable[[int, AgentsHook | None], Callable[[], int]]
+
+
+@dataclass(frozen=True)
+class Load:
+    """What one timed chat looks like: its length, and the size of each agent's reply (0: a short sentence)."""
+
+    messages: int
+    reply_chars: int = 0
+
+
+# workload(load, hook) builds one chat (untimed) and returns the thunk that runs it (timed), which returns the
+# number of messages the chat recorded.
+Workload = Callable[[Load, AgentsHook | None], Callable[[], int]]
+
+_PROSE = (
+    "The parser reads the expression left to right and builds a tree; the evaluator walks the tree and returns "
+    "a number. Division by zero is reported as an error with the position of the operator. Tests cover nested "
+    "parentheses, unary minus and operator precedence. "
+)
+
+
+def reply_text(name: str, chars: int, short: str) -> str:
+    """A reply of about ``chars`` characters of plain prose (no secrets), or ``short`` when chars is 0."""
+    if chars <= 0:
+        return short
+    return (f"{name}: " + _PROSE * (chars // len(_PROSE) + 1))[:chars]
 
 
 # -- workloads (imports stay inside: a configuration may run under another framework's Python) --------------
-def ag2_round_robin(messages: int, hook: AgentsHook | None) -> Callable[[], int]:
+def ag2_round_robin(load: Load, hook: AgentsHook | None) -> Callable[[], int]:
     """One AG2 Classic group chat: 3 scripted agents, round robin, manager without LLM."""
     from autogen import ConversableAgent, GroupChat, GroupChatManager
 
     from tests.ag2.scenarios import ScriptedClient
 
     agents = []
-    for name, reply in (("planner", "Plan: split the work."), ("coder", "Code: done."), ("critic", "Review: fine.")):
+    for name, short in (("planner", "Plan: split the work."), ("coder", "Code: done."), ("critic", "Review: fine.")):
+        reply = reply_text(name, load.reply_chars, short)
         llm_config = {"config_list": [{"model": name, "model_client_cls": "ScriptedClient", "replies": [reply]}]}
         agent = ConversableAgent(name, llm_config=llm_config, human_input_mode="NEVER")
         agent.register_model_client(model_client_cls=ScriptedClient)
         agents.append(agent)
-    groupchat = GroupChat(agents=agents, messages=[], max_round=messages, speaker_selection_method="round_robin")
+    groupchat = GroupChat(agents=agents, messages=[], max_round=load.messages, speaker_selection_method="round_robin")
     manager = GroupChatManager(groupchat, llm_config=False)
     if hook is not None:
         hook([*agents, manager])
@@ -166,7 +190,7 @@ def _counting_provider() -> tuple[Any, Any]:
     return provider, exporter
 
 
-def _describe(spans: list[Any], messages: int) -> dict[str, Any]:
+def _describe(spans: list[Any], messages: int, marker: str) -> dict[str, Any]:
     """What one chat's spans record: span kinds per message, and whether handoffs and termination appear."""
     kinds = Counter(s.name.split(" ")[0].split(".")[-1] for s in spans)
     keys = {k for s in spans for k in (s.attributes or {})}
@@ -179,11 +203,11 @@ def _describe(spans: list[Any], messages: int) -> dict[str, Any]:
         "handoffs": handoffs,
         "termination": any("termination" in k for k in keys),
         "broadcasts_marked": any("broadcast" in k for k in keys),
-        "content": any("Code: done." in v for v in values),
+        "content": any(marker in v for v in values),
     }
 
 
-def child(name: str, runs: int, warmup: int, messages: int) -> dict[str, Any]:
+def child(name: str, runs: int, warmup: int, load: Load) -> dict[str, Any]:
     config = BY_NAME[name]
     per_message_cpu: list[float] = []
     per_message_wall: list[float] = []
@@ -193,7 +217,7 @@ def child(name: str, runs: int, warmup: int, messages: int) -> dict[str, Any]:
         provider, exporter = _counting_provider()
         hook = config.setup(provider)
         for i in range(warmup + runs):
-            run = config.workload(messages, hook)
+            run = config.workload(load, hook)
             gc.collect()
             before = exporter.count
             cpu0, wall0 = time.thread_time_ns(), time.perf_counter_ns()
@@ -204,7 +228,7 @@ def child(name: str, runs: int, warmup: int, messages: int) -> dict[str, Any]:
                 per_message_wall.append(wall / n / 1000)
                 spans += exporter.count - before
                 total_messages += n
-        run = config.workload(messages, hook)
+        run = config.workload(load, hook)
         exporter.kept = []
         n = run()
     return {
@@ -214,13 +238,14 @@ def child(name: str, runs: int, warmup: int, messages: int) -> dict[str, Any]:
         "runs_us_per_message": per_message_cpu,
         "messages": total_messages,
         "spans_per_message": spans / total_messages,
-        "records": _describe(exporter.kept, n),
+        "records": _describe(exporter.kept, n, reply_text("coder", load.reply_chars, "Code: done.")[:40]),
     }
 
 
 def _run_child(config: Configuration, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [config.python, str(Path(__file__).resolve()), "--child", config.name]
     cmd += ["--runs", str(args.runs), "--warmup", str(args.warmup), "--messages", str(args.messages)]
+    cmd += ["--reply-chars", str(args.reply_chars)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
@@ -268,7 +293,9 @@ def report(summaries: list[Summary], args: argparse.Namespace) -> str:
     mast_added = _added(mast, by_name) if mast else None
     lines = [
         f"{args.reps} repetitions x {args.runs} timed chats x {args.messages} messages per configuration "
-        f"({args.warmup} warm-up chats each); python {sys.version.split()[0]}",
+        f"({args.warmup} warm-up chats each); replies of "
+        f"{f'{args.reply_chars} characters' if args.reply_chars else 'one short sentence'}; "
+        f"python {sys.version.split()[0]}",
         "",
         "| configuration | CPU µs/message | added µs/message (range) | mast-otel added / this added | wall µs/message "
         "| spans/message | records (span kinds per message; flags) |",
@@ -298,13 +325,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=10, help="timed chats per subprocess")
     parser.add_argument("--warmup", type=int, default=2, help="untimed chats per subprocess, first")
     parser.add_argument("--messages", type=int, default=200, help="messages per chat (GroupChat.max_round)")
+    parser.add_argument("--reply-chars", type=int, default=0, help="size of each reply (0: a short sentence)")
     parser.add_argument("--only", nargs="+", choices=sorted(BY_NAME), help="configurations to run, in this order")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     parser.add_argument("--child", choices=sorted(BY_NAME), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.child:
-        result = child(args.child, args.runs, args.warmup, args.messages)
+        result = child(args.child, args.runs, args.warmup, Load(args.messages, args.reply_chars))
         print(json.dumps(result))
         return
 
