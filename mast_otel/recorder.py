@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -121,6 +122,11 @@ class Conversation:
         for n in names:
             self.agents[n] = None
 
+    def count_broadcast(self) -> None:
+        """Count a relay of an already-recorded message (see :meth:`Recorder.broadcast_copy`)."""
+        with self._lock:
+            self.broadcasts += 1
+
 
 class AgentTurn:
     """An open ``invoke_agent`` span; close with :meth:`end` or :meth:`fail` (or use ``Recorder.agent_turn``)."""
@@ -165,14 +171,25 @@ class ToolCall(AgentTurn):
 
 
 class Handoff:
-    """An open handoff span: started when selection starts, ended when the target is known."""
+    """A handoff being decided: opened when selection starts, recorded when the target is known.
 
-    __slots__ = ("_conversation", "_source", "span")
+    Its span is created by :meth:`end` (or :meth:`fail`) with the start time and parent context of the moment
+    selection started, so all its attributes are set in one call; ``span`` is None until then. Nothing runs
+    inside a handoff span, so creating it late changes nothing that is exported.
+    """
 
-    def __init__(self, span: Span, conversation: Conversation, source: str) -> None:
-        self.span = span
+    __slots__ = ("_attributes", "_context", "_conversation", "_source", "_start", "_tracer", "span")
+
+    def __init__(
+        self, tracer: Tracer, conversation: Conversation, source: str, attributes: dict[str, AttributeValue]
+    ) -> None:
+        self.span: Span | None = None
+        self._tracer = tracer
         self._conversation = conversation
         self._source = source
+        self._attributes = attributes
+        self._context = otel_context.get_current()
+        self._start = time.time_ns()
 
     def end(self, target: str | None, *, reason: str | None = None, target_type: str = "agent") -> None:
         conv = self._conversation
@@ -183,22 +200,25 @@ class Handoff:
         with conv._lock:
             index = conv.handoffs
             conv.handoffs += 1
-        self.span.update_name(sc.handoff_span_name(self._source, name))
-        self.span.set_attributes(
-            {
-                sc.HANDOFF_TO: name,
-                sc.HANDOFF_REASON: reason,
-                sc.HANDOFF_INDEX: index,
-                sc.GEN_AI_TRANSFER_TARGET_NAME: name,
-                sc.GEN_AI_TRANSFER_TARGET_TYPE: target_type if target is not None else "workflow",
-            }
-        )
-        self.span.end()
+        attrs = self._attributes
+        attrs[sc.HANDOFF_TO] = name
+        attrs[sc.HANDOFF_REASON] = reason
+        attrs[sc.HANDOFF_INDEX] = index
+        attrs[sc.GEN_AI_TRANSFER_TARGET_NAME] = name
+        attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
+        self._open(sc.handoff_span_name(self._source, name)).end()
 
     def fail(self, exc: BaseException) -> None:
         self._conversation.pending_handoff_reason = None
-        _record_error(self.span, exc)
-        self.span.end()
+        span = self._open(sc.handoff_span_name(self._source, "?"))
+        _record_error(span, exc)
+        span.end()
+
+    def _open(self, name: str) -> Span:
+        self.span = self._tracer.start_span(
+            name, context=self._context, attributes=self._attributes, start_time=self._start
+        )
+        return self.span
 
 
 class Recorder:
@@ -228,20 +248,16 @@ class Recorder:
         Also None while recording is suppressed, unless ``include_suppressed``: a framework's internal machinery
         may still need to tell the enclosing conversation *why* something happens.
         """
-        if not include_suppressed and otel_context.get_value(_SUPPRESS_KEY):
+        ctx = otel_context.get_current()  # once: this runs several times per message
+        if not include_suppressed and ctx.get(_SUPPRESS_KEY):
             return None
-        conv = otel_context.get_value(_CONVERSATION_KEY)
+        conv = ctx.get(_CONVERSATION_KEY)
         return conv if isinstance(conv, Conversation) else None
 
     @staticmethod
-    @contextmanager
-    def suppressed() -> Iterator[None]:
+    def suppressed() -> AbstractContextManager[None]:
         """Record nothing inside: for a framework's internal machinery (e.g. an LLM speaker-selection chat)."""
-        token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True))
-        try:
-            yield
-        finally:
-            _detach(token)
+        return _Suppressed()
 
     # -- conversation ---------------------------------------------------------
     def start_conversation(
@@ -443,26 +459,22 @@ class Recorder:
         """Count a relay of an already-recorded message (no span: it is not a new message)."""
         conv = self.current()
         if conv is not None:
-            with conv._lock:
-                conv.broadcasts += 1
+            conv.count_broadcast()
 
     # -- handoffs ---------------------------------------------------------------
     def start_handoff(self, source: str, *, candidates: Sequence[str] = ()) -> Handoff | None:
-        """Open a handoff span when selection of the next agent starts; end it with the target."""
+        """Open a handoff when selection of the next agent starts; end it with the target (that records its span)."""
         conv = self.current()
         if conv is None:
             return None
-        span = self.tracer.start_span(
-            sc.handoff_span_name(source, "?"),
-            attributes={
-                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_HANDOFF,
-                sc.GEN_AI_CONVERSATION_ID: conv.id,
-                sc.HANDOFF_FROM: source,
-                sc.HANDOFF_CANDIDATES: list(candidates),
-                sc.GEN_AI_TRANSFER_MODE: "pass_control",
-            },
-        )
-        return Handoff(span, conv, source)
+        attrs: dict[str, AttributeValue] = {
+            sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_HANDOFF,
+            sc.GEN_AI_CONVERSATION_ID: conv.id,
+            sc.HANDOFF_FROM: source,
+            sc.HANDOFF_CANDIDATES: list(candidates),
+            sc.GEN_AI_TRANSFER_MODE: "pass_control",
+        }
+        return Handoff(self.tracer, conv, source, attrs)
 
     def handoff(
         self, source: str, target: str | None, *, reason: str | None = None, candidates: Sequence[str] = ()
@@ -508,6 +520,18 @@ class Recorder:
     # -- content ----------------------------------------------------------------
     def _clean(self, content: Any) -> tuple[str, bool, bool]:
         return self.config.redactor.redact(content_text(content))
+
+
+class _Suppressed:
+    """``Recorder.suppressed()``: a plain class, cheaper than a generator context manager on every selection."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True))
+
+    def __exit__(self, *exc_info: object) -> None:
+        _detach(self._token)
 
 
 def _record_error(span: Span, exc: BaseException) -> None:

@@ -203,12 +203,13 @@ def traced_a_initiate_group_chat(recorder: Recorder) -> Wrapper:
 def _record_send(
     recorder: Recorder, conv: Conversation, sender: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
+    if _arg(args, kwargs, 2, "request_reply") is False and _is_manager(sender):
+        # The manager relaying the speaker's message to every member: not a new message. Two of every three
+        # sends in a group chat are these, so they are counted on the conversation already in hand.
+        conv.count_broadcast()
+        return
     message = _arg(args, kwargs, 0, "message")
     recipient = _arg(args, kwargs, 1, "recipient")
-    if _is_manager(sender) and _arg(args, kwargs, 2, "request_reply") is False:
-        # The manager relaying the speaker's message to every member: not a new message.
-        recorder.broadcast_copy()
-        return
     kind = sc.KIND_MESSAGE
     tool_calls = None
     content = message
@@ -435,10 +436,18 @@ def _end_failed_selection(
 
 # -- event stream -------------------------------------------------------------
 def tapped_get_default(recorder: Recorder) -> Wrapper:
+    # AG2 asks for the default stream several times per message: reuse the tap of the stream seen last.
+    last: list[tuple[Any, TappedStream] | None] = [None]
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         stream = wrapped(*args, **kwargs)
+        seen = last[0]
+        if seen is not None and seen[0] is stream:
+            return seen[1]
         if isinstance(stream, TappedStream):
             return stream
-        return TappedStream(stream, recorder)
+        tap = TappedStream(stream, recorder)
+        last[0] = (stream, tap)
+        return tap
 
     return wrapper
