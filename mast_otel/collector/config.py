@@ -168,7 +168,7 @@ class CollectorConfig:
     otlp_http: str | None = _opt(DEFAULT_OTLP_HTTP, _endpoint, "OTLP/HTTP listen address (POST /v1/traces, protobuf "
                                  "or JSON); 'off' disables.", metavar="HOST:PORT")  # fmt: skip
     auth_token: str | None = _opt(None, _opt_str, "Bearer token clients must send (Authorization: Bearer ...); "
-                                  "prefer the env variable, flags show in ps. Default: no auth.",
+                                  "prefer the env variable, flags show in ps. Unset: no auth.",
                                   metavar="TOKEN", secret=True)  # fmt: skip
     max_request_bytes: int = _opt(DEFAULT_MAX_REQUEST_BYTES, _bytes, "Largest Export request accepted (after "
                                   "decompression); larger ones get 413 / RESOURCE_EXHAUSTED without retry info.",
@@ -191,7 +191,8 @@ class CollectorConfig:
     max_pending_bytes: int = _opt(DEFAULT_MAX_PENDING_BYTES, _bytes, "Span bytes in the store not yet exported "
                                   "(held or waiting for the downstream); past this, Export requests are refused "
                                   "with backpressure.", metavar="SIZE")  # fmt: skip
-    poll_interval: float = _opt(0.25, _seconds, "How often the assembler looks for ready conversations.",
+    poll_interval: float = _opt(0.25, _seconds, "Longest wait between assembly passes (a pass also runs when a "
+                                "quiet period ends).",
                                 metavar="SECONDS")  # fmt: skip
 
     # --- store --------------------------------------------------------------------------------------------------
@@ -199,7 +200,7 @@ class CollectorConfig:
                       "non-durable store.", metavar="PATH")  # fmt: skip
     store_sync: str = _opt("normal", _choice(*STORE_SYNC), "SQLite synchronous level: normal survives a killed "
                            "process, full also survives power loss (an fsync per Export).")  # fmt: skip
-    tombstone_ttl: float = _opt(900.0, _seconds, "How long exported spans and verdicts are remembered, to drop "
+    tombstone_ttl: float = _opt(900.0, _seconds, "How long released spans and verdicts are remembered, to drop "
                                 "duplicate deliveries and to recognise late spans.", metavar="SECONDS")  # fmt: skip
 
     # --- judge --------------------------------------------------------------------------------------------------
