@@ -32,8 +32,8 @@ fi
 
 stamp="$VENV/.mast-otel-metagpt-installed"
 want="$(cat "$REQS" "$LOCK" "$OVERLAY" pyproject.toml scripts/setup-metagpt.sh | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c "import metagpt, mast_otel" 2>/dev/null
-then
+present='import importlib.util as u, sys; sys.exit(not (u.find_spec("metagpt") and u.find_spec("mast_otel")))'
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c "$present"; then
   echo "[setup-metagpt] $VENV is up to date"
   exit 0
 fi
@@ -57,16 +57,24 @@ pipq --no-deps -r "$OVERLAY"
 echo "[setup-metagpt] installing mast-otel (editable, --no-deps)"
 pipq --no-deps -e "$ROOT"
 
-# MetaGPT reads its config at import time; check the import with a throwaway one.
+# MetaGPT reads its config at import time; check the import with a throwaway one (quiet unless it fails).
 check_root=$(mktemp -d)
 mkdir -p "$check_root/config"
-printf 'llm: {api_type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "x", model: "gpt-4o"}\n' \
+printf 'llm: {api_type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "x", model: "gpt-4"}\n' \
   > "$check_root/config/config2.yaml"
-METAGPT_PROJECT_ROOT="$check_root" "$VENV/bin/python" - <<'PY'
+check_rc=0
+check_out=$(METAGPT_PROJECT_ROOT="$check_root" "$VENV/bin/python" - 2>&1 <<'PY'
 import metagpt.team, metagpt.provider.llm_provider_registry  # noqa: F401
 import pydantic, mast_otel, mast_otel.integrations.metagpt  # noqa: F401
 from importlib.metadata import version
 print(f"[setup-metagpt] ok: metagpt {version('metagpt')}, pydantic {pydantic.VERSION}, mast-otel {mast_otel.__version__}")
 PY
+) || check_rc=$?
 rm -rf "$check_root"
+if [ "$check_rc" -ne 0 ]; then
+  printf '%s\n' "$check_out" >&2
+  echo "[setup-metagpt] MetaGPT does not import in $VENV" >&2
+  exit 1
+fi
+printf '%s\n' "$check_out" | grep "^\[setup-metagpt\]"
 echo "$want" > "$stamp"
