@@ -298,8 +298,8 @@ def report(summaries: list[Summary], args: argparse.Namespace) -> str:
         f"python {sys.version.split()[0]}",
         "",
         "| configuration | CPU µs/message | added µs/message (range) | mast-otel added / this added | wall µs/message "
-        "| spans/message | records (span kinds per message; flags) |",
-        "|---|---|---|---|---|---|---|",
+        "| spans/message | added µs/span | records (span kinds per message; flags) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         added = _added(s, by_name)
@@ -307,9 +307,10 @@ def report(summaries: list[Summary], args: argparse.Namespace) -> str:
         ratio = ""
         if added and mast_added and s is not mast and s.config.baseline == mast.config.baseline and added[0] > 0:
             ratio = f"{mast_added[0] / added[0]:.2f}"
+        per_span = f"{added[0] / s.spans_per_message:.1f}" if added and s.spans_per_message else ""
         lines.append(
             f"| {s.config.label} | {s.median:.1f} | {added_text} | {ratio} | {statistics.median(s.wall_per_rep):.1f} "
-            f"| {s.spans_per_message:.3f} "
+            f"| {s.spans_per_message:.3f} | {per_span} "
             f"| {_records(s.records)} |"
         )
     lines.append("")
