@@ -15,7 +15,10 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
-__all__ = ["RawScopeSpans", "ScopeSpansView", "StringAttributes", "encode_request", "field", "scope_spans"]
+__all__ = [
+    "RawScopeSpans", "ScopeSpansView", "StringAttributes", "encode_request", "field", "scope_spans",
+    "scope_spans_slices", "walk",
+]  # fmt: skip
 
 
 def _varint(n: int) -> bytes:
@@ -48,51 +51,70 @@ class ScopeSpansView:
     def parse(cls, data: bytes) -> ScopeSpansView:
         scope = schema = b""
         spans: list[tuple[int, int]] = []
-        i, n = 0, len(data)
-        while i < n:
-            start = i
-            tag = 0
-            shift = 0
-            while True:
-                b = data[i]
-                i += 1
-                tag |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
-            wire = tag & 7
-            if wire == 2:
-                length = 0
-                shift = 0
-                while True:
-                    b = data[i]
-                    i += 1
-                    length |= (b & 0x7F) << shift
-                    if not b & 0x80:
-                        break
-                    shift += 7
-                end = i + length
-            elif wire == 0:  # a varint field (unknown to ScopeSpans): skip it
-                while data[i] & 0x80:
-                    i += 1
-                end = i + 1
-            elif wire == 1:
-                end = i + 8
-            elif wire == 5:
-                end = i + 4
-            else:
-                raise ValueError(f"unsupported wire type {wire} in ScopeSpans")
-            number = tag >> 3
-            if number == 2 and wire == 2:
-                spans.append((i, end))
+        for number, start, body, end in walk(data):
+            if number == 2:
+                spans.append((body, end))
             elif number == 1:
                 scope = data[start:end]
             elif number == 3:
                 schema = data[start:end]
-            i = end
-        if i != n:
-            raise ValueError("truncated ScopeSpans")
         return cls(scope, schema, spans)
+
+
+def walk(data: bytes) -> list[tuple[int, int, int, int]]:
+    """The top-level fields of a serialized message: ``(field number, field start, payload start, end)``.
+
+    Length-delimited fields give their payload; other wire types are stepped over. Raises ValueError when the
+    bytes end inside a field.
+    """
+    out: list[tuple[int, int, int, int]] = []
+    i, n = 0, len(data)
+    while i < n:
+        start = i
+        tag = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            tag |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+        wire = tag & 7
+        if wire == 2:
+            length = shift = 0
+            while True:
+                b = data[i]
+                i += 1
+                length |= (b & 0x7F) << shift
+                if not b & 0x80:
+                    break
+                shift += 7
+            end = i + length
+        elif wire == 0:
+            while data[i] & 0x80:
+                i += 1
+            end = i + 1
+        elif wire == 1:
+            end = i + 8
+        elif wire == 5:
+            end = i + 4
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        out.append((tag >> 3, start, i, end))
+        i = end
+    if i != n:
+        raise ValueError("truncated message")
+    return out
+
+
+def scope_spans_slices(request: bytes) -> list[list[bytes]]:
+    """Per ResourceSpans of a serialized ExportTraceServiceRequest, its ScopeSpans as byte slices, in order."""
+    out = []
+    for number, _, body, end in walk(request):
+        if number == 1:
+            rs = request[body:end]
+            out.append([rs[b:e] for num, _, b, e in walk(rs) if num == 2])
+    return out
 
 
 def scope_spans(view: ScopeSpansView, bodies: Iterable[bytes]) -> bytes:

@@ -23,7 +23,7 @@ from mast_otel import semconv as sc
 from mast_otel.spans import any_value
 
 from .assembler import Assembler
-from .encoding import RawScopeSpans, ScopeSpansView, StringAttributes, scope_spans
+from .encoding import RawScopeSpans, ScopeSpansView, StringAttributes, scope_spans, scope_spans_slices
 from .metrics import REFUSE_BACKPRESSURE, CollectorMetrics
 from .store import NewSegment, OutRow, SpanStore, Tomb
 
@@ -134,9 +134,13 @@ class Ingestor:
         self._clock = clock
         self.on_queued: Callable[[], None] = lambda: None
 
-    def ingest(self, request: ExportTraceServiceRequest, protocol: str, size: int) -> IngestResult:
+    def ingest(
+        self, request: ExportTraceServiceRequest, protocol: str, size: int, raw: bytes | None = None
+    ) -> IngestResult:
+        """Store and hold the request's spans. ``raw`` is the request as received (protobuf), when there is one:
+        its ScopeSpans are stored as sliced from it instead of re-encoded."""
         now = self._clock()
-        scopes, pairs = self._decode(request)
+        scopes, pairs = self._decode(request, raw)
         rejected = sum(s.invalid for s in scopes)
         if rejected:
             self._metrics.spans_refused.labels("invalid_id").inc(rejected)
@@ -168,16 +172,21 @@ class Ingestor:
         return IngestResult(total, rejected, message)
 
     # -- steps -----------------------------------------------------------------------------------------------
-    def _decode(self, request: ExportTraceServiceRequest) -> tuple[list[_Scope], set[tuple[str, str]]]:
+    def _decode(
+        self, request: ExportTraceServiceRequest, raw: bytes | None
+    ) -> tuple[list[_Scope], set[tuple[str, str]]]:
         scopes: list[_Scope] = []
         pairs: set[tuple[str, str]] = set()
-        for rs in request.resource_spans:
+        slices = scope_spans_slices(raw) if raw is not None else None
+        if slices is not None and [len(x) for x in slices] != [len(rs.scope_spans) for rs in request.resource_spans]:
+            slices = None  # cannot happen for bytes that parsed into ``request``; re-encode to be safe
+        for i, rs in enumerate(request.resource_spans):
             resource = self._store.resource_id(rs.resource.SerializeToString(), rs.schema_url)
             service: str | None = None
-            for ss in rs.scope_spans:
+            for j, ss in enumerate(rs.scope_spans):
                 if not ss.spans:
                     continue
-                data = ss.SerializeToString()
+                data = slices[i][j] if slices is not None else ss.SerializeToString()
                 view = ScopeSpansView.parse(data)
                 facts: list[_Fact] = []
                 invalid = 0
@@ -230,7 +239,7 @@ class Ingestor:
                     ctx = context[tid] = (asm.held_map(tid), asm.inflight_members(tid), self._released(tid))
                 held, inflight, rel = ctx
                 key = tid + sid
-                if key in seen or sid in held or sid in inflight or sid in rel.ids:
+                if key in seen or sid in held or (inflight and sid in inflight) or (rel.ids and sid in rel.ids):
                     duplicates += 1
                     continue
                 seen.add(key)

@@ -50,7 +50,7 @@ class GrpcReceiver:
         host: str,
         port: int,
         *,
-        ingest: Callable[[ExportTraceServiceRequest, str, int], IngestResult],
+        ingest: Callable[[ExportTraceServiceRequest, str, int, bytes | None], IngestResult],
         metrics: CollectorMetrics,
         token: str | None,
         max_request_bytes: int,
@@ -106,7 +106,7 @@ class GrpcReceiver:
             self._refuse(context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, f"not an OTLP request: {exc}")
             raise  # unreachable: abort raises
         try:
-            result = self._ingest(request, "grpc", len(raw))
+            result = self._ingest(request, "grpc", len(raw), raw)
         except Backpressure as exc:
             self._metrics.requests_refused.labels("grpc", REFUSE_BACKPRESSURE).inc()
             context.set_trailing_metadata(_retry_trailers(str(exc), exc.retry_after))

@@ -85,7 +85,7 @@ class HttpReceiver:
         host: str,
         port: int,
         *,
-        ingest: Callable[[ExportTraceServiceRequest, str, int], IngestResult],
+        ingest: Callable[[ExportTraceServiceRequest, str, int, bytes | None], IngestResult],
         metrics: CollectorMetrics,
         token: str | None,
         max_request_bytes: int,
@@ -135,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._read_body(media)
             request = self._decode(body, as_json)
-            result = self.owner.ingest(request, "http", len(body))
+            result = self.owner.ingest(request, "http", len(body), None if as_json else body)
         except _Refused as refused:
             self._fail(refused, json_body=as_json)
             return
