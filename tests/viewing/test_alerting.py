@@ -146,7 +146,12 @@ def poll(what: str, fn: Any, timeout: float, interval: float = 0.2) -> Any:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def test_spike_rule_fires_and_reaches_the_webhook(tmp_path: Path) -> None:
+# known: the service is declared (--metrics-services), so its series exist at 0 from startup and the rule's
+#        baseline branch sees the burst as an increase.
+# new:   the service appears with the burst; its series' first sample already counts conversations, which only
+#        the rule's "series born in the window" branch sees (it needs the collector's history for one window).
+@pytest.mark.parametrize("service_kind", ["known", "new"])
+def test_spike_rule_fires_and_reaches_the_webhook(tmp_path: Path, service_kind: str) -> None:
     prometheus = require_binary("prometheus")
     alertmanager = require_binary("prometheus-alertmanager")
     steplist = require_path(MAD / "metagpt_output_mad.json", "the MAD step lists live in ../shared/mast-data")
@@ -154,7 +159,12 @@ def test_spike_rule_fires_and_reaches_the_webhook(tmp_path: Path) -> None:
     prom_port, am_port = free_port(), free_port()
     prom_url, am_url = f"http://127.0.0.1:{prom_port}", f"http://127.0.0.1:{am_port}"
 
-    with otlp_sink() as sink, webhook() as hook, collector_process(tmp_path, sink.grpc_endpoint) as collector:
+    declare = ["--metrics-services", f"{SERVICE}/metagpt"] if service_kind == "known" else []
+    with (
+        otlp_sink() as sink,
+        webhook() as hook,
+        collector_process(tmp_path, sink.grpc_endpoint, extra=declare) as collector,
+    ):
         (tmp_path / "mast-otel-rules.yml").write_text(render_rules(RULES.read_text(), TEST_WINDOWS, for_="1s"))
         (tmp_path / "prometheus.yml").write_text(
             yaml.safe_dump(prometheus_config(collector.metrics, f"127.0.0.1:{am_port}"))
@@ -172,9 +182,12 @@ def test_spike_rule_fires_and_reaches_the_webhook(tmp_path: Path) -> None:
             server(am_cmd, f"{am_url}/-/ready", ARTIFACTS / "alertmanager.log"),
             server(prom_cmd, f"{prom_url}/-/ready", ARTIFACTS / "prometheus.log"),
         ):
-            # The first scrape must see the 0 series (increase() cannot count what came before its first sample).
             query = f"{prom_url}/api/v1/query"
-            poll("the first scrape", lambda: get_json(query, query="mast_failure_mode_total")["data"]["result"], 30)
+            if service_kind == "known":  # the first scrape sees the declared service's series at 0
+                selector = f'mast_failure_mode_total{{service="{SERVICE}"}}'
+            else:  # Prometheus holds one window of the collector's history (the rule's guard against restarts)
+                selector = f"count(mast_collector_limit offset {TEST_WINDOWS['15m']})"
+            poll("the collector's series in Prometheus", lambda: get_json(query, query=selector)["data"]["result"], 60)
             started = time.monotonic()
             replay(steplist, collector.grpc, limit=CONVERSATIONS, service=SERVICE)
             labelled = poll(
@@ -189,11 +202,20 @@ def test_spike_rule_fires_and_reaches_the_webhook(tmp_path: Path) -> None:
                 return [a for a in alerts if a["labels"]["alertname"] == "MastFailureModeSpike"
                         and a["state"] == "firing"]  # fmt: skip
 
-            (alert,) = poll("MastFailureModeSpike firing in Prometheus", spike, 60)
+            try:
+                (alert,) = poll("MastFailureModeSpike firing in Prometheus", spike, 60)
+            except AssertionError as exc:  # say what Prometheus saw
+                seen = get_json(query, query='mast_failure_mode_total{mode="1.5"} > 0')["data"]["result"]
+                alerts = get_json(f"{prom_url}/api/v1/alerts")["data"]["alerts"]
+                raise AssertionError(f"{exc}; series: {seen}; alerts: {alerts}") from None
             fired_at = time.monotonic() - started
             assert alert["labels"] | {"mode": "1.5", "category": "FC1", "service": SERVICE, "framework": "metagpt"} \
                 == alert["labels"]  # fmt: skip
             assert float(alert["value"]) >= 5
+            if service_kind == "new":  # the series was born with the whole burst: only the new-series branch saw it
+                series = f'mast_failure_mode_total{{service="{SERVICE}",mode="1.5"}}[5m]'
+                (samples,) = get_json(query, query=series)["data"]["result"]
+                assert float(samples["values"][0][1]) >= 5, samples["values"][:3]
 
             notified = hook.wait_for("MastFailureModeSpike", timeout=60)
             notified_at = time.monotonic() - started
@@ -204,5 +226,5 @@ def test_spike_rule_fires_and_reaches_the_webhook(tmp_path: Path) -> None:
             others = {a["labels"]["alertname"] for a in get_json(f"{prom_url}/api/v1/alerts")["data"]["alerts"]}
             assert others <= {"MastFailureModeSpike"}, others
     timings = {"judged_s": round(judged_at, 2), "firing_s": round(fired_at, 2), "webhook_s": round(notified_at, 2)}
-    (ARTIFACTS / "alerting-timings.json").write_text(json.dumps(timings))
+    (ARTIFACTS / f"alerting-timings-{service_kind}.json").write_text(json.dumps(timings))
     print(f"alert timings after the replay started: {timings}")

@@ -78,7 +78,8 @@ _MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=|!=|=~|!~)\s*"([^"]*)"')
 
 def metric_names(expr: str) -> set[str]:
     """Metric names in a PromQL expression: identifiers that are not functions, keywords, labels or durations."""
-    text = re.sub(r"label_values\(([^,]+),[^)]*\)", r"\1", expr)  # Grafana's variable query
+    text = re.sub(r"#[^\n]*", " ", expr)  # PromQL comments
+    text = re.sub(r"label_values\(([^,]+),[^)]*\)", r"\1", text)  # Grafana's variable query
     text = _STRING.sub('""', text)
     text = _GROUPING.sub(" ", text)
     text = re.sub(r"\{[^}]*\}", " ", text)
@@ -92,6 +93,7 @@ def metric_names(expr: str) -> set[str]:
 
 
 def grouping_labels(expr: str) -> set[str]:
+    expr = re.sub(r"#[^\n]*", " ", expr)
     return {label.strip() for _, labels in _GROUPING.findall(expr) for label in labels.split(",") if label.strip()}
 
 
