@@ -125,6 +125,24 @@ def test_promtool_accepts_the_shipped_rules_and_config(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
+    """Every dashboard query, with Grafana's variables filled in, parses (as recording rules for promtool)."""
+    promtool = require_binary("promtool")
+    grafana = {"$__rate_interval": "1m", "$__range": "6h", "$service": ".*", "$framework": ".*", "$mode": ".*"}
+    exprs = [t["expr"] for p in panels(dashboard()) for t in p.get("targets", ()) if "expr" in t]
+    rules = []
+    for i, expr in enumerate(exprs):
+        for var, value in grafana.items():
+            expr = expr.replace(var, value)
+        assert "$" not in expr, expr
+        rules.append({"record": f"dashboard:query_{i}", "expr": expr})
+    path = tmp_path / "dashboard-queries.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    done = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.integration
 def test_amtool_accepts_the_alertmanager_example() -> None:
     amtool = require_binary("amtool")
     done = subprocess.run([amtool, "check-config", str(ALERTMANAGER_YML)], capture_output=True, text=True)
