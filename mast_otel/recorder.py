@@ -120,7 +120,8 @@ class Conversation:
 
     def _see(self, *names: str) -> None:
         for n in names:
-            self.agents[n] = None
+            if not n.startswith("<"):  # routing pseudo-addresses such as MetaGPT's "<all>" are not agents
+                self.agents[n] = None
 
     def count_broadcast(self) -> None:
         """Count a relay of an already-recorded message (see :meth:`Recorder.broadcast_copy`)."""

@@ -99,6 +99,7 @@ TERMINATION_REASONS: Final = (
 
 # agent turn span
 TURN_REPLIED: Final = "mast.turn.replied"
+TURN_ACTION: Final = "mast.turn.action"  # the action a role ran in this turn (MetaGPT's Action name)
 
 # message span
 MESSAGE_SENDER: Final = "mast.message.sender"

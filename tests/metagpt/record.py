@@ -8,7 +8,7 @@ from typing import Any
 from metagpt.utils.common import any_to_str
 
 from mast_otel import semconv as sc
-from mast_otel.integrations.metagpt._wrappers import TURN_ACTION
+TURN_ACTION = sc.TURN_ACTION
 from tests.metagpt.conftest import Spans, attr, parent_id, span_id
 
 

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 import mast_otel
 from mast_otel import semconv as sc
 from mast_otel.integrations.metagpt import _TARGETS, MetaGPTInstrumentor
-from mast_otel.integrations.metagpt._wrappers import TURN_ACTION
+TURN_ACTION = sc.TURN_ACTION
 from tests.metagpt.record import assert_matches_metagpt
 from tests.metagpt.scenarios import IDEA, WriteCode, scripted_context, software_team
 

@@ -13,7 +13,7 @@ pytest.importorskip("metagpt", reason=SKIP_REASON)
 from opentelemetry.trace import StatusCode
 
 from mast_otel import semconv as sc
-from mast_otel.integrations.metagpt._wrappers import TURN_ACTION
+TURN_ACTION = sc.TURN_ACTION
 from tests.metagpt.record import assert_matches_metagpt
 from tests.metagpt.scenarios import IDEA, scripted_context, software_team
 
@@ -36,7 +36,7 @@ async def test_pipeline_matches_metagpt_record_and_ends_idle(instrumentor: Any, 
     # The scripted provider never yields, so each role task runs to its end in gather order and the next role
     # already sees its message: the pipeline runs in round 1, round 2 is everyone reading the review nobody watches.
     assert attr(root, sc.TERMINATION_DETAIL) == "every role idle after 2 of 10 rounds"
-    assert list(attr(root, sc.CONVERSATION_AGENTS)) == ["Human", "<all>", "Alice", "Bob", "Carol"]
+    assert list(attr(root, sc.CONVERSATION_AGENTS)) == ["Human", "Alice", "Bob", "Carol"]
 
     senders = [attr(m, sc.MESSAGE_SENDER) for m in got.messages]
     assert senders == ["Human", "Alice", "Bob", "Carol"]

@@ -68,7 +68,7 @@ async def test_metagpt_and_ag2_transcripts_share_one_format(instrumentor: Any, s
     metagpt = [(line.kind, line.text()) for line in transcript.lines]
 
     assert_grammar(metagpt)
-    root_head = "[R] conversation Team (framework metagpt; agents: Human, <all>, Alice, Bob, Carol); task: "
+    root_head = "[R] conversation Team (framework metagpt; agents: Human, Alice, Bob, Carol); task: "
     assert metagpt[0][1].startswith(root_head)
     assert metagpt[1][1] == f"[M1] Human -> <all> (relayed to Alice, Bob, Carol): {IDEA}"
     assert metagpt[2][1] == "[H1] handoff Human -> Alice (reason: routing; candidates: Alice, Bob, Carol)"

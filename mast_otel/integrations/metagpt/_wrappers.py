@@ -23,7 +23,6 @@ Factory = Callable[[Recorder, Overrides], Wrapper]
 AsyncWrapped = Callable[..., Awaitable[Any]]
 
 # The action a turn performs. Not in semconv yet; picked up from there under this name once it is.
-TURN_ACTION: str = getattr(sc, "TURN_ACTION", "mast.turn.action")
 _NO_MONEY = "NoMoneyException"  # metagpt.utils.common: raised by Team._check_balance over budget
 
 
@@ -186,7 +185,7 @@ def _start_turn(recorder: Recorder, role: Any) -> AgentTurn | None:
         todo = getattr(getattr(role, "rc", None), "todo", None)
         if todo is not None:
             name = getattr(todo, "name", None)
-            turn.span.set_attribute(TURN_ACTION, name if isinstance(name, str) and name else type(todo).__name__)
+            turn.span.set_attribute(sc.TURN_ACTION, name if isinstance(name, str) and name else type(todo).__name__)
     return turn
 
 
