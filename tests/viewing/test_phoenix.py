@@ -132,11 +132,16 @@ def test_labelled_trace_in_phoenix_api_and_ui(tmp_path: Path) -> None:
 
         # The filters docs/viewing.md gives for Phoenix's UI.
         project_id = next(p["id"] for p in get(f"{base}/v1/projects")["data"] if p["name"] == PROJECT)
-        assert graphql_filter(base, project_id, "'1.3' in mast.failure_modes") == [root["name"]]
-        assert graphql_filter(base, project_id, "mast.failed == True") == [root["name"]]
-        assert sorted(graphql_filter(base, project_id, "mast.failure_mode == '1.3'")) == sorted(
-            s["name"] for s in evidence
-        )
+        filters = {
+            "'1.3' in mast.failure_modes": [root["name"]],
+            "mast.failed == True": [root["name"]],
+            "mast.failure_mode == '1.3'": sorted(s["name"] for s in evidence),
+        }
+        for condition, expected in filters.items():
+            deadline = time.monotonic() + 20  # the REST read above may see a span before the filter index does
+            while (found := sorted(graphql_filter(base, project_id, condition))) != expected:
+                assert time.monotonic() < deadline, f"Phoenix filter {condition!r}: {found}, expected {expected}"
+                time.sleep(0.5)
 
         # The UI: the trace opens with the labelled root, and an evidence span shows its mode.
         url = f"{base}/projects/{project_id}/traces/{trace_id}"
