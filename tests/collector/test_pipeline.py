@@ -381,3 +381,27 @@ def test_export_over_otlp_http_downstream(sink: OtlpSink, make_collector) -> Non
     got = sink.wait_count(len(spans))
     assert {s.transport for s in got} == {"http"}
     assert all(r.attributes[sc.JUDGE_STATUS] == "ok" for r in roots(got))
+
+
+@pytest.mark.parametrize(("before", "after"), [("hold", "passthrough"), ("passthrough", "hold")])
+def test_switching_mode_across_a_restart_neither_loses_nor_repeats(
+    sink: OtlpSink, make_collector, before: str, after: str
+) -> None:
+    clock = FakeClock()
+    first = make_collector(sink, clock=clock, mode=before)
+    first.start(pipeline=False)
+    spans = recorded(1)
+    send(first, spans)
+    assert first.flush()
+    first.stop()
+    second = make_collector(sink, clock=clock, mode=after)
+    second.start(pipeline=False)
+    clock.advance(1)
+    second.tick()
+    assert second.flush()
+    got = sink.spans()
+    originals = [s for s in got if s.name != sc.VERDICT_SPAN_NAME]
+    assert {s.key for s in originals} == keys(spans) and len(originals) == len(spans)
+    labelled = [s for s in got if sc.JUDGE_STATUS in s.attributes]
+    assert len(labelled) == 1  # the root if it was still held, else a mast.verdict span
+    assert (labelled[0].name == sc.VERDICT_SPAN_NAME) == (before == "passthrough")
