@@ -138,7 +138,7 @@ def _headers(value: Any) -> dict[str, str]:
             continue
         key, sep, val = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"header {item.split('=')[0]!r}... is not KEY=VALUE")
+            raise ConfigError("an item is not KEY=VALUE (the value is not shown: headers may hold secrets)")
         out[key.strip().lower()] = val.strip()
     return out
 

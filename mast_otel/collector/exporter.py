@@ -205,7 +205,13 @@ class Exporter:
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            delay = self.export_once()
+            try:
+                delay = self.export_once()
+            except Exception:
+                if stop.is_set():
+                    return
+                _log.exception("export step failed; retrying")
+                delay = max(_INITIAL_BACKOFF, self._backoff)
             if delay is None:
                 self._wake.wait(1.0)
                 self._wake.clear()

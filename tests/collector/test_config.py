@@ -115,3 +115,9 @@ def test_startup_log_masks_secrets(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO):
         logging.getLogger("t").info("configuration: %s", c.describe())
     assert "tok-123" not in caplog.text
+
+
+def test_bad_header_value_is_not_echoed() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config({"export_headers": "Bearer sk-live-123"}, environ={})
+    assert "sk-live-123" not in str(err.value)
