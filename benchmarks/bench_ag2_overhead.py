@@ -81,12 +81,12 @@ def ag2_round_robin(load: Load, hook: AgentsHook | None) -> Callable[[], int]:
 
     from tests.ag2.scenarios import ScriptedClient
 
-    agents = []
+    agents: list[Any] = []
     for name, short in (("planner", "Plan: split the work."), ("coder", "Code: done."), ("critic", "Review: fine.")):
         reply = reply_text(name, load.reply_chars, short)
         llm_config = {"config_list": [{"model": name, "model_client_cls": "ScriptedClient", "replies": [reply]}]}
         agent = ConversableAgent(name, llm_config=llm_config, human_input_mode="NEVER")
-        agent.register_model_client(model_client_cls=ScriptedClient)
+        agent.register_model_client(model_client_cls=ScriptedClient)  # type: ignore[arg-type]
         agents.append(agent)
     groupchat = GroupChat(agents=agents, messages=[], max_round=load.messages, speaker_selection_method="round_robin")
     manager = GroupChatManager(groupchat, llm_config=False)
@@ -305,7 +305,14 @@ def report(summaries: list[Summary], args: argparse.Namespace) -> str:
         added = _added(s, by_name)
         added_text = f"+{added[0]:.1f} ({added[1]:+.1f} .. {added[2]:+.1f})" if added else "0 (baseline)"
         ratio = ""
-        if added and mast_added and s is not mast and s.config.baseline == mast.config.baseline and added[0] > 0:
+        if (
+            added
+            and mast
+            and mast_added
+            and s is not mast
+            and s.config.baseline == mast.config.baseline
+            and added[0] > 0
+        ):
             ratio = f"{mast_added[0] / added[0]:.2f}"
         per_span = f"{added[0] / s.spans_per_message:.1f}" if added and s.spans_per_message else ""
         lines.append(

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import pairwise
-from typing import Any
+from typing import Any, Literal
 
 import pytest
-from autogen import ConversableAgent, GroupChat, GroupChatManager
+from autogen import Agent, ConversableAgent, GroupChat, GroupChatManager
 from autogen.io import IOStream
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -70,7 +70,9 @@ def _llm_config(llama: LlamaServer, max_tokens: int) -> dict[str, Any]:
     return {"config_list": [entry], "temperature": 0.7, "max_tokens": max_tokens, "cache_seed": None}
 
 
-def _run_group_chat(llama: LlamaServer, method: str, max_round: int) -> tuple[GroupChat, GroupChatManager, list[str]]:
+def _run_group_chat(
+    llama: LlamaServer, method: Literal["round_robin", "auto"], max_round: int
+) -> tuple[GroupChat, GroupChatManager, list[str]]:
     agents = [
         ConversableAgent(
             name,
@@ -81,7 +83,7 @@ def _run_group_chat(llama: LlamaServer, method: str, max_round: int) -> tuple[Gr
         for name in AGENTS
     ]
     groupchat = GroupChat(
-        agents=agents,
+        agents=list[Agent](agents),
         messages=[],
         max_round=max_round,
         speaker_selection_method=method,
