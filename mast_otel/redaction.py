@@ -29,6 +29,14 @@ BUILTIN_SECRET_PATTERNS: tuple[str, ...] = (
 )
 
 
+# Every built-in pattern needs one of these substrings (lower-cased) to match. Text with none of them cannot hold a
+# built-in secret, so the regex scan (about 130 µs per KB) is skipped; user patterns always run.
+_BUILTIN_ANCHORS: tuple[str, ...] = (
+    "private key", "sk-", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "aiza", "xox",
+    "eyj", "bearer", "api", "key", "secret", "passw", "token",
+)  # fmt: skip
+
+
 def _compile(patterns: Iterable[str]) -> re.Pattern[str] | None:
     parts = [f"(?:{p})" for p in patterns]
     if not parts:
@@ -54,6 +62,7 @@ class Redactor:
     max_length: int = 8192
     builtin: bool = True
     _regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _prefilter: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for p in self.patterns:
@@ -63,11 +72,12 @@ class Redactor:
                 raise ValueError(f"invalid redaction pattern {p!r}: {exc}") from None
         every = (*(BUILTIN_SECRET_PATTERNS if self.builtin else ()), *self.patterns)
         object.__setattr__(self, "_regex", _compile(every))
+        object.__setattr__(self, "_prefilter", self.builtin and not self.patterns)
 
     def redact(self, text: str) -> tuple[str, bool, bool]:
         """Return ``(text, redacted, truncated)``."""
         redacted = False
-        if self._regex is not None and text:
+        if self._regex is not None and text and (not self._prefilter or _may_hold_secret(text)):
             new = self._regex.sub(_replace, text)
             redacted = new != text
             text = new
@@ -84,6 +94,11 @@ class Redactor:
             text = cut_middle(text, self.max_length)
             truncated = True
         return text, redacted, truncated
+
+
+def _may_hold_secret(text: str) -> bool:
+    lower = text.lower()
+    return any(anchor in lower for anchor in _BUILTIN_ANCHORS)
 
 
 def _replace(match: re.Match[str]) -> str:

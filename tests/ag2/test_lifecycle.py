@@ -44,6 +44,9 @@ def test_uninstrument_restores_every_method(instrument: Any, spans: Any, tracer_
     user, manager, _ = round_robin_group({"a": ["x"], "b": ["y TERMINATE"]})
     user.initiate_chat(manager, message="hi", silent=True)
     assert spans().all == []
+    from autogen.io import IOConsole
+
+    assert isinstance(IOConsole().get_default(), IOStream.get_default().__class__), "static method stays static"
 
 
 def test_instrument_is_idempotent(instrument: Any, spans: Any, tracer_provider: Any) -> None:

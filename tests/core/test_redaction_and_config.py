@@ -87,3 +87,22 @@ def test_content_text_shapes() -> None:
     assert content_text(None) == ""
     assert content_text([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]) == "a\nb"
     assert content_text({"k": 1}) == '{"k": 1}'
+
+
+def test_prefilter_agrees_with_the_full_scan() -> None:
+    """The anchor pre-check may skip the regex only where the regex would find nothing."""
+    import random
+    import string
+
+    from mast_otel import redaction
+
+    rng = random.Random(7)
+    alphabet = string.ascii_letters + string.digits + " _-.:=/'\"\n"
+    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 200))) for _ in range(3000)]
+    samples += [f"x {s} y" for s in ("sk-" + "a" * 20, "AKIA" + "B" * 16, "Bearer abcdefghij", "token: abcd")]
+    fast = Redactor()
+    full = Redactor(patterns=[r"(?!x)x"])  # any user pattern disables the pre-check
+    assert fast._prefilter and not full._prefilter
+    for text in samples:
+        assert fast.redact(text) == full.redact(text), text
+    assert redaction._may_hold_secret("hello world") is False

@@ -28,7 +28,6 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from mast_otel._setup import ensure_tracer_provider
@@ -69,7 +68,7 @@ _REEXPORTS = ("autogen.agentchat", "autogen.agentchat.group", "autogen")
 class AG2Instrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for AG2 Classic conversations, messages, turns, tool calls, handoffs and termination."""
 
-    _patched: list[tuple[Any, str]]
+    _patched: list[tuple[Any, str, Any]]  # (owner, attribute, original object)
 
     def instrumentation_dependencies(self) -> Collection[str]:
         # The same code ships as "ag2" (<1.0) and as "autogen" (0.14.x); require whichever is installed.
@@ -91,20 +90,22 @@ class AG2Instrumentor(BaseInstrumentor):  # type: ignore[misc]
         recorder = Recorder(tracer_provider=tracer_provider, config=config, framework="ag2")
         self._patched = []
         for module, path, factory in _TARGETS:
-            wrapper = factory(recorder)
-            wrap_function_wrapper(module, path, wrapper)
-            owner, _, attr = path.rpartition(".")
+            owner_path, _, attr = path.rpartition(".")
             mod = importlib.import_module(module)
-            self._patched.append((getattr(mod, owner) if owner else mod, attr))
-            if not owner:
+            owner = getattr(mod, owner_path) if owner_path else mod
+            # Keep the exact original (a staticmethod stays a staticmethod): unwrap() would put back the bare function.
+            self._patched.append((owner, attr, vars(owner)[attr]))
+            wrap_function_wrapper(module, path, factory(recorder))
+            if not owner_path:
                 wrapped_fn = getattr(mod, attr)
                 for name in _REEXPORTS:
                     reexport = importlib.import_module(name)
-                    if getattr(reexport, attr, None) is getattr(wrapped_fn, "__wrapped__", None):
+                    original = getattr(reexport, attr, None)
+                    if original is getattr(wrapped_fn, "__wrapped__", None):
+                        self._patched.append((reexport, attr, original))
                         setattr(reexport, attr, wrapped_fn)
-                        self._patched.append((reexport, attr))
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for owner, attr in reversed(getattr(self, "_patched", [])):
-            unwrap(owner, attr)
+        for owner, attr, original in reversed(getattr(self, "_patched", [])):
+            setattr(owner, attr, original)
         self._patched = []
