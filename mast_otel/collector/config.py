@@ -19,6 +19,21 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ._values import (
+    ConfigError,
+    choice,
+    endpoint,
+    headers,
+    integer,
+    number,
+    optional_text,
+    parse_hostport,
+    seconds,
+    size,
+    text,
+    text_list,
+)
+
 __all__ = ["ENV_PREFIX", "CollectorConfig", "ConfigError", "load_config", "option_fields", "parse_hostport"]
 
 ENV_PREFIX = "MAST_OTEL_COLLECTOR_"
@@ -47,102 +62,6 @@ _NOT_IMPLEMENTED = {
 }
 
 
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; the message names the option and what it accepts."""
-
-
-# --- value parsers (shared by flags, env and YAML, so every source gives the same error) -------------------------
-
-
-def parse_hostport(value: Any) -> tuple[str, int]:
-    """``"127.0.0.1:4317"`` -> ``("127.0.0.1", 4317)``; ``[::1]:4317`` works too. Port 0 = any free port."""
-    text = str(value).strip()
-    m = re.fullmatch(r"\[?([^\[\]]*?)\]?:(\d{1,5})", text)
-    if not m or not m.group(1) or int(m.group(2)) > 65535:
-        raise ConfigError(f"{text!r} is not HOST:PORT")
-    return m.group(1), int(m.group(2))
-
-
-def _endpoint(value: Any) -> str | None:
-    text = str(value).strip()
-    if text.lower() in ("", "off", "none", "disabled"):
-        return None
-    parse_hostport(text)
-    return text
-
-
-def _seconds(value: Any) -> float:
-    text = str(value).strip().lower()
-    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?", text)
-    if not m:
-        raise ConfigError(f"{value!r} is not a duration (30, 30s, 5m, 1h)")
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}[m.group(2)]
-    return float(m.group(1)) * scale
-
-
-def _bytes(value: Any) -> int:
-    text = str(value).strip()
-    m = re.fullmatch(r"(\d+)\s*([KMG]i?B?|B)?", text, flags=re.IGNORECASE)
-    if not m:
-        raise ConfigError(f"{value!r} is not a size (1048576, 512KiB, 16MiB, 1GiB)")
-    unit = (m.group(2) or "B").upper().rstrip("B").rstrip("I")
-    return int(m.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[unit]
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ConfigError(f"{value!r} is not an integer")
-    try:
-        return int(str(value).strip().replace("_", ""))
-    except ValueError:
-        raise ConfigError(f"{value!r} is not an integer") from None
-
-
-def _float(value: Any) -> float:
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        raise ConfigError(f"{value!r} is not a number") from None
-
-
-def _str(value: Any) -> str:
-    return str(value).strip()
-
-
-def _opt_str(value: Any) -> str | None:
-    text = str(value).strip()
-    return text or None
-
-
-def _choice(*allowed: str) -> Callable[[Any], str]:
-    def parse(value: Any) -> str:
-        text = str(value).strip().lower()
-        if text not in allowed:
-            raise ConfigError(f"{value!r} is not one of {', '.join(allowed)}")
-        return text
-
-    return parse
-
-
-def _list(value: Any) -> tuple[str, ...]:
-    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
-    return tuple(str(i).strip() for i in items if str(i).strip())
-
-
-def _headers(value: Any) -> dict[str, str]:
-    if isinstance(value, Mapping):
-        return {str(k).strip().lower(): str(v) for k, v in value.items()}
-    out: dict[str, str] = {}
-    for item in str(value).split(","):
-        if not item.strip():
-            continue
-        key, sep, val = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError("an item is not KEY=VALUE (the value is not shown: headers may hold secrets)")
-        out[key.strip().lower()] = val.strip()
-    return out
-
-
 def _opt(
     default: Any,
     parse: Callable[[Any], Any],
@@ -163,88 +82,88 @@ class CollectorConfig:
     """Every knob of ``mast-otel collector``; each field's ``help`` is what ``--help`` prints."""
 
     # --- receivers --------------------------------------------------------------------------------------------
-    otlp_grpc: str | None = _opt(DEFAULT_OTLP_GRPC, _endpoint, "OTLP/gRPC listen address; 'off' disables.",
+    otlp_grpc: str | None = _opt(DEFAULT_OTLP_GRPC, endpoint, "OTLP/gRPC listen address; 'off' disables.",
                                  metavar="HOST:PORT")  # fmt: skip
-    otlp_http: str | None = _opt(DEFAULT_OTLP_HTTP, _endpoint, "OTLP/HTTP listen address (POST /v1/traces, protobuf "
+    otlp_http: str | None = _opt(DEFAULT_OTLP_HTTP, endpoint, "OTLP/HTTP listen address (POST /v1/traces, protobuf "
                                  "or JSON); 'off' disables.", metavar="HOST:PORT")  # fmt: skip
-    auth_token: str | None = _opt(None, _opt_str, "Bearer token clients must send (Authorization: Bearer ...); "
+    auth_token: str | None = _opt(None, optional_text, "Bearer token clients must send (Authorization: Bearer ...); "
                                   "prefer the env variable, flags show in ps. Unset: no auth.",
                                   metavar="TOKEN", secret=True)  # fmt: skip
-    max_request_bytes: int = _opt(DEFAULT_MAX_REQUEST_BYTES, _bytes, "Largest Export request accepted (after "
+    max_request_bytes: int = _opt(DEFAULT_MAX_REQUEST_BYTES, size, "Largest Export request accepted (after "
                                   "decompression); larger ones get 413 / RESOURCE_EXHAUSTED without retry info.",
                                   metavar="SIZE")  # fmt: skip
-    receiver_threads: int = _opt(8, _int, "Worker threads of each receiver.", metavar="N")
-    retry_after: float = _opt(1.0, _seconds, "Delay suggested to clients refused by backpressure (Retry-After / "
+    receiver_threads: int = _opt(8, integer, "Worker threads of each receiver.", metavar="N")
+    retry_after: float = _opt(1.0, seconds, "Delay suggested to clients refused by backpressure (Retry-After / "
                               "RetryInfo).", metavar="SECONDS")  # fmt: skip
 
     # --- assembly and delivery ------------------------------------------------------------------------------------
-    mode: str = _opt("hold", _choice(*MODES), "hold: spans wait for the verdict and leave once, labelled; "
+    mode: str = _opt("hold", choice(*MODES), "hold: spans wait for the verdict and leave once, labelled; "
                      "passthrough: spans leave at once and a mast.verdict span follows.")  # fmt: skip
-    quiet_period: float = _opt(DEFAULT_QUIET_PERIOD_S, _seconds, "A conversation is judged when its root span "
+    quiet_period: float = _opt(DEFAULT_QUIET_PERIOD_S, seconds, "A conversation is judged when its root span "
                                "has ended and nothing new arrived for this long.", metavar="SECONDS")  # fmt: skip
-    max_trace_age: float = _opt(DEFAULT_MAX_TRACE_AGE_S, _seconds, "A conversation still open this long after "
+    max_trace_age: float = _opt(DEFAULT_MAX_TRACE_AGE_S, seconds, "A conversation still open this long after "
                                 "its first span is judged as partial; spans outside any conversation whose parents "
                                 "never arrive are exported untouched after this long.", metavar="SECONDS")  # fmt: skip
-    max_pending_traces: int = _opt(DEFAULT_MAX_PENDING_TRACES, _int, "Traces waiting for assembly at once; past "
+    max_pending_traces: int = _opt(DEFAULT_MAX_PENDING_TRACES, integer, "Traces waiting for assembly at once; past "
                                    "this, Export requests that start new traces are refused with backpressure.",
                                    metavar="N")  # fmt: skip
-    max_pending_bytes: int = _opt(DEFAULT_MAX_PENDING_BYTES, _bytes, "Span bytes in the store not yet exported "
+    max_pending_bytes: int = _opt(DEFAULT_MAX_PENDING_BYTES, size, "Span bytes in the store not yet exported "
                                   "(held or waiting for the downstream); past this, Export requests are refused "
                                   "with backpressure.", metavar="SIZE")  # fmt: skip
-    poll_interval: float = _opt(0.25, _seconds, "Longest wait between assembly passes (a pass also runs when a "
+    poll_interval: float = _opt(0.25, seconds, "Longest wait between assembly passes (a pass also runs when a "
                                 "quiet period ends).",
                                 metavar="SECONDS")  # fmt: skip
 
     # --- store --------------------------------------------------------------------------------------------------
-    store: str = _opt(DEFAULT_STORE, _str, "SQLite file (WAL) holding spans until exported; ':memory:' for a "
+    store: str = _opt(DEFAULT_STORE, text, "SQLite file (WAL) holding spans until exported; ':memory:' for a "
                       "non-durable store.", metavar="PATH")  # fmt: skip
-    store_sync: str = _opt("normal", _choice(*STORE_SYNC), "SQLite synchronous level: normal survives a killed "
+    store_sync: str = _opt("normal", choice(*STORE_SYNC), "SQLite synchronous level: normal survives a killed "
                            "process, full also survives power loss (an fsync per Export).")  # fmt: skip
-    tombstone_ttl: float = _opt(900.0, _seconds, "How long released spans and verdicts are remembered, to drop "
+    tombstone_ttl: float = _opt(900.0, seconds, "How long released spans and verdicts are remembered, to drop "
                                 "duplicate deliveries and to recognise late spans.", metavar="SECONDS")  # fmt: skip
 
     # --- judge --------------------------------------------------------------------------------------------------
-    judge: str = _opt("rules", _str, "rules (structural signals, no model), llm (mast_otel.judge's LLM judge; "
+    judge: str = _opt("rules", text, "rules (structural signals, no model), llm (mast_otel.judge's LLM judge; "
                       "needs --judge-model or --judge-base-url), none (label every conversation skipped), or "
                       "MODULE:CALLABLE returning a mast_otel.judge.model.Judge.", metavar="JUDGE")  # fmt: skip
-    judge_model: str | None = _opt(None, _opt_str, "Model name for --judge llm.", metavar="NAME")
-    judge_base_url: str | None = _opt(None, _opt_str, "OpenAI-compatible base URL for --judge llm.", metavar="URL")
-    judge_api_key: str | None = _opt(None, _opt_str, "API key for --judge llm (secret; prefer the env variable).",
+    judge_model: str | None = _opt(None, optional_text, "Model name for --judge llm.", metavar="NAME")
+    judge_base_url: str | None = _opt(None, optional_text, "OpenAI-compatible base URL for --judge llm.", metavar="URL")
+    judge_api_key: str | None = _opt(None, optional_text, "API key for --judge llm (secret; prefer the env variable).",
                                      metavar="KEY", secret=True)  # fmt: skip
-    judge_concurrency: int = _opt(2, _int, "Conversations judged at once.", metavar="N")
-    judge_timeout: float = _opt(DEFAULT_JUDGE_TIMEOUT_S, _seconds, "Longest a conversation waits for its verdict "
+    judge_concurrency: int = _opt(2, integer, "Conversations judged at once.", metavar="N")
+    judge_timeout: float = _opt(DEFAULT_JUDGE_TIMEOUT_S, seconds, "Longest a conversation waits for its verdict "
                                 "(queueing included); then its spans go out with mast.judge.status=error.",
                                 metavar="SECONDS")  # fmt: skip
-    judge_fraction: float = _opt(1.0, _float, "Fraction of conversations judged (0..1, by a hash of the trace id); "
+    judge_fraction: float = _opt(1.0, number, "Fraction of conversations judged (0..1, by a hash of the trace id); "
                                  "conversations with errors are always judged; the rest are labelled skipped.",
                                  metavar="FRACTION")  # fmt: skip
-    judge_token_budget_per_hour: int = _opt(0, _int, "Judge tokens (in+out) per rolling hour; past it "
+    judge_token_budget_per_hour: int = _opt(0, integer, "Judge tokens (in+out) per rolling hour; past it "
                                             "conversations are labelled skipped. 0 = unlimited.",
                                             metavar="TOKENS")  # fmt: skip
 
     # --- export -------------------------------------------------------------------------------------------------
-    export_endpoint: str | None = _opt(None, _opt_str, "Downstream OTLP endpoint (required): http://host:port for "
+    export_endpoint: str | None = _opt(None, optional_text, "Downstream OTLP endpoint (required): http://host:port for "
                                        "OTLP/gRPC, a URL ending in /v1/traces for OTLP/HTTP.",
                                        metavar="URL")  # fmt: skip
     export_headers: dict[str, str] = _opt(  # noqa: RUF009 - _opt returns a field(default_factory=dict)
-        None, _headers, "Headers sent downstream, KEY=VALUE,... (values are secret).", metavar="HEADERS", secret=True,
+        None, headers, "Headers sent downstream, KEY=VALUE,... (values are secret).", metavar="HEADERS", secret=True,
         factory=dict,
     )  # fmt: skip
-    export_timeout: float = _opt(10.0, _seconds, "Timeout of one downstream Export call.", metavar="SECONDS")
-    export_batch_spans: int = _opt(512, _int, "Most spans per downstream Export.", metavar="N")
-    export_batch_bytes: int = _opt(4 * 1024 * 1024, _bytes, "Most span bytes per downstream Export.", metavar="SIZE")
-    export_backoff_max: float = _opt(30.0, _seconds, "Longest wait between retries while the downstream is down.",
+    export_timeout: float = _opt(10.0, seconds, "Timeout of one downstream Export call.", metavar="SECONDS")
+    export_batch_spans: int = _opt(512, integer, "Most spans per downstream Export.", metavar="N")
+    export_batch_bytes: int = _opt(4 * 1024 * 1024, size, "Most span bytes per downstream Export.", metavar="SIZE")
+    export_backoff_max: float = _opt(30.0, seconds, "Longest wait between retries while the downstream is down.",
                                      metavar="SECONDS")  # fmt: skip
 
     # --- metrics and logs ---------------------------------------------------------------------------------------
-    metrics: str | None = _opt(DEFAULT_METRICS, _endpoint, "Prometheus /metrics listen address; 'off' disables.",
+    metrics: str | None = _opt(DEFAULT_METRICS, endpoint, "Prometheus /metrics listen address; 'off' disables.",
                                metavar="HOST:PORT")  # fmt: skip
-    metrics_services: tuple[str, ...] = _opt(("unknown/unknown",), _list, "SERVICE/FRAMEWORK pairs whose "
+    metrics_services: tuple[str, ...] = _opt(("unknown/unknown",), text_list, "SERVICE/FRAMEWORK pairs whose "
                                              "failure-mode series exist at 0 from startup (comma-separated).",
                                              metavar="LIST")  # fmt: skip
-    metrics_max_services: int = _opt(100, _int, "Distinct SERVICE/FRAMEWORK label pairs kept; later ones are "
+    metrics_max_services: int = _opt(100, integer, "Distinct SERVICE/FRAMEWORK label pairs kept; later ones are "
                                      "counted under service=other.", metavar="N")  # fmt: skip
-    log_level: str = _opt("info", _choice(*LOG_LEVELS), "Log level.")
+    log_level: str = _opt("info", choice(*LOG_LEVELS), "Log level.")
 
     def __post_init__(self) -> None:
         for f in fields(self):  # normalise: CollectorConfig(max_request_bytes="16MiB") works like the flag
