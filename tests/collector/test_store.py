@@ -144,3 +144,23 @@ def test_store_failure_on_release_is_retried(sink: OtlpSink, tmp_path: Path) -> 
         assert metric(scrape(service), "mast_judge_errors_total", reason="store") == 1
     finally:
         service.stop(grace=0.2)
+
+
+def test_tombstone_filter_never_hides_a_tombstone(tmp_path: Path) -> None:
+    # prepare: tombstones written over time, garbage-collected in between (the filter rotates)
+    store = SQLiteStore(str(tmp_path / "f.db"))
+    trace = [bytes([i]) * 16 for i in range(4)]
+    store.write(tombs=[Tomb(trace[0], b"a" * 8, at=100.0)])
+    store.gc(before=50.0)  # rotation 1: trace 0 now in the previous generation
+    store.write(tombs=[Tomb(trace[1], b"b" * 8, at=200.0)])
+    store.gc(before=150.0)  # deletes trace 0's tombstone; rotation 2
+    store.write(tombs=[Tomb(trace[2], b"c" * 8, at=300.0)])
+    # verify: what exists is found, what does not is not
+    assert store.tombs(trace[0]) == []
+    assert [t.span_ids for t in store.tombs(trace[1])] == [b"b" * 8]
+    assert [t.span_ids for t in store.tombs(trace[2])] == [b"c" * 8]
+    assert store.tombs(trace[3]) == []
+    store.close()
+    reopened = SQLiteStore(str(tmp_path / "f.db"))  # the filter is rebuilt from the table
+    assert [t.span_ids for t in reopened.tombs(trace[2])] == [b"c" * 8]
+    reopened.close()
