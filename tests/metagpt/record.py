@@ -8,7 +8,6 @@ from typing import Any
 from metagpt.utils.common import any_to_str
 
 from mast_otel import semconv as sc
-TURN_ACTION = sc.TURN_ACTION
 from tests.metagpt.conftest import Spans, attr, parent_id, span_id
 
 
@@ -86,7 +85,7 @@ def assert_parenting(got: Spans, env: Any) -> None:
             continue
         assert attr(parent, sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_AGENT_TURN
         assert attr(parent, sc.GEN_AI_AGENT_NAME) == sender
-        assert attr(parent, TURN_ACTION) == str(attr(m, sc.MESSAGE_CAUSE)).rsplit(".", 1)[-1]
+        assert attr(parent, sc.TURN_ACTION) == str(attr(m, sc.MESSAGE_CAUSE)).rsplit(".", 1)[-1]
         assert parent.start_time <= m.start_time <= parent.end_time
     for h in got.handoffs:
         parent = got.by_id(parent_id(h))

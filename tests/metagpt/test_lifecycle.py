@@ -21,7 +21,6 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 import mast_otel
 from mast_otel import semconv as sc
 from mast_otel.integrations.metagpt import _TARGETS, MetaGPTInstrumentor
-TURN_ACTION = sc.TURN_ACTION
 from tests.metagpt.record import assert_matches_metagpt
 from tests.metagpt.scenarios import IDEA, WriteCode, scripted_context, software_team
 
@@ -95,7 +94,7 @@ async def test_override_defined_after_instrument_is_covered_once(instrumentor: A
     got = spans()
     assert_matches_metagpt(got, team.env)
     (turn,) = [t for t in got.turns if attr(t, sc.GEN_AI_AGENT_NAME) == "Dave"]
-    assert attr(turn, TURN_ACTION) == "WriteCode"
+    assert attr(turn, sc.TURN_ACTION) == "WriteCode"
     (message,) = [m for m in got.messages if attr(m, sc.MESSAGE_SENDER) == "Dave"]
     assert attr(message, sc.MESSAGE_CONTENT) == "checked: Dave output 1"
     assert parent_id(message) == span_id(turn)

@@ -13,7 +13,6 @@ pytest.importorskip("metagpt", reason=SKIP_REASON)
 from opentelemetry.trace import StatusCode
 
 from mast_otel import semconv as sc
-TURN_ACTION = sc.TURN_ACTION
 from tests.metagpt.record import assert_matches_metagpt
 from tests.metagpt.scenarios import IDEA, scripted_context, software_team
 
@@ -48,7 +47,7 @@ async def test_pipeline_matches_metagpt_record_and_ends_idle(instrumentor: Any, 
     assert pairs == [("Human", "Alice"), ("Alice", "Bob"), ("Bob", "Carol")]
     assert list(attr(got.handoffs[1], sc.HANDOFF_CANDIDATES)) == ["Bob", "Carol"]
     turns = sorted(got.turns, key=lambda s: s.start_time)
-    assert [(attr(t, sc.GEN_AI_AGENT_NAME), attr(t, TURN_ACTION)) for t in turns] == [
+    assert [(attr(t, sc.GEN_AI_AGENT_NAME), attr(t, sc.TURN_ACTION)) for t in turns] == [
         ("Alice", "WriteCode"),
         ("Bob", "WriteTest"),
         ("Carol", "ReviewCode"),
@@ -124,7 +123,7 @@ async def test_two_actions_in_one_reaction_are_two_turns(instrumentor: Any, scri
     got = spans()
     assert_matches_metagpt(got, team.env)
     carol = sorted((t for t in got.turns if attr(t, sc.GEN_AI_AGENT_NAME) == "Carol"), key=lambda t: t.start_time)
-    assert [attr(t, TURN_ACTION) for t in carol] == ["ReviewCode", "Summarize"]
+    assert [attr(t, sc.TURN_ACTION) for t in carol] == ["ReviewCode", "Summarize"]
     assert carol[0].end_time <= carol[1].start_time
     # only the last action's output is published, as a child of that action's turn
     (published,) = [m for m in got.messages if attr(m, sc.MESSAGE_SENDER) == "Carol"]
