@@ -39,6 +39,12 @@ _VERIFY = re.compile(
     r"test cases?|assert\w*|pytest|confirm\w*|review\w*)\b",
     re.IGNORECASE,
 )
+# A verifier signing off: the moment 3.2 turns on when nothing was run to back it.
+_APPROVAL = re.compile(
+    r"\b(approved?|lgtm|looks (good|correct|right|fine)|(is|are|seems|looks) correct|verified|"
+    r"all (tests|checks) pass\w*)\b",
+    re.IGNORECASE,
+)
 _VERIFIER_NAME = re.compile(r"verif|review|test|critic|check|judge|qa\b|inspect", re.IGNORECASE)
 _RESTART = re.compile(
     r"\b(let'?s start over|start(ing)? (over|again|from scratch)|restart(ing)? the (task|conversation|process)|"
@@ -61,7 +67,7 @@ class Signal:
 def compute_signals(view: ConversationView) -> list[Signal]:
     """Every signal the spans support, in taxonomy order."""
     found: list[Signal] = []
-    for detector in (_repetition, _limit_hit, _reset, _early_stop, _no_verification):
+    for detector in (_repetition, _limit_hit, _reset, _early_stop, _no_verification, _unchecked_approval):
         found.extend(detector(view))
     return sorted(found, key=lambda s: s.mode_id)
 
@@ -188,3 +194,31 @@ def _no_verification(view: ConversationView) -> list[Signal]:
         return []
     ids = tuple(m.span.span_id for m in msgs[-1:])
     return [Signal("3.2", "no_verifier", "no verifier role and no verification language after the task", ids)]
+
+
+def _unchecked_approval(view: ConversationView) -> list[Signal]:
+    """3.2: a verifier approves another agent's result with no tool call or tool result since that result.
+
+    Approval with nothing executed between the answer and the sign-off is a check that was never done; an
+    approval after a tool ran (tests, code execution) is left to the LLM judge (it may be 3.3, or fine).
+    """
+    events = view.events
+    for i, approval in enumerate(events):
+        if approval.kind != sc.SPAN_TYPE_MESSAGE or not _VERIFIER_NAME.search(approval.sender):
+            continue
+        if not _APPROVAL.search(approval.text):
+            continue
+        answer_at = next(
+            (j for j in range(i - 1, -1, -1) if events[j].kind == sc.SPAN_TYPE_MESSAGE
+             and events[j].sender != approval.sender and events[j].message_kind == sc.KIND_MESSAGE),
+            None,
+        )  # fmt: skip
+        if answer_at is None or answer_at == 0:  # approving the task itself is not approving a result
+            continue
+        between = events[answer_at + 1 : i]
+        if any(e.kind == sc.SPAN_TYPE_TOOL_CALL or e.message_kind != sc.KIND_MESSAGE for e in between):
+            continue
+        answer = events[answer_at]
+        detail = f"{approval.sender} approved {answer.sender}'s result without running any check"
+        return [Signal("3.2", "unchecked_approval", detail, (approval.span.span_id, answer.span.span_id), True)]
+    return []
