@@ -45,21 +45,21 @@ _PATTERNS = "autogen.agentchat.group.multi_agent_chat"
 
 # (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
 _TARGETS: tuple[tuple[str, str, Callable[[Recorder], w.Wrapper]], ...] = (
-    (_AGENT, "ConversableAgent.initiate_chat", w.traced_initiate_chat),
-    (_AGENT, "ConversableAgent.a_initiate_chat", w.traced_a_initiate_chat),
-    (_AGENT, "ConversableAgent.initiate_chats", w.traced_initiate_chats),
-    (_AGENT, "ConversableAgent.a_initiate_chats", w.traced_a_initiate_chats),
-    (_AGENT, "ConversableAgent.send", w.traced_send),
-    (_AGENT, "ConversableAgent.a_send", w.traced_a_send),
-    (_AGENT, "ConversableAgent.generate_reply", w.traced_generate_reply),
-    (_AGENT, "ConversableAgent.a_generate_reply", w.traced_a_generate_reply),
-    (_AGENT, "ConversableAgent.execute_function", w.traced_execute_function),
-    (_AGENT, "ConversableAgent.a_execute_function", w.traced_a_execute_function),
-    (_GROUP, "GroupChat.select_speaker", w.traced_select_speaker),
-    (_GROUP, "GroupChat.a_select_speaker", w.traced_a_select_speaker),
+    (_AGENT, "ConversableAgent.initiate_chat", w.sync(w.chat_roots)),
+    (_AGENT, "ConversableAgent.a_initiate_chat", w.async_(w.chat_roots)),
+    (_AGENT, "ConversableAgent.initiate_chats", w.sync(w.queue_roots)),
+    (_AGENT, "ConversableAgent.a_initiate_chats", w.async_(w.queue_roots)),
+    (_AGENT, "ConversableAgent.send", w.sync(w.messages)),
+    (_AGENT, "ConversableAgent.a_send", w.async_(w.messages)),
+    (_AGENT, "ConversableAgent.generate_reply", w.sync(w.agent_turns)),
+    (_AGENT, "ConversableAgent.a_generate_reply", w.async_(w.agent_turns)),
+    (_AGENT, "ConversableAgent.execute_function", w.sync(w.tool_calls)),
+    (_AGENT, "ConversableAgent.a_execute_function", w.async_(w.tool_calls)),
+    (_GROUP, "GroupChat.select_speaker", w.sync(w.handoffs)),
+    (_GROUP, "GroupChat.a_select_speaker", w.async_(w.handoffs)),
     (_IO, "IOStream.get_default", w.tapped_get_default),
-    (_PATTERNS, "initiate_group_chat", w.traced_initiate_group_chat),
-    (_PATTERNS, "a_initiate_group_chat", w.traced_a_initiate_group_chat),
+    (_PATTERNS, "initiate_group_chat", w.sync(w.pattern_roots)),
+    (_PATTERNS, "a_initiate_group_chat", w.async_(w.pattern_roots)),
 )
 # Modules that re-export the group-API entry points; a program calling them through these names is covered too.
 _REEXPORTS = ("autogen.agentchat", "autogen.agentchat.group", "autogen")

@@ -2,11 +2,17 @@
 
 Every wrapper returns the wrapped method's result unchanged and re-raises its exceptions unchanged; only the
 spans differ. Wrappers are installed on the classes, so agents created before ``instrument()`` are covered.
+
+Each traced concern is a :class:`_Traced`: ``begin`` (start recording; None means "call through untraced"),
+``finish`` and ``fail``. :func:`sync` and :func:`async_` turn one into the wrapt wrapper for the sync and the
+async method, so the span lifecycle is written once for both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -44,8 +50,77 @@ def _is_manager(agent: Any) -> bool:
     return hasattr(agent, "groupchat") and hasattr(agent, "run_chat")
 
 
+# -- one lifecycle for sync and async methods -----------------------------------
+Args = tuple[Any, ...]
+Kwargs = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Traced:
+    begin: Callable[[Any, Args, Kwargs], Any]  # (instance, args, kwargs) -> handle, or None to call through
+    finish: Callable[[Any, Any], None]  # (handle, result)
+    fail: Callable[[Any, BaseException], None]  # (handle, exception); the exception is re-raised unchanged
+    inside: Callable[[], AbstractContextManager[Any]] = nullcontext  # context the wrapped call runs in
+
+
+def sync(make: Callable[[Recorder], _Traced]) -> Callable[[Recorder], Wrapper]:
+    def factory(recorder: Recorder) -> Wrapper:
+        traced = make(recorder)
+
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: Args, kwargs: Kwargs) -> Any:
+            handle = traced.begin(instance, args, kwargs) if is_instrumentation_enabled() else None
+            if handle is None:
+                return wrapped(*args, **kwargs)
+            try:
+                with traced.inside():
+                    result = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                traced.fail(handle, exc)
+                raise
+            traced.finish(handle, result)
+            return result
+
+        return wrapper
+
+    return factory
+
+
+def async_(make: Callable[[Recorder], _Traced]) -> Callable[[Recorder], Wrapper]:
+    def factory(recorder: Recorder) -> Wrapper:
+        traced = make(recorder)
+
+        async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Args, kwargs: Kwargs) -> Any:
+            handle = traced.begin(instance, args, kwargs) if is_instrumentation_enabled() else None
+            if handle is None:
+                return await wrapped(*args, **kwargs)
+            try:
+                with traced.inside():
+                    result = await wrapped(*args, **kwargs)
+            except BaseException as exc:
+                traced.fail(handle, exc)
+                raise
+            traced.finish(handle, result)
+            return result
+
+        return wrapper
+
+    return factory
+
+
+def _never(_: Any, __: Any) -> None:
+    """finish/fail of a concern whose begin always returns None (nothing spans the call)."""
+
+
 # -- conversation roots -------------------------------------------------------
-def _chat_root(recorder: Recorder, sender: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _roots(recorder: Recorder, opener: Callable[[Recorder, Any, Args, Kwargs], Any]) -> _Traced:
+    return _Traced(
+        begin=lambda instance, args, kwargs: opener(recorder, instance, args, kwargs),
+        finish=lambda opened, _: recorder.end_conversation(opened[0], opened[1]),
+        fail=lambda opened, exc: recorder.end_conversation(opened[0], opened[1], exc),
+    )
+
+
+def _chat_root(recorder: Recorder, sender: Any, args: Args, kwargs: Kwargs) -> Any:
     recipient = _arg(args, kwargs, 0, "recipient")
     message = kwargs.get("message")
     if _is_manager(recipient):
@@ -58,96 +133,14 @@ def _chat_root(recorder: Recorder, sender: Any, args: tuple[Any, ...], kwargs: d
     return recorder.start_conversation(name, task=task, max_rounds=max_rounds)
 
 
-def traced_initiate_chat(recorder: Recorder) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        opened = _chat_root(recorder, instance, args, kwargs)
-        if opened is None:
-            return wrapped(*args, **kwargs)
-        conv, token = opened
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.end_conversation(conv, token, exc)
-            raise
-        recorder.end_conversation(conv, token)
-        return result
-
-    return wrapper
-
-
-def traced_a_initiate_chat(recorder: Recorder) -> Wrapper:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        opened = _chat_root(recorder, instance, args, kwargs)
-        if opened is None:
-            return await wrapped(*args, **kwargs)
-        conv, token = opened
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.end_conversation(conv, token, exc)
-            raise
-        recorder.end_conversation(conv, token)
-        return result
-
-    return wrapper
-
-
-def _queue_root(recorder: Recorder, sender: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _queue_root(recorder: Recorder, sender: Any, args: Args, kwargs: Kwargs) -> Any:
     queue = _arg(args, kwargs, 0, "chat_queue") or []
     first = queue[0] if queue and isinstance(queue[0], dict) else {}
     task = first.get("message")
-    return recorder.start_conversation(
-        f"{_name(sender)} chat queue", task=task if not callable(task) else None, max_rounds=None
-    )
+    return recorder.start_conversation(f"{_name(sender)} chat queue", task=task if not callable(task) else None)
 
 
-def traced_initiate_chats(recorder: Recorder) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        opened = _queue_root(recorder, instance, args, kwargs)
-        if opened is None:
-            return wrapped(*args, **kwargs)
-        conv, token = opened
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.end_conversation(conv, token, exc)
-            raise
-        recorder.end_conversation(conv, token)
-        return result
-
-    return wrapper
-
-
-def traced_a_initiate_chats(recorder: Recorder) -> Wrapper:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        opened = _queue_root(recorder, instance, args, kwargs)
-        if opened is None:
-            return await wrapped(*args, **kwargs)
-        conv, token = opened
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.end_conversation(conv, token, exc)
-            raise
-        recorder.end_conversation(conv, token)
-        return result
-
-    return wrapper
-
-
-def _pattern_root(recorder: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _pattern_root(recorder: Recorder, _: Any, args: Args, kwargs: Kwargs) -> Any:
     pattern = _arg(args, kwargs, 0, "pattern")
     messages = _arg(args, kwargs, 1, "messages")
     if isinstance(messages, list) and messages:
@@ -159,44 +152,16 @@ def _pattern_root(recorder: Recorder, args: tuple[Any, ...], kwargs: dict[str, A
     )
 
 
-def traced_initiate_group_chat(recorder: Recorder) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        opened = _pattern_root(recorder, args, kwargs)
-        if opened is None:
-            return wrapped(*args, **kwargs)
-        conv, token = opened
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.end_conversation(conv, token, exc)
-            raise
-        recorder.end_conversation(conv, token)
-        return result
-
-    return wrapper
+def chat_roots(recorder: Recorder) -> _Traced:
+    return _roots(recorder, _chat_root)
 
 
-def traced_a_initiate_group_chat(recorder: Recorder) -> Wrapper:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        opened = _pattern_root(recorder, args, kwargs)
-        if opened is None:
-            return await wrapped(*args, **kwargs)
-        conv, token = opened
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            recorder.end_conversation(conv, token, exc)
-            raise
-        recorder.end_conversation(conv, token)
-        return result
+def queue_roots(recorder: Recorder) -> _Traced:
+    return _roots(recorder, _queue_root)
 
-    return wrapper
+
+def pattern_roots(recorder: Recorder) -> _Traced:
+    return _roots(recorder, _pattern_root)
 
 
 # -- messages -----------------------------------------------------------------
@@ -233,72 +198,29 @@ def _record_send(
     )
 
 
-def traced_send(recorder: Recorder) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def messages(recorder: Recorder) -> _Traced:
+    def begin(instance: Any, args: Args, kwargs: Kwargs) -> None:
         conv = recorder.current()
-        if conv is not None and is_instrumentation_enabled():
+        if conv is not None:
             try:
                 _record_send(recorder, conv, instance, args, kwargs)
             except Exception:  # recording must never change the conversation
                 pass
-        return wrapped(*args, **kwargs)
 
-    return wrapper
-
-
-def traced_a_send(recorder: Recorder) -> Wrapper:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        conv = recorder.current()
-        if conv is not None and is_instrumentation_enabled():
-            try:
-                _record_send(recorder, conv, instance, args, kwargs)
-            except Exception:
-                pass
-        return await wrapped(*args, **kwargs)
-
-    return wrapper
+    return _Traced(begin=begin, finish=_never, fail=_never)
 
 
 # -- agent turns ----------------------------------------------------------------
-def traced_generate_reply(recorder: Recorder) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def agent_turns(recorder: Recorder) -> _Traced:
+    def begin(instance: Any, args: Args, kwargs: Kwargs) -> Any:
         # The manager's reply *is* the group chat; its turns are the members' turns.
-        if _is_manager(instance) or not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        turn = recorder.start_agent_turn(_name(instance))
-        if turn is None:
-            return wrapped(*args, **kwargs)
-        try:
-            reply = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            turn.fail(exc)
-            raise
-        turn.end(replied=reply is not None)
-        return reply
+        return None if _is_manager(instance) else recorder.start_agent_turn(_name(instance))
 
-    return wrapper
-
-
-def traced_a_generate_reply(recorder: Recorder) -> Wrapper:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        if _is_manager(instance) or not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        turn = recorder.start_agent_turn(_name(instance))
-        if turn is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            reply = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            turn.fail(exc)
-            raise
-        turn.end(replied=reply is not None)
-        return reply
-
-    return wrapper
+    return _Traced(
+        begin=begin,
+        finish=lambda turn, reply: turn.end(replied=reply is not None),
+        fail=lambda turn, exc: turn.fail(exc),
+    )
 
 
 # -- tools ----------------------------------------------------------------------
@@ -319,38 +241,12 @@ def _end_tool(call: Any, result: Any) -> None:
     call.end()
 
 
-def traced_execute_function(recorder: Recorder) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = _start_tool(recorder, args, kwargs) if is_instrumentation_enabled() else None
-        if call is None:
-            return wrapped(*args, **kwargs)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            raise
-        _end_tool(call, result)
-        return result
-
-    return wrapper
-
-
-def traced_a_execute_function(recorder: Recorder) -> Wrapper:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        call = _start_tool(recorder, args, kwargs) if is_instrumentation_enabled() else None
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            raise
-        _end_tool(call, result)
-        return result
-
-    return wrapper
+def tool_calls(recorder: Recorder) -> _Traced:
+    return _Traced(
+        begin=lambda _, args, kwargs: _start_tool(recorder, args, kwargs),
+        finish=_end_tool,
+        fail=lambda call, exc: call.fail(exc),
+    )
 
 
 # -- handoffs -------------------------------------------------------------------
@@ -377,47 +273,24 @@ def _is_no_speaker(exc: BaseException) -> bool:
     return type(exc).__name__ == "NoEligibleSpeakerError"
 
 
-def traced_select_speaker(recorder: Recorder) -> Wrapper:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def handoffs(recorder: Recorder) -> _Traced:
+    def begin(instance: Any, args: Args, kwargs: Kwargs) -> Any:
         conv = recorder.current()
-        if conv is None or not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
+        if conv is None:
+            return None
         handoff = recorder.start_handoff(_name(_arg(args, kwargs, 0, "last_speaker")), candidates=instance.agent_names)
-        if handoff is None:
-            return wrapped(*args, **kwargs)
-        try:
-            # LLM selection runs an internal two-agent chat: machinery, not conversation.
-            with recorder.suppressed():
-                speaker = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _end_failed_selection(recorder, conv, instance, handoff, exc)
-            raise
-        handoff.end(_name(speaker) if speaker is not None else None, reason=_handoff_reason(conv, instance))
-        return speaker
+        return None if handoff is None else (conv, instance, handoff)
 
-    return wrapper
+    def finish(handle: Any, speaker: Any) -> None:
+        conv, groupchat, handoff = handle
+        handoff.end(_name(speaker) if speaker is not None else None, reason=_handoff_reason(conv, groupchat))
 
+    def fail(handle: Any, exc: BaseException) -> None:
+        conv, groupchat, handoff = handle
+        _end_failed_selection(recorder, conv, groupchat, handoff, exc)
 
-def traced_a_select_speaker(recorder: Recorder) -> Wrapper:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        conv = recorder.current()
-        if conv is None or not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        handoff = recorder.start_handoff(_name(_arg(args, kwargs, 0, "last_speaker")), candidates=instance.agent_names)
-        if handoff is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            with recorder.suppressed():
-                speaker = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _end_failed_selection(recorder, conv, instance, handoff, exc)
-            raise
-        handoff.end(_name(speaker) if speaker is not None else None, reason=_handoff_reason(conv, instance))
-        return speaker
-
-    return wrapper
+    # LLM selection runs an internal two-agent chat: machinery, not conversation.
+    return _Traced(begin=begin, finish=finish, fail=fail, inside=recorder.suppressed)
 
 
 def _end_failed_selection(
