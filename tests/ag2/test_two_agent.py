@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 import json
-from types import SimpleNamespace
+import re
 from typing import Any
 
 import pytest
 from autogen import ConversableAgent
-from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageToolCall
-from openai.types.chat.chat_completion_message_tool_call import Function
 
 from mast_otel import semconv as sc
 from tests.ag2.conftest import attr, parent_id, span_id
-from tests.ag2.scenarios import ScriptedClient, is_terminate, scripted_agent
+from tests.ag2.scenarios import is_terminate, scripted_agent
 
 
 def test_two_agent_chat_messages_and_max_turns(instrument: Any, spans: Any) -> None:
@@ -96,49 +93,10 @@ def test_chat_queue_is_one_conversation(instrument: Any, spans: Any) -> None:
     assert [attr(m, sc.MESSAGE_CONTENT)[:6] for m in got.messages] == ["first", "b says", "second", "c says"]
 
 
-class ToolCallingClient(ScriptedClient):
-    """Replies are strings, or {"tool": name, "args": {...}} for a tool call."""
-
-    def __init__(self, config: dict[str, Any], **kw: Any) -> None:
-        super().__init__(config, **kw)
-        self._steps = itertools.cycle(config["steps"])
-        self._ids = itertools.count()
-
-    def create(self, params: dict[str, Any]) -> Any:
-        step = next(self._steps)
-        if isinstance(step, dict):
-            call = ChatCompletionMessageToolCall(
-                id=f"call_{next(self._ids)}",
-                type="function",
-                function=Function(name=step["tool"], arguments=json.dumps(step["args"])),
-            )
-            msg: Any = ChatCompletionMessage(role="assistant", content=None, tool_calls=[call])
-        else:
-            msg = ChatCompletionMessage(role="assistant", content=step)
-        return SimpleNamespace(
-            choices=[SimpleNamespace(message=msg, finish_reason="stop")],
-            model=self.model,
-            cost=0.0,
-            usage=SimpleNamespace(prompt_tokens=1, completion_tokens=1, total_tokens=2),
-        )
-
-    def message_retrieval(self, response: Any) -> list[Any]:
-        m = response.choices[0].message
-        return [m if m.tool_calls else m.content]
-
-
 @pytest.mark.parametrize("fails", [False, True])
 def test_tool_calls_and_results(instrument: Any, spans: Any, fails: bool) -> None:
-    llm = {
-        "config_list": [
-            {
-                "model": "m",
-                "model_client_cls": "ToolCallingClient",
-                "steps": [{"tool": "add", "args": {"a": 2, "b": 3}}, "The sum is 5. TERMINATE"],
-            }
-        ]
-    }
-    assistant = ConversableAgent("assistant", llm_config=llm, human_input_mode="NEVER")
+    tool_call = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
+    assistant = scripted_agent("assistant", [tool_call, "The sum is 5. TERMINATE"])
     executor = ConversableAgent("executor", llm_config=False, human_input_mode="NEVER", is_termination_msg=is_terminate)
 
     def add(a: int, b: int) -> int:
@@ -148,14 +106,14 @@ def test_tool_calls_and_results(instrument: Any, spans: Any, fails: bool) -> Non
 
     executor.register_for_execution(name="add")(add)
     assistant.register_for_llm(name="add", description="add two ints")(add)
-    assistant.register_model_client(model_client_cls=ToolCallingClient)  # after register_for_llm rebuilt the client
     executor.initiate_chat(assistant, message="Add 2 and 3", silent=True)
 
     got = spans()
     (tool,) = got.tools
     assert attr(tool, sc.GEN_AI_TOOL_NAME) == "add"
     assert json.loads(attr(tool, sc.GEN_AI_TOOL_CALL_ARGUMENTS)) == {"a": 2, "b": 3}
-    assert attr(tool, sc.GEN_AI_TOOL_CALL_ID) == "call_0"
+    call_id = attr(tool, sc.GEN_AI_TOOL_CALL_ID)  # the shared client numbers calls process-wide, as call_<n>
+    assert re.fullmatch(r"call_\d+", call_id)
     assert attr(tool, sc.TOOL_SUCCESS) is (not fails)
     if fails:
         assert "adder broke" in attr(tool, sc.GEN_AI_TOOL_CALL_RESULT)
@@ -163,6 +121,7 @@ def test_tool_calls_and_results(instrument: Any, spans: Any, fails: bool) -> Non
         assert attr(tool, sc.GEN_AI_TOOL_CALL_RESULT) == "5"
     kinds = [attr(m, sc.MESSAGE_KIND) for m in got.messages]
     assert kinds[:3] == [sc.KIND_MESSAGE, sc.KIND_TOOL_CALL, sc.KIND_TOOL_RESULT]
-    assert "add" in attr(got.messages[1], sc.MESSAGE_TOOL_CALLS)
+    (call,) = json.loads(attr(got.messages[1], sc.MESSAGE_TOOL_CALLS))
+    assert (call["function"]["name"], call["id"]) == ("add", call_id)  # the span carries the id the model sent
     executor_turn = next(t for t in got.turns if attr(t, sc.GEN_AI_AGENT_NAME) == "executor")
     assert parent_id(tool) == span_id(executor_turn)
