@@ -134,6 +134,9 @@ class CollectorConfig:
     judge_timeout: float = _opt(DEFAULT_JUDGE_TIMEOUT_S, seconds, "Longest a conversation waits for its verdict "
                                 "(queueing included); then its spans go out with mast.judge.status=error.",
                                 metavar="SECONDS")  # fmt: skip
+    judge_shutdown_grace: float = _opt(5.0, seconds, "On SIGTERM/SIGINT, how long judge calls in flight may still "
+                                       "finish (at most judge_timeout); conversations left stay in the store and are "
+                                       "judged on the next start.", metavar="SECONDS")  # fmt: skip
     judge_fraction: float = _opt(1.0, number, "Fraction of conversations judged (0..1, by a hash of the trace id); "
                                  "conversations with errors are always judged; the rest are labelled skipped.",
                                  metavar="FRACTION")  # fmt: skip
@@ -187,6 +190,7 @@ class CollectorConfig:
         need(self.receiver_threads >= 1, "receiver_threads", "must be >= 1")
         need(self.judge_concurrency >= 1, "judge_concurrency", "must be >= 1")
         need(self.judge_timeout > 0, "judge_timeout", "must be > 0")
+        need(self.judge_shutdown_grace >= 0, "judge_shutdown_grace", "must be >= 0")
         need(0.0 <= self.judge_fraction <= 1.0, "judge_fraction", "must be between 0 and 1")
         need(self.judge_token_budget_per_hour >= 0, "judge_token_budget_per_hour", "must be >= 0")
         need(self.export_batch_spans >= 1, "export_batch_spans", "must be >= 1")

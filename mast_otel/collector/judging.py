@@ -7,6 +7,10 @@ the conversation is released with ``mast.judge.status=error`` and the reason, an
 controls run before the judge: ``judge_fraction`` (deterministic by trace id; conversations with error spans or an
 error/limit termination are always judged) and ``judge_token_budget_per_hour``; a conversation left out is
 labelled ``skipped`` with the reason. If the store cannot take a verdict, the finish is retried on the next tick.
+
+Shutdown (:meth:`JudgePool.shutdown`) takes no new work, cancels queued calls and gives running ones a short grace
+to finish and store their verdicts; whatever is left stays held in the store and the next start judges it again.
+The workers are daemon threads, so a judge call that never returns cannot keep the process alive.
 """
 
 from __future__ import annotations
@@ -15,13 +19,15 @@ import dataclasses
 import hashlib
 import json
 import logging
+import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 
@@ -46,6 +52,42 @@ COLLECTOR_SCOPE = "mast_otel.collector"
 _SIGNAL_TERMINATIONS = frozenset(
     {sc.TERMINATION_ERROR, sc.TERMINATION_MAX_ROUNDS, sc.TERMINATION_MAX_TURNS, sc.TERMINATION_MAX_AUTO_REPLIES}
 )
+
+
+class _Workers:
+    """``n`` daemon threads running submitted calls in order, each with a Future (cancellable while queued).
+
+    Not a ThreadPoolExecutor: the interpreter joins an executor's threads at exit, so one judge call that never
+    returns would keep a stopped collector alive forever.
+    """
+
+    def __init__(self, n: int, name: str) -> None:
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._n = n
+        for i in range(n):
+            threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True).start()
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._queue.put((future, fn))
+        return future
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, fn = item
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled while queued
+            try:
+                result = fn()
+            except BaseException as exc:  # as ThreadPoolExecutor does: the caller sees it through the future
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    def close(self) -> None:
+        """Each idle worker exits once the calls queued before this are run or skipped (cancelled)."""
+        for _ in range(self._n):
+            self._queue.put(None)
 
 
 @dataclass(eq=False)
@@ -102,12 +144,13 @@ class JudgePool:
         self._on_released = on_released
         self._cache = cache
         self._scope = InstrumentationScope(name=COLLECTOR_SCOPE, version=__version__).SerializeToString()
-        self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
+        self._workers = _Workers(concurrency, "judge")
         self._jobs: dict[int, _Job] = {}
         self._jobs_lock = threading.Lock()
         self._retry: list[tuple[_Job, Verdict]] = []
         self._tokens: deque[tuple[float, int]] = deque()
-        self._stopping = False
+        self._closed = False  # shutdown began: no new work
+        self._stopping = False  # the grace is over: nothing more is written to the store
 
     @property
     def in_flight(self) -> int:
@@ -117,8 +160,10 @@ class JudgePool:
         now = self._clock()
         job = _Job(unit, submitted=now, deadline=now + self._timeout)
         with self._jobs_lock:
+            if self._closed:
+                return  # shutting down: the conversation stays held in the store; the next start judges it
             self._jobs[id(job)] = job
-        future = self._executor.submit(self._run, job)
+        future: Future[_Outcome | None] = self._workers.submit(lambda: self._run(job))
         job.future = future
         future.add_done_callback(lambda f: self._complete(job, f))
 
@@ -148,6 +193,9 @@ class JudgePool:
             if job.done:
                 return
             job.done = True
+            if future.cancelled():  # still queued at shutdown: the spans stay held; the next start judges them
+                del self._jobs[id(job)]
+                return
         outcome: _Outcome | None = None
         try:
             outcome = future.result()
@@ -223,8 +271,11 @@ class JudgePool:
             else:
                 loaded, records = outcome.loaded, outcome.records
             outbox, tomb, service, framework = self._release(job, verdict, loaded, records)
-            commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
-                           locations=unit.locations, outbox=outbox, tomb=tomb)  # fmt: skip
+            with self._lock:  # shutdown sets _stopping under this lock, then closes the store
+                if self._stopping:
+                    return
+                commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
+                               locations=unit.locations, outbox=outbox, tomb=tomb)  # fmt: skip
         except Exception:
             self._metrics.judge_errors.labels("store").inc()
             _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
@@ -274,6 +325,30 @@ class JudgePool:
         )  # fmt: skip
         return outbox, tomb, service, framework
 
-    def shutdown(self) -> None:
-        self._stopping = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
+    def shutdown(self, grace: float) -> None:
+        """Take no new work, cancel queued calls, give running ones ``grace`` seconds to finish and store.
+
+        Conversations not finished by then stay held in the store (the next start judges them); a judge call
+        still running is abandoned in its daemon thread and its answer, if any, is dropped.
+        """
+        with self._jobs_lock:
+            self._closed = True
+            jobs = list(self._jobs.values())
+        for job in jobs:  # outside _jobs_lock: cancelling runs _complete, which takes it
+            if job.future is not None:
+                job.future.cancel()  # succeeds only for calls still queued
+        self._workers.close()
+        deadline = time.monotonic() + grace
+        while self._running() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with self._lock:
+            self._stopping = True
+        if left := self._running():
+            _log.warning("stopping with %d conversations still being judged; the next start judges them again",
+                         left)  # fmt: skip
+
+    def _running(self) -> int:
+        """Jobs whose judge call, or the store write of its verdict, is under way (not those awaiting a retry)."""
+        with self._jobs_lock:
+            retrying = {id(job) for job, _ in self._retry}
+            return sum(key not in retrying for key in self._jobs)

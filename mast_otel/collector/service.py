@@ -85,7 +85,7 @@ class CollectorService:
         self._untouched_retry: list[Untouched] = []
         self._last_gc = clock()
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._threads: list[threading.Thread] = []  # the pipeline thread first
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None
         self.metrics_server: MetricsServer | None = None
@@ -177,20 +177,27 @@ class CollectorService:
             t.start()
 
     def stop(self, grace: float = 2.0) -> None:
-        """Stop receiving, then the pipeline; held and queued spans stay in the store for the next start."""
+        """Stop receiving (in-flight Export requests get ``grace``), then the pipeline; bounded in time.
+
+        Judge calls in flight get ``min(judge_timeout, judge_shutdown_grace)`` to finish; conversations still
+        being judged then, and every held or queued span, stay in the store for the next start.
+        """
         if self.grpc is not None:
             self.grpc.stop(grace)
         if self.http is not None:
             self.http.stop()
         self._stop.set()
         self.exporter.wake()
-        self.judges.shutdown()
+        if self._threads:  # once the pipeline thread is gone, nothing submits judge work
+            self._threads[0].join(self.config.export_timeout + grace)
+        self.judges.shutdown(min(self.config.judge_timeout, self.config.judge_shutdown_grace))
         for t in self._threads:
             t.join(self.config.export_timeout + grace)
         if self.metrics_server is not None:
             self.metrics_server.stop()
         self._sender.close()
-        self.store.close()
+        with self.lock:  # no release is half-written when the store closes
+            self.store.close()
 
     def _pipeline(self) -> None:
         """Tick at the next due time (a conversation's quiet period ending), at least every poll_interval."""

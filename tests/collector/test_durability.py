@@ -27,21 +27,22 @@ BATCH = 256
 class CollectorProcess:
     """``mast-otel collector`` as a subprocess on fixed free ports (a restart reuses them and the store)."""
 
-    def __init__(self, tmp: Path, sink: OtlpSink) -> None:
+    def __init__(self, tmp: Path, sink: OtlpSink, *, judge: str = "rules", env: dict[str, str] | None = None) -> None:
         self.grpc_port, self.http_port, self.metrics_port = free_port(), free_port(), free_port()
         self.cmd = [
             sys.executable, "-m", "mast_otel.cli", "collector",
             "--otlp-grpc", f"127.0.0.1:{self.grpc_port}", "--otlp-http", f"127.0.0.1:{self.http_port}",
             "--metrics", f"127.0.0.1:{self.metrics_port}", "--store", str(tmp / "collector.db"),
             "--export-endpoint", sink.grpc_endpoint, "--quiet-period", "0.05", "--max-trace-age", "120",
-            "--poll-interval", "0.05", "--export-backoff-max", "1", "--judge", "rules",
+            "--poll-interval", "0.05", "--export-backoff-max", "1", "--judge", judge,
         ]  # fmt: skip
+        self.env = None if env is None else {**os.environ, **env}
         self.log = tmp / "collector.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         wait_http(f"http://127.0.0.1:{self.metrics_port}/healthz", timeout=60, proc=self.proc)
 
     def kill9(self) -> None:
