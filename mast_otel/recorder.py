@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -42,6 +43,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import semconv as sc
 from .config import CaptureConfig
+from .redaction import Redactor
 from .version import __version__
 
 __all__ = ["AgentTurn", "Conversation", "Handoff", "Recorder", "ToolCall", "content_text"]
@@ -132,11 +134,12 @@ class Conversation:
 class AgentTurn:
     """An open ``invoke_agent`` span; close with :meth:`end` or :meth:`fail` (or use ``Recorder.agent_turn``)."""
 
-    __slots__ = ("_token", "span")
+    __slots__ = ("_redactor", "_token", "span")
 
-    def __init__(self, span: Span, token: object | None) -> None:
+    def __init__(self, span: Span, token: object | None, redactor: Redactor) -> None:
         self.span = span
         self._token = token
+        self._redactor = redactor
 
     def end(self, replied: bool | None = None) -> None:
         if replied is not None:
@@ -144,7 +147,7 @@ class AgentTurn:
         self._close()
 
     def fail(self, exc: BaseException) -> None:
-        _record_error(self.span, exc)
+        _record_error(self.span, exc, self._redactor)
         self._close()
 
     def _close(self) -> None:
@@ -158,7 +161,7 @@ class ToolCall(AgentTurn):
     __slots__ = ("_recorder",)
 
     def __init__(self, span: Span, token: object | None, recorder: Recorder) -> None:
-        super().__init__(span, token)
+        super().__init__(span, token, recorder.config.redactor)
         self._recorder = recorder
 
     def set_result(self, result: Any, *, success: bool = True) -> None:
@@ -179,12 +182,18 @@ class Handoff:
     inside a handoff span, so creating it late changes nothing that is exported.
     """
 
-    __slots__ = ("_attributes", "_context", "_conversation", "_source", "_start", "_tracer", "span")
+    __slots__ = ("_attributes", "_context", "_conversation", "_redactor", "_source", "_start", "_tracer", "span")
 
     def __init__(
-        self, tracer: Tracer, conversation: Conversation, source: str, attributes: dict[str, AttributeValue]
+        self,
+        tracer: Tracer,
+        conversation: Conversation,
+        source: str,
+        attributes: dict[str, AttributeValue],
+        redactor: Redactor,
     ) -> None:
         self.span: Span | None = None
+        self._redactor = redactor
         self._tracer = tracer
         self._conversation = conversation
         self._source = source
@@ -212,7 +221,7 @@ class Handoff:
     def fail(self, exc: BaseException) -> None:
         self._conversation.pending_handoff_reason = None
         span = self._open(sc.handoff_span_name(self._source, "?"))
-        _record_error(span, exc)
+        _record_error(span, exc, self._redactor)
         span.end()
 
     def _open(self, name: str) -> Span:
@@ -309,10 +318,10 @@ class Recorder:
         """Close a root opened by :meth:`start_conversation`, writing termination and counters on it."""
         try:
             if exc is not None:
-                _record_error(conv.span, exc)
+                _record_error(conv.span, exc, self.config.redactor)
                 if conv.termination is None or conv.termination == sc.TERMINATION_COMPLETED:
                     conv.termination = sc.TERMINATION_ERROR
-                    conv.termination_detail = f"{type(exc).__name__}: {exc}"
+                    conv.termination_detail = f"{type(exc).__name__}: {self.config.redactor.redact(str(exc))[0]}"
             attrs: dict[str, AttributeValue] = {
                 sc.TERMINATION_REASON: conv.termination or sc.TERMINATION_COMPLETED,
                 sc.CONVERSATION_ROUNDS: conv.messages,
@@ -388,7 +397,7 @@ class Recorder:
             },
         )
         ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
-        return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)))
+        return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self.config.redactor)
 
     @contextmanager
     def agent_turn(self, agent: str) -> Iterator[AgentTurn | None]:
@@ -475,7 +484,7 @@ class Recorder:
             sc.HANDOFF_CANDIDATES: list(candidates),
             sc.GEN_AI_TRANSFER_MODE: "pass_control",
         }
-        return Handoff(self.tracer, conv, source, attrs)
+        return Handoff(self.tracer, conv, source, attrs, self.config.redactor)
 
     def handoff(
         self, source: str, target: str | None, *, reason: str | None = None, candidates: Sequence[str] = ()
@@ -535,10 +544,13 @@ class _Suppressed:
         _detach(self._token)
 
 
-def _record_error(span: Span, exc: BaseException) -> None:
-    span.record_exception(exc)
+def _record_error(span: Span, exc: BaseException, redactor: Redactor) -> None:
+    """Mark the span failed. The exception's text is redacted like content: errors quote keys and payloads."""
+    message = redactor.redact(str(exc))[0]
+    stack = redactor.redact("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))[0]
+    span.record_exception(exc, attributes={"exception.message": message, "exception.stacktrace": stack})
     span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
 
 
 def _detach(token: object | None) -> None:

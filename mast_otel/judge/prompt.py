@@ -22,6 +22,7 @@ import re
 import secrets
 from collections.abc import Callable, Sequence
 
+from mast_otel.redaction import Redactor
 from mast_otel.taxonomy import MODES
 
 from .output import schema_hint
@@ -80,13 +81,18 @@ def definitions() -> str:
     return "\n".join(lines)
 
 
+_HINT_REDACTOR = Redactor(max_length=300)
+
+
 def format_hints(signals: Sequence[Signal], transcript: Transcript, max_refs: int = 6) -> list[str]:
     """Signals as prompt lines, their span ids turned back into transcript references."""
     out = []
     for s in signals:
         refs = [r for r in (transcript.ref_for(i) for i in s.evidence_span_ids) if r][:max_refs]
         see = f" (see {', '.join(dict.fromkeys(refs))})" if refs else ""
-        out.append(f"- {s.mode_id} {s.name}: {s.detail}{see}")
+        # Details quote agent names (span data) and sit outside the fence: one line, redacted, bounded.
+        detail = _HINT_REDACTOR.redact(" ".join(s.detail.split()))[0]
+        out.append(f"- {s.mode_id} {s.name}: {detail}{see}")
     return out
 
 

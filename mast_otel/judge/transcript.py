@@ -50,7 +50,9 @@ class Line:
         if self.kind == OMITTED:
             return self.head
         body = self.body.replace("\r\n", "\n").replace("\n", CONTINUATION)
-        return f"[{self.ref}] {self.head}: {body}" if body else f"[{self.ref}] {self.head}"
+        # Heads carry span data too (names, termination detail): one physical line, so they cannot forge a ref.
+        head = self.head.replace("\r", " ").replace("\n", " ")
+        return f"[{self.ref}] {head}: {body}" if body else f"[{self.ref}] {head}"
 
     def with_body(self, body: str) -> Line:
         return Line(self.ref, self.span_id, self.head, body, self.sender, self.kind)
@@ -103,7 +105,7 @@ def render_view(view: ConversationView, redactor: Redactor | None = None) -> Tra
         framework = view.root_attr(sc.MAST_FRAMEWORK) or "?"
         agents = ", ".join(everyone)
         head = f"conversation {name!s} (framework {framework!s}; agents: {agents or '?'}); task"
-        lines.append(Line(ROOT_REF, root.span_id, head, clean(view.task), kind="root"))
+        lines.append(Line(ROOT_REF, root.span_id, clean(head), clean(view.task), kind="root"))
         refs[ROOT_REF] = root.span_id
     counters = dict.fromkeys(_PREFIX.values(), 0)
     for event in view.events:
@@ -112,9 +114,9 @@ def render_view(view: ConversationView, redactor: Redactor | None = None) -> Tra
         ref = f"{prefix}{counters[prefix]}"
         refs[ref] = event.span.span_id
         head, body = _describe(event)
-        lines.append(Line(ref, event.span.span_id, head, clean(body), sender=event.sender, kind=event.kind))
+        lines.append(Line(ref, event.span.span_id, clean(head), clean(body), sender=event.sender, kind=event.kind))
     if root is not None:
-        lines.append(Line(ROOT_REF, root.span_id, _termination(view), kind="end"))
+        lines.append(Line(ROOT_REF, root.span_id, clean(_termination(view)), kind="end"))
         first = next((x for x in lines if x.kind == sc.SPAN_TYPE_MESSAGE), None)
         if first is not None and lines[0].body and first.body.strip() == lines[0].body.strip():
             # The task is usually the opening message: say so instead of paying for it twice.

@@ -141,3 +141,18 @@ def test_capture_off_on_the_recorder(tracer_provider: Any, span_exporter: Any) -
         rec.message("a", "b", "secret text", tool_calls=[{"name": "x"}])
     for s in span_exporter.get_finished_spans():
         assert "secret" not in str(dict(s.attributes or {}))
+
+
+def test_exception_text_is_redacted_like_content(tracer_provider: Any, span_exporter: Any) -> None:
+    """Errors quote keys and payloads: status, exception event and termination detail are redacted."""
+    secret = "sk-proj-QwErTyUiOpAsDfGhJkLzXcVbNm12345678"
+    rec = Recorder(tracer_provider=tracer_provider)
+    with pytest.raises(RuntimeError), rec.conversation("c"), rec.agent_turn("worker"):
+        raise RuntimeError(f"auth failed with {secret}")
+    spans = span_exporter.get_finished_spans()
+    assert len(spans) == 2
+    for s in spans:
+        assert s.status.status_code.name == "ERROR"
+        dumped = repr((dict(s.attributes or {}), s.status.description, [dict(e.attributes or {}) for e in s.events]))
+        assert secret not in dumped
+        assert "[REDACTED]" in dumped
