@@ -7,6 +7,7 @@
 # The LLM judge is used when MAST_OTEL_JUDGE_BASE_URL / MAST_OTEL_JUDGE_MODEL or OPENAI_API_KEY is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup-env.sh
+# The demo needs no local LLM: skip the llama.cpp extra (and its build) unless the caller asks for it.
+MAST_OTEL_EXTRAS=${MAST_OTEL_EXTRAS:-ag2,collector,judge} bash scripts/setup-env.sh
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
 exec "$VENV/bin/python" -m examples.demo "$@"

