@@ -19,6 +19,7 @@ Keyword arguments (each wins over its environment variable, see ``mast_otel.conf
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -29,6 +30,8 @@ from ._setup import ensure_tracer_provider
 from .config import CaptureConfig
 from .recorder import AgentTurn, Conversation, Handoff, Recorder, ToolCall
 from .version import __version__
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "AgentTurn",
@@ -67,6 +70,8 @@ def instrument(
     if tracer_provider is not None:
         kwargs["tracer_provider"] = tracer_provider
     if _registry.STATE.active:
+        if kwargs != _registry.STATE.kwargs:
+            _log.warning("mast_otel.instrument() is already active; call uninstrument() first to change its options")
         return
     _registry.activate(set(frameworks) if frameworks is not None else None, kwargs)
 
