@@ -16,11 +16,12 @@ Not thread-safe: the service calls it under its pipeline lock. The clock is the 
 from __future__ import annotations
 
 import heapq
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from sys import intern
+from typing import Final
 
 __all__ = ["Assembler", "Unit", "Untouched"]
 
@@ -30,7 +31,7 @@ _TOP = ("top", "")  # ancestry complete, no conversation on it
 _FLOAT = ("float", "")  # a parent is missing, no conversation id on the way
 
 
-Location = tuple[bytes, int, int, int]  # span id, segment id, start and end of its bytes in the segment
+Location = tuple[bytes, int, int]  # span id, segment id, index of the span in the segment
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,19 +66,26 @@ class Untouched:
         return tuple(loc[0] for loc in self.locations)
 
 
-class _Span:
-    __slots__ = ("conv_id", "conv_parent", "conv_root", "end", "parent", "received", "segment", "start")
+# A held span: (parent id, received, is a conversation root, conversation id, parent conversation id, segment,
+# index in the segment). A plain tuple rather than an object: a tuple of atomic values leaves the garbage
+# collector's lists after its first collection, so the (often 100,000s of) held spans are not traversed again by
+# every later collection, which otherwise cost about as much as the rest of holding a span.
+_Span = tuple[bytes, float, bool, str | None, str | None, int, int]
+_PARENT: Final = 0
+_RECEIVED: Final = 1
+_ROOT: Final = 2
+_CONV_ID: Final = 3
+_CONV_PARENT: Final = 4
+_SEGMENT: Final = 5
+_INDEX: Final = 6
 
-    def __init__(
-        self, parent: bytes, received: float, conv_root: bool, conv_id: str | None, conv_parent: str | None,
-        segment: int, start: int, end: int,
-    ) -> None:  # fmt: skip
-        self.segment, self.start, self.end = segment, start, end
-        self.parent = parent
-        self.received = received
-        self.conv_root = conv_root
-        self.conv_id = sys.intern(conv_id) if conv_id else None
-        self.conv_parent = sys.intern(conv_parent) if conv_parent else None
+
+def _span(
+    parent: bytes, received: float, root: bool, conv_id: str | None, conv_parent: str | None, segment: int, index: int
+) -> _Span:
+    """A held span; conversation ids are interned (one string per conversation, not one per span)."""
+    return (parent, received, root, intern(conv_id) if conv_id else None, intern(conv_parent) if conv_parent else None,
+            segment, index)  # fmt: skip
 
 
 class _Trace:
@@ -109,19 +117,18 @@ class Assembler:
         received: float,
         *,
         segment: int = 0,
-        start: int = 0,
-        end: int = 0,
+        index: int = 0,
         conv_root: bool = False,
         conv_id: str | None = None,
         conv_parent: str | None = None,
     ) -> None:
-        """Hold a span (idempotent per trace_id+span_id) stored at ``segment[start:end]``."""
+        """Hold a span (idempotent per trace_id+span_id), the ``index``-th span stored in ``segment``."""
         trace = self._traces.get(trace_id)
         if trace is None:
             trace = self._traces[trace_id] = _Trace()
         if span_id in trace.spans:
             return
-        trace.spans[span_id] = _Span(parent_id, received, conv_root, conv_id, conv_parent, segment, start, end)
+        trace.spans[span_id] = _span(parent_id, received, conv_root, conv_id, conv_parent, segment, index)
         self._segment_left[segment] = self._segment_left.get(segment, 0) + 1
         self._held += 1
         due = received + self.quiet_period
@@ -129,21 +136,24 @@ class Assembler:
             self._schedule(trace_id, trace, due)
 
     def add_many(
-        self, facts: Iterable[tuple[bytes, bytes, bytes, int, int, bool, str | None, str | None]], segment: int,
+        self, facts: Iterable[tuple[bytes, bytes, bytes, int, bool, str | None, str | None]], segment: int,
         received: float,
     ) -> None:  # fmt: skip
-        """:meth:`add` for many spans of one segment: ``(trace, span, parent, start, end, root, conv, conv_parent)``."""
+        """:meth:`add` for many spans of one segment: ``(trace, span, parent, index, root, conv, conv_parent)``."""
         traces = self._traces
         due = received + self.quiet_period
         added = 0
-        for tid, sid, parent, start, end, root, conv_id, conv_parent in facts:
+        for tid, sid, parent, index, root, conv_id, conv_parent in facts:
             trace = traces.get(tid)
             if trace is None:
                 trace = traces[tid] = _Trace()
             spans = trace.spans
             if sid in spans:
                 continue
-            spans[sid] = _Span(parent, received, root, conv_id, conv_parent, segment, start, end)
+            spans[sid] = (  # _span(), inlined: this loop is on the receive path
+                parent, received, root, intern(conv_id) if conv_id else None,
+                intern(conv_parent) if conv_parent else None, segment, index,
+            )  # fmt: skip
             added += 1
             if trace.scheduled is None or trace.scheduled > due:
                 self._schedule(tid, trace, due)
@@ -192,7 +202,7 @@ class Assembler:
         """Released spans leave their segments; returns the segments now empty (to delete with the release)."""
         emptied = []
         self._held -= len(locations)
-        for _, segment, _, _ in locations:
+        for _, segment, _ in locations:
             left = self._segment_left.get(segment, 0) - 1
             if left <= 0:
                 self._segment_left.pop(segment, None)
@@ -204,7 +214,7 @@ class Assembler:
     def unconsume(self, locations: tuple[Location, ...]) -> None:
         """Undo :meth:`consume` after the release could not be stored."""
         self._held += len(locations)
-        for _, segment, _, _ in locations:
+        for _, segment, _ in locations:
             self._segment_left[segment] = self._segment_left.get(segment, 0) + 1
         self._held += 1
 
@@ -264,13 +274,13 @@ class Assembler:
                 continue
             if kind == "float":
                 for sid in members:
-                    if release_all or now - trace.spans[sid].received >= max_age:
+                    if release_all or now - trace.spans[sid][_RECEIVED] >= max_age:
                         untouched.setdefault("parent_timeout", []).append(sid)
                     else:
-                        due = trace.spans[sid].received + max_age
+                        due = trace.spans[sid][_RECEIVED] + max_age
                         next_due = due if next_due is None else min(next_due, due)
                 continue
-            received = [trace.spans[s].received for s in members]
+            received = [trace.spans[s][_RECEIVED] for s in members]
             first, last = min(received), max(received)
             root_id = bytes.fromhex(key) if kind == "unit" else None
             if root_id is not None and root_id not in members:  # a root placed inside another conversation
@@ -300,8 +310,9 @@ class Assembler:
         last: float, *, partial: bool,
     ) -> Unit:  # fmt: skip
         spans = trace.spans
-        conv_ids = sorted({c for s in members for c in (spans[s].conv_id, spans[s].conv_parent) if c})
-        missing = Counter(spans[s].parent for s in members if spans[s].parent and spans[s].parent not in spans)
+        conv_ids = sorted({c for s in members for c in (spans[s][_CONV_ID], spans[s][_CONV_PARENT]) if c})
+        parents = [spans[s][_PARENT] for s in members]
+        missing = Counter(p for p in parents if p and p not in spans)
         hint = missing.most_common(1)[0][0] if missing else None
         unit = Unit(
             trace_id=trace_id,
@@ -322,7 +333,7 @@ class Assembler:
     @staticmethod
     def _location(trace: _Trace, span_id: bytes) -> Location:
         s = trace.spans[span_id]
-        return span_id, s.segment, s.start, s.end
+        return span_id, s[_SEGMENT], s[_INDEX]
 
     @staticmethod
     def _place(trace: _Trace) -> dict[tuple[str, str], list[bytes]]:
@@ -331,11 +342,11 @@ class Assembler:
         outer_of: dict[str, str] = {}  # nested conversation id -> the conversation that started it
         root_of: dict[str, bytes] = {}  # outermost conversation id -> its root span id
         for sid, s in spans.items():
-            if s.conv_root and s.conv_id:
-                if s.conv_parent:
-                    outer_of[s.conv_id] = s.conv_parent
+            if s[_ROOT] and s[_CONV_ID]:
+                if s[_CONV_PARENT]:
+                    outer_of[s[_CONV_ID]] = s[_CONV_PARENT]
                 else:
-                    root_of.setdefault(s.conv_id, sid)
+                    root_of.setdefault(s[_CONV_ID], sid)
 
         def by_conversation(conv_id: str) -> tuple[str, str]:
             seen = {conv_id}
@@ -355,27 +366,27 @@ class Assembler:
             while node is not None and node not in placed:
                 path.append(node)
                 on_path.add(node)
-                parent = spans[node].parent
+                parent = spans[node][_PARENT]
                 node = parent if parent in spans else None
                 if node is not None and node in on_path:  # a cycle in bad data: cut it here
                     node = None
             base = placed[node] if node is not None else None
             for sid in reversed(path):
-                s = spans[sid]
+                parent, _, root, conv_id, conv_parent, _, _ = spans[sid]
                 if base is None:
-                    base = _FLOAT if s.parent and s.parent not in spans else _TOP
-                    if s.parent in spans:  # only reachable after a cycle was cut
+                    base = _FLOAT if parent and parent not in spans else _TOP
+                    if parent in spans:  # only reachable after a cycle was cut
                         base = _FLOAT
                 if base[0] in ("unit", "conv"):
                     group = base
-                elif s.conv_root:
+                elif root:
                     group = ("unit", sid.hex())
-                    if s.conv_parent:
-                        outer = by_conversation(s.conv_parent)
+                    if conv_parent:
+                        outer = by_conversation(conv_parent)
                         if outer[0] == "unit" or base == _FLOAT:
                             group = outer
-                elif s.conv_id:
-                    group = by_conversation(s.conv_id)
+                elif conv_id:
+                    group = by_conversation(conv_id)
                 else:
                     group = base
                 placed[sid] = group

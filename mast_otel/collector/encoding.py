@@ -13,11 +13,11 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 __all__ = [
-    "RawScopeSpans", "ScopeSpansView", "StringAttributes", "encode_request", "field", "scope_spans",
-    "scope_spans_slices", "walk",
+    "RawScopeSpans", "ScopeSpansView", "encode_request", "field", "scope_spans", "scope_spans_slices",
+    "string_value", "walk",
 ]  # fmt: skip
 
 
@@ -138,11 +138,15 @@ def encode_request(rows: Iterable[tuple[int, bytes]], resource: Callable[[int], 
 
 
 def _raw_scope_spans_class() -> type[Message]:
-    """``ScopeSpans`` as seen by ingest: per span only the ids and the attributes, each KeyValue left as bytes.
+    """``ScopeSpans`` as seen by ingest: per span only the ids and the attributes, as a map from key to the
+    serialized ``AnyValue``.
 
-    Parsing into this (a real protobuf parse, in C) and reading the few attributes assembly needs from the
-    KeyValue bytes costs a third of walking the standard message's attribute objects, the receive path's
-    largest per-span cost. The other span fields are kept as unknown fields and never looked at.
+    A ``KeyValue`` (key = 1, value = 2) is on the wire exactly a map entry, so the C parser builds the map and
+    ingest looks up the few keys assembly needs instead of looping over every attribute in Python, the receive
+    path's largest per-span cost. A repeated key keeps its last value, as protobuf maps do; the other span fields
+    are kept as unknown fields and never looked at. One difference from a full decode: a KeyValue carrying a
+    field other than key and value (none exists in OTLP) is not in the map, so placement does not see that
+    attribute; the span itself is stored and exported unchanged.
     """
     fp = descriptor_pb2.FileDescriptorProto(name="mast_otel_collector_raw.proto", package="mast_otel.raw")
     fp.syntax = "proto3"
@@ -150,7 +154,14 @@ def _raw_scope_spans_class() -> type[Message]:
     span = fp.message_type.add(name="Span")
     for name, number in (("trace_id", 1), ("span_id", 2), ("parent_span_id", 4)):
         span.field.add(name=name, number=number, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-    span.field.add(name="attributes", number=9, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
+    entry = span.nested_type.add(name="AttributesEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    span.field.add(
+        name="attributes", number=9, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
+        type_name=".mast_otel.raw.Span.AttributesEntry",
+    )  # fmt: skip
     scope = fp.message_type.add(name="ScopeSpans")
     scope.field.add(
         name="spans", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED, type_name=".mast_otel.raw.Span"
@@ -163,64 +174,12 @@ def _raw_scope_spans_class() -> type[Message]:
 RawScopeSpans: Any = _raw_scope_spans_class()
 
 
-def _read_varint(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, i
-        shift += 7
-
-
-class StringAttributes:
-    """Reads the string values of a few attribute keys from KeyValue bytes (a ``RawScopeSpans`` span's
-    ``attributes``). The usual encoding (key first, then a string AnyValue) is read in place; anything else is
-    parsed properly, so the answer is always what a full decode would give."""
-
-    def __init__(self, keys: Iterable[str]) -> None:
-        self.keys = tuple(keys)
-        self._slots = {k.encode(): i for i, k in enumerate(self.keys)}
-        self._lengths = frozenset(len(k) for k in self._slots)
-
-    def read(self, raw_attributes: Iterable[bytes]) -> list[str | None]:
-        """One value per key, in ``keys`` order; None where absent or not a string."""
-        out: list[str | None] = [None] * len(self.keys)
-        slots, lengths = self._slots, self._lengths
-        for a in raw_attributes:
-            if len(a) > 2 and a[0] == 0x0A and a[1] < 0x80:
-                n = a[1]
-                if n not in lengths:
-                    continue
-                slot = slots.get(a[2 : 2 + n])
-                if slot is None:
-                    continue
-                regular, value = _string_value(a, 2 + n)
-                if regular:
-                    out[slot] = value
-                    continue
-            kv = KeyValue.FromString(a)
-            found = slots.get(kv.key.encode())
-            if found is not None:
-                out[found] = kv.value.string_value if kv.value.WhichOneof("value") == "string_value" else None
-        return out
-
-
-def _string_value(a: bytes, i: int) -> tuple[bool, str | None]:
-    """(regular, AnyValue.string_value) of a KeyValue whose value field starts at ``i``; regular is False when
-    the bytes are not in the usual shape (then the caller parses them properly)."""
-    end = len(a)
-    if i >= end or a[i] != 0x12:
-        return False, None
-    length, j = _read_varint(a, i + 1)
-    if j + length != end:
-        return False, None
-    if length == 0:
-        return True, None  # an empty AnyValue
-    if a[j] != 0x0A:
-        return True, None  # another value type (int, bool, ...): not a string
-    size, k = _read_varint(a, j + 1)
-    if k + size != end:
-        return False, None
-    return True, a[k:end].decode("utf-8", "replace")
+def string_value(any_value: bytes | None) -> str | None:
+    """``AnyValue.string_value`` of a serialized AnyValue (a ``RawScopeSpans`` attribute); None when absent or
+    not a string. The usual encoding (one short string field) is read in place, anything else is parsed."""
+    if not any_value:
+        return None
+    if any_value[0] == 0x0A and len(any_value) >= 2 and any_value[1] < 0x80 and len(any_value) == any_value[1] + 2:
+        return any_value[2:].decode("utf-8", "replace")
+    parsed = AnyValue.FromString(any_value)
+    return parsed.string_value if parsed.WhichOneof("value") == "string_value" else None

@@ -23,7 +23,7 @@ from mast_otel import semconv as sc
 from mast_otel.spans import any_value
 
 from .assembler import Assembler
-from .encoding import RawScopeSpans, ScopeSpansView, StringAttributes, scope_spans, scope_spans_slices
+from .encoding import RawScopeSpans, ScopeSpansView, scope_spans, scope_spans_slices, string_value
 from .metrics import REFUSE_BACKPRESSURE, CollectorMetrics
 from .store import NewSegment, OutRow, SpanStore, Tomb
 
@@ -49,53 +49,35 @@ class IngestResult:
     message: str = ""
 
 
-# (trace_id, span_id, parent_id, start, end, conv_root, conv_id, conv_parent)
-_Fact = tuple[bytes, bytes, bytes, int, int, bool, str | None, str | None]
+# (trace_id, span_id, parent_id, index of the span in its ScopeSpans, conv_root, conv_id, conv_parent)
+_Fact = tuple[bytes, bytes, bytes, int, bool, str | None, str | None]
 
 
-_KEYS = (sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_CONVERSATION_ID, sc.CONVERSATION_PARENT_ID, sc.MAST_FRAMEWORK)
-_READER = StringAttributes(_KEYS)
-_SLOTS = {k.encode(): i for i, k in enumerate(_KEYS)}
-_LENGTHS = frozenset(len(k) for k in _SLOTS)
-
-
-def span_facts(raw_attributes: Iterable[bytes]) -> tuple[bool, str | None, str | None, str | None]:
+def span_facts(attributes: Mapping[str, bytes]) -> tuple[bool, str | None, str | None, str | None]:
     """(is a conversation root, conversation id, parent conversation id, framework) from a ``RawScopeSpans``
-    span's attribute bytes."""
-    values: list[str | None] | None = None
-    slots_get = _SLOTS.get
-    for a in raw_attributes:  # the hot loop of the receive path: usual encodings are read in place
-        if a[0] != 0x0A:
-            values = None
-            break
-        if a[1] not in _LENGTHS:
-            continue
-        n = a[1] + 2
-        slot = slots_get(a[2:n])
-        if slot is None:
-            continue
-        if len(a) > n + 3 and a[n] == 0x12 and a[n + 1] < 0x80 and a[n + 2] == 0x0A and n + 4 + a[n + 3] == len(a):
-            if values is None:
-                values = [None, None, None, None]
-            values[slot] = a[n + 4 :].decode("utf-8", "replace")
-        else:
-            values = None
-            break
-    if values is None:
-        values = _READER.read(raw_attributes)  # anything unusual, or none of the keys: the exact reader
-    op, conv_id, conv_parent, framework = values
-    return op == sc.OP_INVOKE_WORKFLOW, conv_id or None, conv_parent or None, framework or None
+    span's attributes. The framework is read for roots only (it labels the conversation's metrics)."""
+    get = attributes.get
+    root = string_value(get(sc.GEN_AI_OPERATION_NAME)) == sc.OP_INVOKE_WORKFLOW
+    conv_id = string_value(get(sc.GEN_AI_CONVERSATION_ID))
+    raw_parent = get(sc.CONVERSATION_PARENT_ID)  # usually absent: no call then
+    conv_parent = string_value(raw_parent) if raw_parent else None
+    framework = string_value(get(sc.MAST_FRAMEWORK)) if root else None
+    return root, conv_id or None, conv_parent or None, framework or None
 
 
 @dataclass(slots=True)
 class _Scope:
     resource: int
     data: bytes
-    view: ScopeSpansView
     spans: list[_Fact]
     invalid: int
     fresh: list[_Fact] = field(default_factory=list)
     late: list[tuple[_Fact, str]] = field(default_factory=list)
+
+    def bodies(self, facts: Iterable[_Fact]) -> tuple[ScopeSpansView, list[bytes]]:
+        """The layout of this ScopeSpans (parsed only when needed: late spans, passthrough) and those spans' bytes."""
+        view = ScopeSpansView.parse(self.data)
+        return view, [self.data[slice(*view.spans[f[3]])] for f in facts]
 
 
 @dataclass(slots=True)
@@ -105,6 +87,9 @@ class _Released:
     ids: set[bytes] = field(default_factory=set)
     unit_of: dict[bytes, str] = field(default_factory=dict)  # span id -> conversation key
     conv_unit: dict[str, str] = field(default_factory=dict)  # conversation id -> conversation key
+
+
+_NOTHING_RELEASED = _Released()  # shared, never modified
 
 
 class Ingestor:
@@ -187,10 +172,9 @@ class Ingestor:
                 if not ss.spans:
                     continue
                 data = slices[i][j] if slices is not None else ss.SerializeToString()
-                view = ScopeSpansView.parse(data)
                 facts: list[_Fact] = []
                 invalid = 0
-                for span, (start, end) in zip(RawScopeSpans.FromString(data).spans, view.spans, strict=True):
+                for index, span in enumerate(RawScopeSpans.FromString(data).spans):
                     tid, sid = span.trace_id, span.span_id
                     if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
                         invalid += 1
@@ -201,10 +185,8 @@ class Ingestor:
                             service = _service_name(rs) or "unknown"
                         pairs.add((service, framework or "unknown"))
                     parent = span.parent_span_id
-                    facts.append(
-                        (tid, sid, parent if len(parent) == 8 else b"", start, end, root, conv_id, conv_parent)
-                    )
-                scopes.append(_Scope(resource, data, view, facts, invalid))
+                    facts.append((tid, sid, parent if len(parent) == 8 else b"", index, root, conv_id, conv_parent))
+                scopes.append(_Scope(resource, data, facts, invalid))
         return scopes, pairs
 
     def _check_room(self, scopes: list[_Scope], size: int) -> None:
@@ -248,12 +230,12 @@ class Ingestor:
                     continue
                 unit = late_unit.get(tid + parent)
                 if unit is None and inflight:
-                    found = asm.inflight_unit(tid, parent, fact[6])
+                    found = asm.inflight_unit(tid, parent, fact[5])
                     if found is not None:
                         unit = found.key
                         asm.adopt_late(found, sid)
                 if unit is None:
-                    conv_id = fact[6]
+                    conv_id = fact[5]
                     unit = rel.unit_of.get(parent) or (rel.conv_unit.get(conv_id) if conv_id else None)
                 if unit is not None:
                     late_unit[key] = unit
@@ -263,8 +245,11 @@ class Ingestor:
         return duplicates
 
     def _released(self, trace_id: bytes) -> _Released:
+        tombs = self._store.tombs(trace_id)
+        if not tombs:
+            return _NOTHING_RELEASED  # the usual case: spare building an empty _Released per trace
         rel = _Released()
-        for tomb in self._store.tombs(trace_id):
+        for tomb in tombs:
             ids = tomb.ids()
             rel.ids |= ids
             if tomb.unit is not None:
@@ -277,11 +262,14 @@ class Ingestor:
         out: list[OutRow] = []
         for s in scopes:
             if s.late:
-                bodies = [s.data[f[3] : f[4]] for f, _ in s.late]
-                out.append(OutRow(s.resource, scope_spans(s.view, bodies), len(bodies)))
+                view, bodies = s.bodies(f for f, _ in s.late)
+                out.append(OutRow(s.resource, scope_spans(view, bodies), len(bodies)))
             if not self._hold and s.fresh:
-                whole = len(s.fresh) == len(s.view.spans)
-                data = s.data if whole else scope_spans(s.view, [s.data[f[3] : f[4]] for f in s.fresh])
+                if len(s.fresh) == len(s.spans) and not s.invalid:  # every span of the ScopeSpans
+                    data = s.data
+                else:
+                    view, bodies = s.bodies(s.fresh)
+                    data = scope_spans(view, bodies)
                 out.append(OutRow(s.resource, data, len(s.fresh)))
         return out
 

@@ -74,7 +74,8 @@ class Loaded:
         groups = []
         for segment_id, locs in by_segment.items():
             segment, view = cache.get(segment_id)
-            groups.append(_Group(segment, view, [(sid, segment.data[start:end]) for sid, _, start, end in locs]))
+            spans = view.spans
+            groups.append(_Group(segment, view, [(sid, segment.data[slice(*spans[i])]) for sid, _, i in locs]))
         return cls(groups)
 
     def bodies(self) -> dict[bytes, bytes]:

@@ -24,7 +24,7 @@ from mast_otel.judge.model import Judge
 
 from .assembler import Assembler, Unit, Untouched
 from .config import CollectorConfig, parse_hostport
-from .encoding import RawScopeSpans, ScopeSpansView
+from .encoding import RawScopeSpans
 from .exporter import Exporter, Sender, make_sender
 from .ingest import Ingestor, span_facts
 from .judges import build_judge
@@ -113,10 +113,8 @@ class CollectorService:
         released: dict[bytes, set[bytes]] = {}
         with self.lock:
             for segment in self.store.segments():
-                spans = RawScopeSpans.FromString(segment.data).spans
-                view = ScopeSpansView.parse(segment.data)
                 kept = 0
-                for span, (start, end) in zip(spans, view.spans, strict=True):
+                for index, span in enumerate(RawScopeSpans.FromString(segment.data).spans):
                     tid, sid = span.trace_id, span.span_id
                     if len(tid) != 16 or len(sid) != 8:
                         continue
@@ -126,7 +124,7 @@ class CollectorService:
                         continue
                     root, conv_id, conv_parent, _ = span_facts(span.attributes)
                     parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
-                    self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, start=start, end=end,
+                    self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, index=index,
                                        conv_root=root, conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip
                     kept += 1
                 if not kept:

@@ -137,8 +137,9 @@ class _TraceFilter:
         self._latest = max(self._latest, at)
 
     def may_have(self, trace_id: bytes) -> bool:
+        a, b = self._positions(trace_id)
         for bits in (self._cur, self._prev):
-            if all(bits[p >> 3] & (1 << (p & 7)) for p in self._positions(trace_id)):
+            if bits[a >> 3] & (1 << (a & 7)) and bits[b >> 3] & (1 << (b & 7)):
                 return True
         return False
 

@@ -11,7 +11,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
-from mast_otel.collector.encoding import RawScopeSpans, ScopeSpansView, scope_spans
+from mast_otel.collector.encoding import RawScopeSpans, ScopeSpansView, field, scope_spans
 from mast_otel.collector.ingest import span_facts
 from mast_otel.collector.store import NewSegment, OutRow, SQLiteStore, Tomb
 from tests.collector.conftest import FakeClock, FakeJudge, collector_config, metric, recorded, scrape
@@ -37,8 +37,11 @@ def test_scope_spans_view_finds_every_span() -> None:
 
 
 def _facts(*attrs: KeyValue | bytes) -> tuple[bool, str | None, str | None, str | None]:
+    """span_facts of a span with these attributes (KeyValues, or raw KeyValue bytes), parsed as ingest does."""
     raw = [a if isinstance(a, bytes) else a.SerializeToString() for a in attrs]
-    return span_facts(raw)
+    span = Span(trace_id=b"t" * 16, span_id=b"s" * 8).SerializeToString() + b"".join(field(9, a) for a in raw)
+    (parsed,) = RawScopeSpans.FromString(field(2, span)).spans
+    return span_facts(parsed.attributes)
 
 
 def kv(key: str, **value: Any) -> KeyValue:
