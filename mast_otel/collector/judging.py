@@ -190,9 +190,12 @@ class JudgePool:
 
     def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
         with self._jobs_lock:
-            if job.done:
-                return
+            late = job.done
             job.done = True
+        if late:  # timed out earlier and released with status error; a call that finished anyway was paid for
+            self._charge_late(future)
+            return
+        with self._jobs_lock:
             if future.cancelled():  # still queued at shutdown: the spans stay held; the next start judges them
                 del self._jobs[id(job)]
                 return
@@ -213,6 +216,15 @@ class JudgePool:
                 self._spend(verdict.tokens_in + verdict.tokens_out)
         self._finish(job, verdict, outcome)
 
+    def _charge_late(self, future: Future[_Outcome | None]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        outcome = future.result()
+        if outcome is not None and outcome.called_judge:
+            v = outcome.verdict
+            self._spend(v.tokens_in + v.tokens_out)
+            self._metrics.count_spend(v.tokens_in, v.tokens_out, v.cost_usd)
+
     # -- cost controls -----------------------------------------------------------------------------------------
     def _sample(self, unit: Unit, records: list[SpanRecord]) -> Verdict | None:
         """A skipped verdict when cost controls leave this conversation out, else None (judge it)."""
@@ -220,6 +232,8 @@ class JudgePool:
         signal = any(r.error for r in records) or (
             root is not None and root.get(sc.TERMINATION_REASON) in _SIGNAL_TERMINATIONS
         )
+        if self._fraction < 1.0 and not signal:
+            signal = _has_structural_signal(records)
         if self._fraction < 1.0 and not signal:
             h = hashlib.blake2b(unit.trace_id + unit.key.encode(), digest_size=8).digest()
             if int.from_bytes(h, "big") / 2**64 >= self._fraction:
@@ -352,3 +366,15 @@ class JudgePool:
         with self._jobs_lock:
             retrying = {id(job) for job, _ in self._retry}
             return sum(key not in retrying for key in self._jobs)
+
+
+def _has_structural_signal(records: list[SpanRecord]) -> bool:
+    """Design: conversations with structural signals (repeats, a limit hit, an unchecked approval) are always judged.
+
+    Only the confident signals count: the weak hints (e.g. "no verifier role") fire on most conversations and would
+    make sampling moot. The signals are the judge library's LLM-free pass over the spans; no framework knowledge.
+    """
+    from mast_otel.judge.signals import compute_signals
+    from mast_otel.judge.view import build_view
+
+    return any(s.confident for s in compute_signals(build_view(records)))

@@ -216,6 +216,7 @@ class CollectorMetrics:
         """Count one labelled conversation: status, failure modes, tokens."""
         pair = self.label_pair(service, framework)
         self.judged.labels(verdict.status, *pair).inc()
+        self.count_spend(verdict.tokens_in, verdict.tokens_out, verdict.cost_usd)  # error verdicts cost too
         if verdict.status in (sc.JUDGE_ERROR, sc.JUDGE_SKIPPED):
             return
         seen: set[str] = set()
@@ -230,12 +231,17 @@ class CollectorMetrics:
             self.failure_mode.labels(label.mode_id, category, *pair).inc()
         if seen:
             self.failed.labels(*pair).inc()
-        if verdict.tokens_in:
-            self.judge_tokens.labels("in").inc(verdict.tokens_in)
-        if verdict.tokens_out:
-            self.judge_tokens.labels("out").inc(verdict.tokens_out)
-        if verdict.cost_usd:
-            self.judge_cost.inc(verdict.cost_usd)
+
+
+
+    def count_spend(self, tokens_in: int, tokens_out: int, cost_usd: float) -> None:
+        """Tokens and cost of judge calls, whatever their outcome (a retried invalid answer is paid for)."""
+        if tokens_in:
+            self.judge_tokens.labels("in").inc(tokens_in)
+        if tokens_out:
+            self.judge_tokens.labels("out").inc(tokens_out)
+        if cost_usd:
+            self.judge_cost.inc(cost_usd)
 
 
 class MetricsServer:

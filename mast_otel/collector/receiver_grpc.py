@@ -72,7 +72,8 @@ class GrpcReceiver:
         )
         self._server.add_generic_rpc_handlers((handler,))
         try:
-            bound = self._server.add_insecure_port(f"{host}:{port}")
+            address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # IPv6 literals need brackets
+            bound = self._server.add_insecure_port(address)
         except RuntimeError as exc:
             raise OSError(f"cannot bind OTLP/gRPC receiver to {host}:{port}: {exc}") from None
         if not bound:
