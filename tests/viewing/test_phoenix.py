@@ -149,7 +149,7 @@ def test_labelled_trace_in_phoenix_api_and_ui(tmp_path: Path) -> None:
         python = str(PHOENIX_VENV / "bin" / "python")
         shots = {
             "phoenix-trace-root.png": [root["name"], "mast.failure_modes", "mast.fm.1_3"],
-            "phoenix-trace-evidence.png": ["--click", evidence[0]["name"], "mast.failure_mode.name", "Step repetition"],
+            "phoenix-trace-evidence.png": ["--click", evidence[0]["name"], "mast.failure_mode", "Step repetition"],
         }
         for name, args in shots.items():
             done = subprocess.run([python, str(screenshot), url, str(ARTIFACTS / name), *args], capture_output=True,
