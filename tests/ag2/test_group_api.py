@@ -16,8 +16,8 @@ from autogen.agentchat.group import (
 from autogen.agentchat.group.patterns import DefaultPattern, RoundRobinPattern
 
 from mast_otel import semconv as sc
-from tests.ag2.conftest import attr, parent_id, span_id
 from tests.ag2.scenarios import scripted_agent
+from tests.span_query import attr, parent_id, span_id
 
 
 def _team() -> tuple[Any, Any, Any]:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from mast_otel import semconv as sc
-from tests.ag2.conftest import attr, parent_id, span_id
 from tests.ag2.scenarios import round_robin_group
+from tests.span_query import attr, parent_id, span_id
 
 REPLIES = {
     "planner": ["Plan: compute 6*7, then have it checked."],

@@ -10,8 +10,8 @@ import pytest
 from autogen import ConversableAgent
 
 from mast_otel import semconv as sc
-from tests.ag2.conftest import attr, parent_id, span_id
 from tests.ag2.scenarios import is_terminate, scripted_agent
+from tests.span_query import attr, parent_id, span_id
 
 
 def test_two_agent_chat_messages_and_max_turns(instrument: Any, spans: Any) -> None:

@@ -7,7 +7,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import mast_otel
-from tests.ag2.conftest import Spans
+from tests.span_query import Spans
 
 
 @pytest.fixture

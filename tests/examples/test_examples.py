@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from examples import ag2_group_api, ag2_group_chat
 from mast_otel import semconv as sc
-from tests.ag2.conftest import Spans, attr
+from tests.span_query import Spans, attr
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from mast_otel import semconv as sc
 from tests.servers import LlamaServer, llama_server
+from tests.span_query import Spans
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -77,48 +77,6 @@ def script() -> Iterator[Any]:
 
     with scripted_provider() as s:
         yield s
-
-
-class Spans:
-    """Query helpers over the exported spans of one test."""
-
-    def __init__(self, exporter: InMemorySpanExporter) -> None:
-        self.all: list[ReadableSpan] = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
-
-    def of_type(self, span_type: str) -> list[ReadableSpan]:
-        return [s for s in self.all if attr(s, sc.MAST_SPAN_TYPE) == span_type]
-
-    @property
-    def root(self) -> ReadableSpan:
-        (root,) = self.of_type(sc.SPAN_TYPE_CONVERSATION)
-        return root
-
-    @property
-    def messages(self) -> list[ReadableSpan]:
-        return sorted(self.of_type(sc.SPAN_TYPE_MESSAGE), key=lambda s: attr(s, sc.MESSAGE_INDEX))
-
-    @property
-    def handoffs(self) -> list[ReadableSpan]:
-        return sorted(self.of_type(sc.SPAN_TYPE_HANDOFF), key=lambda s: attr(s, sc.HANDOFF_INDEX))
-
-    @property
-    def turns(self) -> list[ReadableSpan]:
-        return self.of_type(sc.SPAN_TYPE_AGENT_TURN)
-
-    def by_id(self, span_id: int | None) -> ReadableSpan | None:
-        return next((s for s in self.all if s.get_span_context().span_id == span_id), None)
-
-
-def attr(span: ReadableSpan, key: str) -> Any:
-    return (span.attributes or {}).get(key)
-
-
-def parent_id(span: ReadableSpan) -> int | None:
-    return span.parent.span_id if span.parent is not None else None
-
-
-def span_id(span: ReadableSpan) -> int:
-    return span.get_span_context().span_id
 
 
 @pytest.fixture

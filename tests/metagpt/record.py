@@ -8,7 +8,7 @@ from typing import Any
 from metagpt.utils.common import any_to_str
 
 from mast_otel import semconv as sc
-from tests.metagpt.conftest import Spans, attr, parent_id, span_id
+from tests.span_query import Spans, attr, parent_id, span_id
 
 
 def roles_of(env: Any) -> list[Any]:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.metagpt.conftest import SKIP_REASON, attr, parent_id, span_id
+from tests.metagpt.conftest import SKIP_REASON
+from tests.span_query import attr, parent_id, span_id
 
 pytest.importorskip("metagpt", reason=SKIP_REASON)
 

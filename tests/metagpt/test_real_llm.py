@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.metagpt.conftest import SKIP_REASON, attr
+from tests.metagpt.conftest import SKIP_REASON
+from tests.span_query import attr
 
 pytest.importorskip("metagpt", reason=SKIP_REASON)
 

@@ -30,8 +30,7 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from wrapt import wrap_function_wrapper
 
-from mast_otel._setup import ensure_tracer_provider
-from mast_otel.config import CaptureConfig
+from mast_otel.integrations import recorder_for
 from mast_otel.recorder import Recorder
 
 from . import _wrappers as w
@@ -81,13 +80,7 @@ class AG2Instrumentor(BaseInstrumentor):  # type: ignore[misc]
         return ("ag2 >= 0.9, < 1.0",)
 
     def _instrument(self, **kwargs: Any) -> None:
-        tracer_provider = kwargs.get("tracer_provider")
-        if tracer_provider is None:
-            ensure_tracer_provider()
-        config = kwargs.get("config")
-        if config is not None and not isinstance(config, CaptureConfig):
-            raise TypeError(f"config must be a mast_otel.CaptureConfig, not {type(config).__name__}")
-        recorder = Recorder(tracer_provider=tracer_provider, config=config, framework="ag2")
+        recorder = recorder_for("ag2", kwargs)
         self._patched = []
         for module, path, factory in _TARGETS:
             owner_path, _, attr = path.rpartition(".")

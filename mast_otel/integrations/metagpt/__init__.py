@@ -41,9 +41,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from mast_otel._setup import ensure_tracer_provider
-from mast_otel.config import CaptureConfig
-from mast_otel.recorder import Recorder
+from mast_otel.integrations import recorder_for
 
 from . import _wrappers as w
 from ._state import Overrides
@@ -76,13 +74,7 @@ class MetaGPTInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return ("metagpt >= 0.8, < 0.9",)
 
     def _instrument(self, **kwargs: Any) -> None:
-        tracer_provider = kwargs.get("tracer_provider")
-        if tracer_provider is None:
-            ensure_tracer_provider()
-        config = kwargs.get("config")
-        if config is not None and not isinstance(config, CaptureConfig):
-            raise TypeError(f"config must be a mast_otel.CaptureConfig, not {type(config).__name__}")
-        recorder = Recorder(tracer_provider=tracer_provider, config=config, framework="metagpt")
+        recorder = recorder_for("metagpt", kwargs)
         self._patched = []
         self._overrides = Overrides()
         for module, path, factory in _TARGETS:
