@@ -120,6 +120,16 @@ def test_labelled_trace_in_phoenix_api_and_ui(tmp_path: Path) -> None:
         assert attrs["mast.framework"] == "ag2"
         trace_id = root["context"]["trace_id"]
 
+        # Phoenix indexes spans asynchronously: wait until the trace's span count holds still before reading.
+        def trace_size() -> int:
+            return len(get(f"{base}/v1/projects/{PROJECT}/spans", trace_id=trace_id, limit="1000")["data"])
+
+        deadline, last = time.monotonic() + 30, -1
+        while (size := trace_size()) != last:
+            assert time.monotonic() < deadline, "the trace kept growing in Phoenix"
+            last = size
+            time.sleep(1.0)
+
         # The evidence spans' labels: Phoenix's attribute filter finds exactly the repeated messages.
         evidence = get(f"{base}/v1/projects/{PROJECT}/spans", trace_id=trace_id, limit="1000",
                        attribute='mast.failure_mode:"1.3"')["data"]  # fmt: skip
