@@ -5,7 +5,9 @@ with ``GroupChatManager(llm_config=False)``; one chat is ``--messages`` messages
 a fresh subprocess (instrumentations patch classes process-wide), ``--warmup`` untimed chats then ``--runs`` timed
 ones, and the subprocesses of all configurations alternate, ``--reps`` times, reversing the order every other
 repetition so drift in machine load falls on all of them alike. Spans go to a counting no-op exporter behind a
-``SimpleSpanProcessor``, so span *creation* is measured and export is not. AG2's console output goes to /dev/null
+``SimpleSpanProcessor`` (default: span creation plus the processor's hand-off, on the chat thread) or, with
+``--processor batch``, the SDK's ``BatchSpanProcessor`` as deployed (ending a span only queues it).
+AG2's console output goes to /dev/null
 in every configuration. Time is the CPU time of the thread running the chat (``time.thread_time_ns``): on a shared
 machine wall time also counts the waits for a free core, which swamp differences of a few microseconds; wall time
 is reported alongside.
@@ -164,9 +166,14 @@ MAST = "mast-otel"
 
 
 # -- the subprocess ------------------------------------------------------------------------------------
-def _counting_provider() -> tuple[Any, Any]:
+def _counting_provider(processor: str = "simple") -> tuple[Any, Any]:
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SimpleSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
 
     class CountingExporter(SpanExporter):
         """Counts spans and drops them; keeps them only while ``kept`` is a list (the probe chat)."""
@@ -186,7 +193,10 @@ def _counting_provider() -> tuple[Any, Any]:
 
     exporter = CountingExporter()
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if processor == "batch":  # what a deployment uses: ending a span only queues it; export runs on its own thread
+        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=1_000_000))
+    else:
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider, exporter
 
 
@@ -207,14 +217,14 @@ def _describe(spans: list[Any], messages: int, marker: str) -> dict[str, Any]:
     }
 
 
-def child(name: str, runs: int, warmup: int, load: Load) -> dict[str, Any]:
+def child(name: str, runs: int, warmup: int, load: Load, processor: str = "simple") -> dict[str, Any]:
     config = BY_NAME[name]
     per_message_cpu: list[float] = []
     per_message_wall: list[float] = []
     spans = total_messages = 0
     # AG2 prints through a logging handler bound to sys.stdout on first use: send it to /dev/null from the start.
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-        provider, exporter = _counting_provider()
+        provider, exporter = _counting_provider(processor)
         hook = config.setup(provider)
         for i in range(warmup + runs):
             run = config.workload(load, hook)
@@ -223,6 +233,7 @@ def child(name: str, runs: int, warmup: int, load: Load) -> dict[str, Any]:
             cpu0, wall0 = time.thread_time_ns(), time.perf_counter_ns()
             n = run()
             cpu, wall = time.thread_time_ns() - cpu0, time.perf_counter_ns() - wall0
+            provider.force_flush()  # outside the timed part: only matters for the batch processor
             if i >= warmup:
                 per_message_cpu.append(cpu / n / 1000)
                 per_message_wall.append(wall / n / 1000)
@@ -231,6 +242,7 @@ def child(name: str, runs: int, warmup: int, load: Load) -> dict[str, Any]:
         run = config.workload(load, hook)
         exporter.kept = []
         n = run()
+        provider.force_flush()
     return {
         "name": name,
         "us_per_message": statistics.median(per_message_cpu),
@@ -245,7 +257,7 @@ def child(name: str, runs: int, warmup: int, load: Load) -> dict[str, Any]:
 def _run_child(config: Configuration, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [config.python, str(Path(__file__).resolve()), "--child", config.name]
     cmd += ["--runs", str(args.runs), "--warmup", str(args.warmup), "--messages", str(args.messages)]
-    cmd += ["--reply-chars", str(args.reply_chars)]
+    cmd += ["--reply-chars", str(args.reply_chars), "--processor", args.processor]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
@@ -336,11 +348,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--reply-chars", type=int, default=0, help="size of each reply (0: a short sentence)")
     parser.add_argument("--only", nargs="+", choices=sorted(BY_NAME), help="configurations to run, in this order")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
+    parser.add_argument(
+        "--processor",
+        choices=["simple", "batch"],
+        default="simple",
+        help="simple: spans exported on the chat thread (span creation and export measured); batch: the SDK's "
+        "BatchSpanProcessor, as deployed (the chat thread only queues ended spans)",
+    )
     parser.add_argument("--child", choices=sorted(BY_NAME), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.child:
-        result = child(args.child, args.runs, args.warmup, Load(args.messages, args.reply_chars))
+        result = child(args.child, args.runs, args.warmup, Load(args.messages, args.reply_chars), args.processor)
         print(json.dumps(result))
         return
 
