@@ -1,9 +1,9 @@
 """Per-message time that mast-otel adds to a MetaGPT 0.8 team: the MetaGPT row of the overhead benchmark.
 
-Runs in the MetaGPT virtual environment (``bash scripts/setup-metagpt.sh``)::
+Runs in the MetaGPT virtual environment (``nox -s metagpt`` creates it in ``.nox/metagpt``)::
 
-    .venv-metagpt/bin/python benchmarks/bench_metagpt_overhead.py
-    .venv-metagpt/bin/python benchmarks/bench_metagpt_overhead.py --reps 20 --messages 100 --json bench.json
+    .nox/metagpt/bin/python benchmarks/bench_metagpt_overhead.py
+    .nox/metagpt/bin/python benchmarks/bench_metagpt_overhead.py --reps 20 --messages 100 --json bench.json
 
 Workload: the test suite's software team (``tests.metagpt.scenarios``: Coder, Tester, Reviewer, the Coder also
 watching the reviews, so the team never goes idle) with the scripted provider registered in MetaGPT's provider

@@ -1,11 +1,11 @@
 """A MetaGPT software team (coder, tester, reviewer) traced by one line: ``mast_otel.instrument()``.
 
-Runs in the MetaGPT virtual environment (``bash scripts/setup-metagpt.sh``, see docs/metagpt.md), offline with
-scripted replies (the default) or against any OpenAI-compatible server::
+Runs in the MetaGPT virtual environment (``nox -s metagpt`` creates it in ``.nox/metagpt``, see docs/metagpt.md),
+offline with scripted replies (the default) or against any OpenAI-compatible server::
 
-    .venv-metagpt/bin/python examples/metagpt_team.py --console      # print the spans here
-    .venv-metagpt/bin/python examples/metagpt_team.py                 # OTLP to localhost:4317 (mast-otel collector)
-    .venv-metagpt/bin/python examples/metagpt_team.py --base-url http://127.0.0.1:8011/v1 --model gemma3-270m
+    .nox/metagpt/bin/python examples/metagpt_team.py --console      # print the spans here
+    .nox/metagpt/bin/python examples/metagpt_team.py                 # OTLP to localhost:4317 (mast-otel collector)
+    .nox/metagpt/bin/python examples/metagpt_team.py --base-url http://127.0.0.1:8011/v1 --model gemma3-270m
 
 MetaGPT routes implicitly: the Coder watches the idea (``UserRequirement``) and the Reviewer's verdicts, the Tester
 watches ``WriteCode``, the Reviewer watches ``WriteTest``. Each ``handoff`` span says who took a message and why

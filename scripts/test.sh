@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it: installs what it needs, then lint, type-check and every test tier.
 #   main tier     .venv: unit tests, AG2, collector, judge, replay, examples, and the integration tests that start
 #                 real servers (llama.cpp + Gemma 3 270M, Prometheus + Alertmanager, Phoenix + Chromium)
-#   MetaGPT tier  .venv-metagpt (MetaGPT 0.8.2's pins clash with AG2's): scripts/test-metagpt.sh
+#   framework tiers  one nox session per framework whose pins clash with the main environment's (noxfile.py)
 # Extra arguments go to the main tier's pytest (e.g. `-m "not integration"` for the fast tiers only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,5 +27,6 @@ fi
 if [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
-echo "[test] MetaGPT tier"
-bash scripts/test-metagpt.sh
+echo "[test] framework tiers (nox)"
+export MAST_OTEL_MAIN_PYTHON="$VENV/bin/python"
+"$VENV/bin/nox" --no-color -f noxfile.py

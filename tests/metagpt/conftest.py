@@ -1,4 +1,4 @@
-"""MetaGPT tier. Runs in the MetaGPT virtual environment (``bash scripts/test-metagpt.sh``); in any environment
+"""MetaGPT tier. Runs in the MetaGPT environment (``nox -s metagpt``, see noxfile.py); in any environment
 without MetaGPT its modules are skipped with that reason.
 
 MetaGPT reads a config file at import time, so this conftest writes a throwaway one (in a temporary
@@ -28,7 +28,7 @@ from tests.span_query import Spans
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 HAS_METAGPT = importlib.util.find_spec("metagpt") is not None
-SKIP_REASON = "MetaGPT is not installed in this environment; it has its own: bash scripts/test-metagpt.sh"
+SKIP_REASON = "MetaGPT is not installed in this environment; it has its own: nox -s metagpt"
 MAIN_PYTHON_ENV = "MAST_OTEL_MAIN_PYTHON"
 
 
@@ -44,8 +44,8 @@ def _configure_metagpt() -> None:
 
 if HAS_METAGPT:
     _configure_metagpt()
-if os.environ.get("MAST_OTEL_REQUIRE_METAGPT") == "1":
-    import metagpt.team  # noqa: F401  (scripts/test-metagpt.sh: a broken install must fail, not skip)
+if os.environ.get("MAST_OTEL_REQUIRE_FRAMEWORK") == "metagpt":
+    import metagpt.team  # noqa: F401  (nox -s metagpt: a broken install must fail, not skip)
 
 
 def main_python() -> str:

@@ -28,7 +28,7 @@ Subclasses that override one of these methods (``Engineer._act``, ``WerewolfEnv.
 patched too: those that exist at instrument time then, later ones the first time they run.
 
 MetaGPT pins dependencies that clash with other frameworks (pydantic < 2.10 among them): install it in its own
-virtual environment, see docs/metagpt.md and scripts/setup-metagpt.sh.
+virtual environment, see docs/metagpt.md and the `metagpt` session in noxfile.py.
 """
 
 from __future__ import annotations

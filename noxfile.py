@@ -1,0 +1,77 @@
+"""Per-framework test environments: one nox session per framework whose pins clash with the main environment's.
+
+The main environment (``.venv``, scripts/setup-env.sh) holds AG2 Classic, the collector and the judge; a framework
+that cannot share it gets a session here, and nothing else: no script per framework. ``bash scripts/test.sh``
+runs every session after the main tier; ``nox -s NAME`` runs one, ``nox -l`` lists them.
+
+Each session's environment lives in ``.nox/NAME`` and is reused: its install step runs again only when what it
+installs changes (a stamp of the pip arguments and the files they name), so a second run costs seconds.
+Inside a session ``MAST_OTEL_REQUIRE_FRAMEWORK`` names the framework, so that framework's tests fail instead of
+skipping when it does not import (a broken install must not pass as "skipped").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+
+def install_once(session: nox.Session, *steps: list[str]) -> None:
+    """Run each ``pip install`` step unless this environment already holds exactly these steps.
+
+    Files named in the steps (requirement and constraint files, pyproject.toml through ``-e .``) are part of the
+    stamp, so editing one reinstalls.
+    """
+    digest = hashlib.sha256()
+    for step in steps:
+        for arg in step:
+            digest.update(arg.encode())
+            path = ROOT / arg
+            if arg.endswith((".txt", ".toml")) and path.is_file():
+                digest.update(path.read_bytes())
+    digest.update((ROOT / "pyproject.toml").read_bytes())
+    location = session.virtualenv.location
+    stamp = Path(location) / ".mast-otel-stamp" if location else None
+    want = digest.hexdigest()
+    if stamp is not None and stamp.is_file() and stamp.read_text() == want:
+        session.log("environment up to date")
+        return
+    for step in steps:
+        session.install(*step)
+    if stamp is not None:
+        stamp.write_text(want)
+
+
+def run_tests(session: nox.Session, framework: str, *paths: str) -> None:
+    env = {"MAST_OTEL_REQUIRE_FRAMEWORK": framework}
+    main_python = ROOT / ".venv" / "bin" / "python"
+    if main_python.exists():
+        # The llama.cpp server and cross-framework comparisons run from the main environment's interpreter.
+        env.setdefault("MAST_OTEL_MAIN_PYTHON", os.environ.get("MAST_OTEL_MAIN_PYTHON", str(main_python)))
+    session.run("pytest", "-q", "-rs", *paths, *session.posargs, env=env)
+
+
+@nox.session(python="3.11", venv_backend="venv")
+def metagpt(session: nox.Session) -> None:
+    """MetaGPT 0.8.2 (needs Python < 3.12; its exact pins clash with AG2's, and a plain install does not resolve).
+
+    The recipe (constraints/ explains each file): metagpt with --no-deps, then its core list pinned by the lock;
+    then mast-otel's core dependencies and pytest exactly pinned with --no-deps (OpenTelemetry needs protobuf >= 5,
+    which MetaGPT's Gemini SDK pin refuses in one resolution); then mast-otel itself, editable, with --no-deps.
+    """
+    install_once(
+        session,
+        ["--no-deps", "metagpt==0.8.2"],
+        ["-r", "constraints/metagpt-0.8.2-requirements.txt", "-c", "constraints/metagpt-0.8.2.txt"],
+        ["--no-deps", "-r", "constraints/metagpt-0.8.2-overlay.txt"],
+        ["--no-deps", "-e", "."],
+    )
+    quiet = ("-W", "ignore::FutureWarning:google.api_core._python_version_support")
+    run_tests(session, "metagpt", *quiet, "tests/metagpt")
