@@ -75,6 +75,9 @@ class Example:
     service: str  # its service.name
     # What the example was written to show, from its docstring: each tuple is one failure, met by any of its modes.
     shows: tuple[tuple[str, ...], ...]
+    # The interpreter that runs it, from the repository root: a framework with its own nox environment runs in it
+    # (``.nox/NAME/bin/python``, created by scripts/demo.sh); None = this interpreter (the main environment).
+    python: str | None = None
 
 
 EXAMPLES = (
@@ -251,7 +254,8 @@ def run_example(example: Example, otlp_grpc: str, log_path: Path) -> None:
     )
     started = time.monotonic()
     with log_path.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, str(ROOT / example.script)], stdout=out, stderr=subprocess.STDOUT,
+        python = str(ROOT / example.python) if example.python else sys.executable
+        proc = subprocess.Popen([python, str(ROOT / example.script)], stdout=out, stderr=subprocess.STDOUT,
                                 env=env, cwd=ROOT)  # fmt: skip
         try:
             code = proc.wait(120)

@@ -10,4 +10,9 @@ cd "$(dirname "$0")/.."
 # The demo needs no local LLM: skip the llama.cpp extra (and its build) unless the caller asks for it.
 MAST_OTEL_EXTRAS=${MAST_OTEL_EXTRAS:-ag2,collector,judge} bash scripts/setup-env.sh
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
+# Frameworks whose pins clash with the main environment's run their demo example in their nox environment.
+DEMO_SESSIONS=()
+for session in "${DEMO_SESSIONS[@]}"; do
+  "$VENV/bin/nox" --no-color -s "$session" --install-only
+done
 exec "$VENV/bin/python" -m examples.demo "$@"
