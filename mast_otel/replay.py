@@ -6,6 +6,7 @@ except by the ``mast.replay.*`` attributes. Uses: demos, load tests, judge evalu
 
     mast-otel replay ../shared/mast-data/parsers_output/ag2_output_mad.json --limit 20 --rate 2
     mast-otel replay FILE --endpoint http://127.0.0.1:4318/v1/traces     # OTLP/HTTP instead of OTLP/gRPC
+    mast-otel replay ../shared/whowhen/algorithm-generated                # Who&When runs (mast_otel.whowhen)
 
 Library use: :func:`replay_records` (records into any recorder) and :func:`spans_for_record` (one record as
 ``SpanRecord``\\ s, in memory, no network: what ``mast-otel judge`` reads step-list files with).
@@ -41,12 +42,14 @@ the data is silent the choice is made here and stated:
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
@@ -67,12 +70,14 @@ from .config import CaptureConfig
 from .recorder import Recorder
 from .spans import SpanRecord, from_readable_span
 from .steplist import StepListError, StepRecord, load_steplist
+from .whowhen import WhoWhenError, is_whowhen_document, load_whowhen, parse_run, to_step_record
 
 __all__ = [
     "DEFAULT_ENDPOINT",
     "DEFAULT_SERVICE_NAME",
     "exporter_for_endpoint",
     "infer_termination",
+    "load_records",
     "recipients_for",
     "register",
     "replay_record",
@@ -94,6 +99,26 @@ _ANNOUNCEMENT = "system"  # a group manager's introduction, addressed to everyon
 KNOWN_MAX_TURNS: dict[str, int] = {"metagpt": 6}
 _BOXED_ANSWER = re.compile(r"\\boxed\{")
 _CODE_BLOCK = re.compile(r"```\s*(python|wolfram)", re.IGNORECASE)
+
+
+# -- input -------------------------------------------------------------------------------
+def load_records(path: str | Path) -> list[StepRecord]:
+    """Records from a step-list JSON file, a Who&When run file, or a directory of Who&When runs.
+
+    Raises :class:`StepListError` or :class:`WhoWhenError` for malformed input, ``OSError`` if unreadable.
+    """
+    source = Path(path)
+    if source.is_dir():
+        return [to_step_record(run, i) for i, run in enumerate(load_whowhen(source))]
+    text = source.read_text(encoding="utf-8")
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise WhoWhenError(f"{source.name}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        if is_whowhen_document(data):
+            return [to_step_record(parse_run(data, source.name))]
+    return load_steplist(source)
 
 
 # -- one record -> recorder calls ------------------------------------------------------
@@ -151,6 +176,8 @@ def root_attributes(record: StepRecord) -> dict[str, AttributeValue]:
         for mode, present in record.mast_annotation.items():
             attrs[sc.reference_fm_attribute(mode)] = present
         attrs[sc.REFERENCE_FAILURE_MODES] = list(record.reference_modes)
+    for key, value in record.references.items():
+        attrs[sc.REFERENCE_PREFIX + key] = value
     return attrs
 
 
@@ -320,7 +347,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "conversation per record, to an OTLP endpoint. Termination reasons are inferred from the records."
         ),
     )
-    parser.add_argument("file", metavar="FILE", help="step-list JSON file (a list of {steps, metadata} records)")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="step-list JSON file (a list of {steps, metadata} records), a Who&When run file, or a directory of them",
+    )
     parser.add_argument(
         "--endpoint",
         default=DEFAULT_ENDPOINT,
@@ -342,8 +373,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """The ``replay`` subcommand: 0 on success, 1 if the endpoint refused spans, 2 on a bad file or endpoint."""
     try:
-        records = load_steplist(args.file)
-    except StepListError as exc:
+        records = load_records(args.file)
+    except (StepListError, WhoWhenError) as exc:
         return _fail(str(exc), 2)
     except OSError as exc:
         return _fail(f"cannot read {args.file}: {exc.strerror or exc}", 2)

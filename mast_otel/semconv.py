@@ -180,6 +180,11 @@ REPLAY_STEP_KIND: Final = "mast.replay.step_kind"
 # per labelled mode, present or not (``mast.reference.fm.1_3``), plus the list of the present ones.
 REFERENCE_FM_PREFIX: Final = "mast.reference.fm."
 REFERENCE_FAILURE_MODES: Final = "mast.reference.failure_modes"
+REFERENCE_PREFIX: Final = "mast.reference."
+# Who&When's human labels: the agent, the message (its mast.message.index) and the reason found decisive.
+REFERENCE_DECISIVE_AGENT: Final = "mast.reference.decisive_agent"
+REFERENCE_DECISIVE_STEP: Final = "mast.reference.decisive_step"
+REFERENCE_DECISIVE_REASON: Final = "mast.reference.decisive_reason"
 
 # --- labels the collector adds (judge output) ------------------------------
 JUDGE_STATUS: Final = "mast.judge.status"

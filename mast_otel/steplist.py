@@ -69,6 +69,10 @@ class StepRecord:
     mast_annotation: Mapping[str, bool] = field(default_factory=dict)  # mode id -> present (reference labels)
     n_turns: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)  # the other metadata fields, untouched
+    # A task stated apart from the steps (Who&When: the question); None = the first step's content.
+    task_text: str | None = None
+    # Other reference labels, each on the root as ``mast.reference.<key>`` (Who&When: the decisive agent/step).
+    references: Mapping[str, str | int] = field(default_factory=dict)
 
     @property
     def trace_key(self) -> str:
@@ -82,8 +86,8 @@ class StepRecord:
 
     @property
     def task(self) -> str:
-        """The task as the initiator stated it: the first step's content."""
-        return self.steps[0].content
+        """The task: as stated apart from the steps when the source does, else the initiator's first message."""
+        return self.task_text if self.task_text is not None else self.steps[0].content
 
     @property
     def reference_modes(self) -> tuple[str, ...]:
