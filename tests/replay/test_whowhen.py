@@ -71,9 +71,9 @@ def test_all_126_runs_match_their_histories() -> None:
     [
         ({"history": [], "mistake_agent": "a", "mistake_step": "0", "question": "q"}, "non-empty list"),
         ({"history": [{"name": "a", "content": "x"}], "mistake_agent": "a", "mistake_step": "3", "question": "q"},
-         "outside the history"),  # fmt: skip
+         "outside the history"),
         ({"history": [{"name": "a", "content": "x"}], "mistake_agent": "a", "mistake_step": "one", "question": "q"},
-         "must be an integer"),  # fmt: skip
+         "must be an integer"),
         ({"history": [{"content": "x"}], "mistake_agent": "a", "mistake_step": "0", "question": "q"}, "'name'"),
     ],
 )
