@@ -7,6 +7,7 @@ reference, not ground truth), or the ``mast.reference.fm.*`` attributes of a rep
     mast-otel eval --rules                                   # the model-free judge, every trace in mast-data
     mast-otel eval FILE --model gpt-4o-mini --limit 20 --out eval-out/
     mast-otel eval FILE --base-url http://127.0.0.1:8080/v1 --limit 5
+    mast-otel eval --attribution ../shared/whowhen/algorithm-generated --model gpt-4o-mini   # who and when
 
 Traces whose verdict is an error are counted, not scored.
 """
@@ -141,6 +142,8 @@ def markdown(summary: dict[str, Any], judge_name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.attribution:
+        return _run_attribution(args)
     files = _files(args)
     if not files:
         print(f"mast-otel eval: no input files (pass FILE, or set {DATA_ENV})", file=sys.stderr)
@@ -168,6 +171,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_attribution(args: argparse.Namespace) -> int:
+    from . import attribution
+
+    config = config_from_args(args)
+    judge = LLMJudge(config) if config.llm_configured and not args.rules else None
+    name = f"{judge.name}, model {config.model_name}" if judge is not None else None
+    files = list(args.files) or [p for p in os.environ.get(attribution.DATA_ENV, "").split(os.pathsep) if p]
+    return attribution.run(files, judge, name, Path(args.out), args.limit)
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     doc = __doc__ or ""
     parser = subparsers.add_parser("eval", help=doc.splitlines()[0], description=doc,
@@ -175,5 +188,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("files", nargs="*", help=f"labelled step-list or OTLP JSON (default: ${DATA_ENV} or mast-data)")
     parser.add_argument("--out", default="eval-out", help="directory for eval.json, eval.md, eval.png")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--attribution",
+        action="store_true",
+        help="score who-and-when (the judge's decisive agent and step) against Who&When human labels; FILES are "
+        "Who&When run files or directories (default: $MAST_OTEL_WHOWHEN_DATA or ../shared/whowhen)",
+    )
     add_judge_options(parser)
     parser.set_defaults(func=run)

@@ -23,6 +23,20 @@ class ModeLabel:
 
 
 @dataclass(frozen=True, slots=True)
+class DecisiveStep:
+    """Where the failure became inevitable: the message's span, its ordinal, who sent it, and why (one line).
+
+    A judge gives it only for a failed run, and only citing a message that exists in the transcript, sent by an
+    agent that spoke: anything else is an invalid answer, never a guess.
+    """
+
+    span_id: str
+    message_index: int  # mast.message.index of the decisive message
+    agent: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """A judge's answer for one conversation.
 
@@ -42,6 +56,7 @@ class Verdict:
     cost_usd: float = 0.0
     status_reason: str | None = None  # why error/skipped/truncated/partial
     extra: dict[str, str] = field(default_factory=dict)
+    decisive: DecisiveStep | None = None  # who and when (a judge that attributes failures gives it)
 
     @property
     def failure_modes(self) -> tuple[str, ...]:
