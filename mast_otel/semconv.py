@@ -200,6 +200,14 @@ FAILURE_MODE_NAME: Final = "mast.failure_mode.name"
 TASK_COMPLETED: Final = "mast.task_completed"
 VERDICT_SUMMARY: Final = "mast.verdict.summary"
 FM_PREFIX: Final = "mast.fm."  # + "1_3": one boolean per present mode
+# Who and when: on the decisive message span ``mast.decisive=true`` (+ the reason); on the root the agent and the
+# message index, so a Jaeger tag search and a trace view go straight to it.
+# Model-free facts (signals), never verdicts: ``mast.signal.<name>`` on the root.
+SIGNAL_PREFIX: Final = "mast.signal."
+DECISIVE: Final = "mast.decisive"
+DECISIVE_REASON: Final = "mast.decisive.reason"
+DECISIVE_AGENT: Final = "mast.decisive.agent"
+DECISIVE_MESSAGE_INDEX: Final = "mast.decisive.message_index"
 
 # mast.judge.status values
 JUDGE_OK: Final = "ok"

@@ -7,6 +7,7 @@ as a terminal table; ``--html`` also writes a self-contained page with charts (i
     mast-otel report spans.jsonl                       # OTLP JSON exported by the collector's downstream
     mast-otel report spans.jsonl --html report.html --json report.json
     mast-otel report --store mast-otel-collector.db    # the collector's recent verdicts (read-only)
+    mast-otel report spans.jsonl --conversation TRACE_ID --out conversation.svg   # a picture of one conversation
 
 Inputs, any mix:
 
@@ -36,6 +37,7 @@ from mast_otel.collector.report.aggregate import Report
 from mast_otel.collector.report.conversations import Conversation, conversations_from_spans
 from mast_otel.collector.report.html import jaeger_tag, render_html, traceql
 from mast_otel.collector.report.otlp import Span, load_otlp_json, request_to_otlp_json, spans_from_otlp_json
+from mast_otel.collector.report.picture import pictures_in_trace, render_svg
 from mast_otel.collector.report.store import load_store
 from mast_otel.collector.report.text import render_text
 
@@ -68,11 +70,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--html", metavar="FILE", help="also write an HTML page with charts")
     parser.add_argument("--json", metavar="FILE", help="also write the counts as JSON")
     parser.add_argument("--title", default="MAST failure modes", help="title of the HTML page")
+    parser.add_argument("--conversation", metavar="TRACE_ID",
+                        help="draw this trace's conversation(s): agents, handoffs, messages, evidence (no table)")
+    parser.add_argument("--out", metavar="FILE",
+                        help="with --conversation: where the picture goes (.svg, or .html for a page; default "
+                             "conversation-TRACE_ID.svg)")  # fmt: skip
     parser.set_defaults(func=run)
 
 
 def load(files: Sequence[str], store: str | None) -> Report:
     """One report over every input given: OTLP JSON files and the store, counted together."""
+    return _load(files, store)[0]
+
+
+def _load(files: Sequence[str], store: str | None) -> tuple[Report, list[Span]]:
     conversations: list[Conversation] = []
     spans: list[Span] = []
     for f in files:
@@ -80,7 +91,27 @@ def load(files: Sequence[str], store: str | None) -> Report:
     conversations.extend(conversations_from_spans(spans))
     if store:
         conversations.extend(load_store(store))
-    return Report(tuple(conversations))
+    return Report(tuple(conversations)), spans
+
+
+def _draw(spans: Sequence[Span], trace_id: str, out: str | None) -> int:
+    pictures = pictures_in_trace(spans, trace_id.lower())
+    if not pictures:
+        print(f"mast-otel report: no conversation in trace {trace_id} in the files given", file=sys.stderr)
+        return 1
+    svgs = [render_svg(p) for p in pictures]
+    path = Path(out or f"conversation-{trace_id}.svg")
+    if path.suffix == ".html":
+        body = "".join(f"<section>{svg}</section>" for svg in svgs)
+        path.write_text(f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>conversation {trace_id}'
+                        f"</title></head><body>{body}</body></html>\n", encoding="utf-8")  # fmt: skip
+        written = [path]
+    else:  # an SVG document holds one picture: a trace with several conversations gets NAME-2.svg, ...
+        written = [path if i == 0 else path.with_name(f"{path.stem}-{i + 1}{path.suffix}") for i in range(len(svgs))]
+        for target, svg in zip(written, svgs, strict=True):
+            target.write_text(svg, encoding="utf-8")
+    print(f"conversation picture ({len(pictures)} conversation(s)): {', '.join(map(str, written))}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,13 +120,18 @@ def run(args: argparse.Namespace) -> int:
         print("mast-otel report: give OTLP JSON files and/or --store PATH", file=sys.stderr)
         return 2
     try:
-        report = load(args.files, args.store)
+        report, spans = _load(args.files, args.store)
     except (OSError, ValueError) as exc:
         print(f"mast-otel report: {exc}", file=sys.stderr)
         return 1
+    if args.conversation:
+        return _draw(spans, args.conversation, args.out)
     sys.stdout.write(render_text(report))
     if args.html:
-        Path(args.html).write_text(render_html(report, title=args.title), encoding="utf-8")
+        failed = {c.trace_id for c in report.failed}
+        pictures = [render_svg(p) for t in dict.fromkeys(s.trace_id for s in spans) if t in failed
+                    for p in pictures_in_trace(spans, t) if p.modes]  # fmt: skip
+        Path(args.html).write_text(render_html(report, title=args.title, pictures=pictures), encoding="utf-8")
         print(f"HTML report: {args.html}")
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")

@@ -88,8 +88,11 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(report: Report, *, title: str = "MAST failure modes") -> str:
-    """A self-contained HTML page: totals, charts (inline SVG), the tables of the text report, failed conversations."""
+def render_html(report: Report, *, title: str = "MAST failure modes", pictures: Sequence[str] = ()) -> str:
+    """A self-contained HTML page: totals, charts (inline SVG), the tables of the text report, failed conversations.
+
+    ``pictures``: inline SVGs (:func:`~mast_otel.collector.report.picture.render_svg`), one section each.
+    """
     judged = len(report.judged)
     by_mode, by_cat = report.by_mode(), report.by_category()
     legend = " ".join(
@@ -136,5 +139,6 @@ Taxonomy: Cemri et al., "Why Do Multi-Agent LLM Systems Fail?" (2025).</p>
 {"".join(sections)}
 <h2>Conversations with failure modes</h2>
 {_html_table(["trace id", "conversation", "service", "framework", "source", "modes: evidence spans"], failed_rows)}
+{"".join(f'<section class="picture">{svg}</section>' for svg in pictures)}
 </body></html>
 """

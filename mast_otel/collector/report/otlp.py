@@ -28,6 +28,7 @@ class Span:
     attributes: Mapping[str, Any]
     service: str | None = None
     links: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # (span id, link attributes), same trace
+    start_ns: int = 0  # startTimeUnixNano: orders a conversation's events for its picture
 
 
 def _hex_id(value: str | None) -> str:
@@ -84,6 +85,7 @@ def spans_from_otlp_json(doc: Mapping[str, Any]) -> Iterator[Span]:
                     service=service if isinstance(service, str) else None,
                     links=tuple((_hex_id(link.get("spanId")), _attrs(link.get("attributes"))) for link in
                                 s.get("links", ()) or ()),
+                    start_ns=int(s.get("startTimeUnixNano") or 0),
                 )  # fmt: skip
 
 
