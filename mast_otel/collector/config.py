@@ -158,6 +158,15 @@ class CollectorConfig:
     export_backoff_max: float = _opt(30.0, seconds, "Longest wait between retries while the downstream is down.",
                                      metavar="SECONDS")  # fmt: skip
 
+    # --- Phoenix annotations (optional) ---------------------------------------------------------------------------
+    phoenix_url: str | None = _opt(None, optional_text, "Also post each verdict as Phoenix span annotations to "
+                                   "this Phoenix server (http://host:6006); best effort, never delays the export.",
+                                   metavar="URL")  # fmt: skip
+    phoenix_headers: dict[str, str] = _opt(  # noqa: RUF009 - _opt returns a field(default_factory=dict)
+        None, headers, "Headers for Phoenix's API, KEY=VALUE,... (e.g. authorization=Bearer KEY; values are secret).",
+        metavar="HEADERS", secret=True, factory=dict,
+    )  # fmt: skip
+
     # --- metrics and logs ---------------------------------------------------------------------------------------
     metrics: str | None = _opt(DEFAULT_METRICS, endpoint, "Prometheus /metrics listen address; 'off' disables.",
                                metavar="HOST:PORT")  # fmt: skip

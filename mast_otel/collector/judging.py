@@ -127,6 +127,7 @@ class JudgePool:
         clock: Callable[[], float],
         cache: SegmentCache,
         on_released: Callable[[], None],
+        on_verdict: Callable[[Verdict, str, str | None], None] | None = None,
     ) -> None:
         self.judge = judge
         self.judge_name = judge_name(judge)
@@ -142,6 +143,7 @@ class JudgePool:
         self._budget = token_budget_per_hour
         self._clock = clock
         self._on_released = on_released
+        self._on_verdict = on_verdict  # after a verdict is stored: (verdict, trace id hex, root span id hex)
         self._cache = cache
         self._scope = InstrumentationScope(name=COLLECTOR_SCOPE, version=__version__).SerializeToString()
         self._workers = _Workers(concurrency, "judge")
@@ -302,6 +304,11 @@ class JudgePool:
         with self._lock:
             self._assembler.finished(unit)
         self._on_released()
+        if self._on_verdict is not None:
+            try:
+                self._on_verdict(verdict, unit.trace_id.hex(), unit.root_id.hex() if unit.root_id else None)
+            except Exception:  # an optional sink must never fail a release that is already committed
+                _log.exception("verdict sink failed for trace %s", unit.trace_id.hex())
 
     def _release(
         self, job: _Job, verdict: Verdict, loaded: Loaded, records: list[SpanRecord]

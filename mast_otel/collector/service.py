@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from mast_otel.judge.model import Judge
 
+from .annotations import PhoenixAnnotationSink
 from .assembler import Assembler, Unit, Untouched
 from .config import CollectorConfig, parse_hostport
 from .encoding import RawScopeSpans
@@ -70,11 +71,15 @@ class CollectorService:
             batch_bytes=config.export_batch_bytes, timeout=config.export_timeout,
             backoff_max=config.export_backoff_max, clock=clock,
         )  # fmt: skip
+        self.annotations = PhoenixAnnotationSink(
+            config.phoenix_url, registry=self.metrics.registry, headers=config.phoenix_headers
+        ) if config.phoenix_url else None  # fmt: skip
         self.judges = JudgePool(
             judge=self.judge, store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics,
             hold=self.hold, concurrency=config.judge_concurrency, timeout=config.judge_timeout,
             fraction=config.judge_fraction, token_budget_per_hour=config.judge_token_budget_per_hour, clock=clock,
             cache=self.cache, on_released=self.exporter.wake,
+            on_verdict=self.annotations.submit if self.annotations else None,
         )  # fmt: skip
         self.ingestor = Ingestor(
             store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics, hold=self.hold,
@@ -173,6 +178,8 @@ class CollectorService:
         ]
         for t in self._threads:
             t.start()
+        if self.annotations is not None:
+            self.annotations.start()
 
     def stop(self, grace: float = 2.0) -> None:
         """Stop receiving (in-flight Export requests get ``grace``), then the pipeline; bounded in time.
@@ -193,6 +200,8 @@ class CollectorService:
             t.join(self.config.export_timeout + grace)
         if self.metrics_server is not None:
             self.metrics_server.stop()
+        if self.annotations is not None:
+            self.annotations.close(grace)
         self._sender.close()
         with self.lock:  # no release is half-written when the store closes
             self.store.close()

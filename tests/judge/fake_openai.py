@@ -8,6 +8,7 @@ headers, so tests assert on what the judge actually sent (structure, fence, reda
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -69,6 +70,28 @@ def answer(present: dict[str, Sequence[str]] | None = None, *, summary: str = "o
         for m in MODE_IDS
     }
     return json.dumps({"summary": summary, "task_completed": done, "modes": modes})
+
+
+_TRANSCRIPT_LINE = re.compile(r"^\[([A-Z]\d+)\] (.*)$", re.MULTILINE)
+
+
+def citing(rules: dict[str, str], *, summary: str = "scripted verdict") -> Callable[[Any], Reply]:
+    """A scripted judge: each mode is present, citing the transcript lines whose first line matches its regex.
+
+    Reads the transcript from the request the way a model would (refs like ``[M3]`` at line starts), so the
+    evidence it cites are real references of that conversation, whatever their numbering.
+    """
+
+    def reply(body: Any) -> Reply:
+        prompt = "\n".join(m["content"] for m in (body or {}).get("messages", []) if isinstance(m.get("content"), str))
+        present: dict[str, Sequence[str]] = {}
+        for mode_id, pattern in rules.items():
+            refs = [m.group(1) for m in _TRANSCRIPT_LINE.finditer(prompt) if re.search(pattern, m.group(2))]
+            if refs:
+                present[mode_id] = refs
+        return completion(answer(present, summary=summary))
+
+    return reply
 
 
 def error(status: int, message: str = "error", headers: dict[str, str] | None = None) -> Reply:

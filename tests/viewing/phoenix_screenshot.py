@@ -2,9 +2,10 @@
 
 Run by tests/viewing/test_phoenix.py with .venv-phoenix's Python (Playwright lives there, next to Phoenix):
 
-    .venv-phoenix/bin/python tests/viewing/phoenix_screenshot.py URL OUT.png [--click SPAN] TEXT [TEXT ...]
+    .venv-phoenix/bin/python tests/viewing/phoenix_screenshot.py URL OUT.png [--click TEXT ...] TEXT [TEXT ...]
 
-``URL`` is the trace's page; ``--click`` selects a span of the trace tree by its name first (the first match);
+``URL`` is the trace's page; each ``--click`` clicks the first element showing that exact text, in order (a span of
+the trace tree by its name, then a tab such as "Annotations");
 every ``TEXT`` must then be on the page (span names, label keys) or the script exits 1. The last ``TEXT`` is
 scrolled into view before the screenshot, so the labels are in the picture. Prints one JSON line: the texts found,
 the page title and URL. No browser is downloaded: ``executable_path`` is the Debian chromium.
@@ -22,14 +23,14 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-b
         "--disable-component-update", "--disable-sync", "--no-first-run", "--metrics-recording-only"]  # fmt: skip
 
 
-def main(url: str, out: str, texts: list[str], click: str | None) -> int:
+def main(url: str, out: str, texts: list[str], clicks: list[str]) -> int:
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.goto(url, wait_until="networkidle", timeout=60_000)
-            if click:
+            for click in clicks:
                 page.get_by_text(click, exact=True).first.click(timeout=30_000)
                 page.wait_for_load_state("networkidle")
             found = {}
@@ -50,9 +51,9 @@ def main(url: str, out: str, texts: list[str], click: str | None) -> int:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    selected = None
-    if "--click" in args:
+    selected = []
+    while "--click" in args:
         i = args.index("--click")
-        selected = args[i + 1]
+        selected.append(args[i + 1])
         del args[i : i + 2]
     sys.exit(main(args[0], args[1], args[2:], selected))
