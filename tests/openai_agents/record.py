@@ -77,9 +77,7 @@ def assert_matches_sdk(conv: Conversation, items: list[Any], last_agent: str, ho
     assert [attr(t, sc.GEN_AI_TOOL_CALL_RESULT) for t in tools] == want_results
 
     # Every model call that asked for a tool or a transfer is a tool_call message naming exactly those calls.
-    asked = [
-        _raw(i, "name") for i in items if i.type in ("tool_call_item", "handoff_call_item")
-    ]
+    asked = [_raw(i, "name") for i in items if i.type in ("tool_call_item", "handoff_call_item")]
     said = [
         call
         for m in conv.messages
@@ -88,7 +86,9 @@ def assert_matches_sdk(conv: Conversation, items: list[Any], last_agent: str, ho
     ]
     assert said == asked
 
-    want_outputs = [(i.agent.name, ItemHelpers.text_message_output(i)) for i in items if i.type == "message_output_item"]
+    want_outputs = [
+        (i.agent.name, ItemHelpers.text_message_output(i)) for i in items if i.type == "message_output_item"
+    ]
     assert conv.outputs() == want_outputs
 
     assert attr(conv.root, sc.TERMINATION_AGENT) == last_agent

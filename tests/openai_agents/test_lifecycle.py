@@ -99,7 +99,9 @@ async def test_mast_otel_instrument_covers_the_sdk(user_processor: Any, scripted
 
 
 def test_entry_point_is_registered() -> None:
-    (ep,) = [e for e in importlib.metadata.entry_points(group="opentelemetry_instrumentor") if e.name == "mast_openai_agents"]
+    (ep,) = [
+        e for e in importlib.metadata.entry_points(group="opentelemetry_instrumentor") if e.name == "mast_openai_agents"
+    ]
     assert ep.load() is OpenAIAgentsInstrumentor
 
 

@@ -31,7 +31,9 @@ async def test_triage_hands_off_to_billing_which_refunds(
 ) -> None:
     server = scripted(sn.triage_script())
     hooks = sn.RecordingHooks()
-    result = await sn.run(sn.triage_agents(sn.model_for(api, server.base_url)), "Refund order A17", mode=mode, hooks=hooks)
+    result = await sn.run(
+        sn.triage_agents(sn.model_for(api, server.base_url)), "Refund order A17", mode=mode, hooks=hooks
+    )
     assert result.last_agent.name == "billing_agent"
 
     s = spans()
@@ -44,7 +46,9 @@ async def test_triage_hands_off_to_billing_which_refunds(
     (handoff,) = conv.handoffs
     assert attr(handoff, sc.HANDOFF_CANDIDATES) == ("billing_agent", "faq_agent")
     # The transcript: the user's request, triage's transfer call, what billing received, its tool call, its answer.
-    got = [(attr(m, sc.MESSAGE_SENDER), attr(m, sc.MESSAGE_RECIPIENTS), attr(m, sc.MESSAGE_KIND)) for m in conv.messages]
+    got = [
+        (attr(m, sc.MESSAGE_SENDER), attr(m, sc.MESSAGE_RECIPIENTS), attr(m, sc.MESSAGE_KIND)) for m in conv.messages
+    ]
     assert got == [
         ("user", ("triage_agent",), "message"),
         ("triage_agent", ("<runtime>",), "tool_call"),
@@ -52,7 +56,9 @@ async def test_triage_hands_off_to_billing_which_refunds(
         ("billing_agent", ("<runtime>",), "tool_call"),
         ("billing_agent", ("user",), "message"),
     ]
-    assert attr(conv.messages[2], sc.MESSAGE_CONTENT) == "Refund order A17"
+    assert attr(conv.messages[2], sc.MESSAGE_CONTENT) == (
+        "[handed over: 3 items of conversation history; the request] Refund order A17"
+    )
     assert len(server.requests) == 3
 
 
@@ -66,7 +72,7 @@ async def test_a_chain_of_two_handoffs_keeps_the_llms_reason(
     s = spans()
     conv = Conversation(s, s.root)
     assert_matches_sdk(conv, result.new_items, "refund_specialist", hooks)
-    first, second = conv.handoffs
+    _, second = conv.handoffs
     assert (attr(second, sc.HANDOFF_FROM), attr(second, sc.HANDOFF_TO)) == ("orders_agent", "refund_specialist")
     assert json.loads(attr(second, sc.HANDOFF_DETAIL).partition("(")[2][:-1]) == {"reason": "order B2 arrived damaged"}
     assert attr(s.root, sc.CONVERSATION_HANDOFFS) == 2
@@ -140,7 +146,10 @@ async def test_an_agent_used_as_a_tool_is_a_delegated_nested_conversation(
     assert attr(delegation, sc.HANDOFF_REASON) == sc.HANDOFF_DELEGATION
     assert (attr(delegation, sc.HANDOFF_FROM), attr(delegation, sc.HANDOFF_TO)) == ("manager_agent", "translator_agent")
     inner = Conversation(s, inner_root)
-    got = [(attr(m, sc.MESSAGE_SENDER), attr(m, sc.MESSAGE_RECIPIENTS), attr(m, sc.MESSAGE_CONTENT)) for m in inner.messages]
+    got = [
+        (attr(m, sc.MESSAGE_SENDER), attr(m, sc.MESSAGE_RECIPIENTS), attr(m, sc.MESSAGE_CONTENT))
+        for m in inner.messages
+    ]
     assert got == [("manager_agent", ("translator_agent",), "hello"), ("translator_agent", ("manager_agent",), "hola")]
     assert attr(tool, sc.GEN_AI_TOOL_CALL_RESULT) == "hola"
 

@@ -45,6 +45,7 @@ class ModelCall:
     has_data: bool
     user_input: str | None = None  # the last user message the model received
     last_input: str | None = None  # the last input item of any role (what a handoff target sees last)
+    input_items: int = 0  # input items other than system / developer instructions
     text: str = ""
     tool_calls: tuple[ToolCallRequest, ...] = ()
 
@@ -63,12 +64,12 @@ def read_model_call(span_data: Any) -> ModelCall:
         return ModelCall(has_data=False)
     if items_in is None and outputs is None:
         return ModelCall(has_data=False)
-    user, last = _inputs(items_in)
+    user, last, count = _inputs(items_in)
     texts: list[str] = []
     calls: list[ToolCallRequest] = []
     for out in outputs or ():
         _collect_output(_dump(out), texts, calls)
-    return ModelCall(True, user, last, "\n".join(t for t in texts if t), tuple(calls))
+    return ModelCall(True, user, last, count, "\n".join(t for t in texts if t), tuple(calls))
 
 
 def _dump(obj: Any) -> Any:
@@ -76,13 +77,15 @@ def _dump(obj: Any) -> Any:
     return dump() if callable(dump) else obj
 
 
-def _inputs(items: Any) -> tuple[str | None, str | None]:
+def _inputs(items: Any) -> tuple[str | None, str | None, int]:
+    """(last user message, last item, number of items) of a model call's input, instructions left out."""
     if items is None:
-        return None, None
+        return None, None, 0
     if isinstance(items, str):
-        return items, items
+        return items, items, 1
     user: str | None = None
     last: str | None = None
+    count = 0
     for raw in items if isinstance(items, list) else ():
         item = _dump(raw)
         if not isinstance(item, dict):
@@ -94,7 +97,8 @@ def _inputs(items: Any) -> tuple[str | None, str | None]:
         if role == "user":
             user = text
         last = text
-    return user, last
+        count += 1
+    return user, last, count
 
 
 def _item_text(item: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from mast_otel import semconv as sc
 from mast_otel.recorder import AgentTurn, Conversation, Handoff, Recorder, ToolCall
 
-from ._content import ToolCallRequest, iso_to_ns, read_model_call
+from ._content import ModelCall, ToolCallRequest, iso_to_ns, read_model_call
 
 __all__ = ["MastTraceProcessor"]
 
@@ -59,7 +59,8 @@ class _Run:
         self.last_agent: str | None = None
         self.input_recorded = False
         self.has_data: bool | None = None  # does the run put content in its traces? Known after one model call
-        self.handed: tuple[str, str] | None = None  # (from, to): the target's first model call shows what it got
+        # (from, to, transfer arguments): the target's first model call shows what it got
+        self.handed: tuple[str, str, str | None] | None = None
         self.termination: tuple[str, str | None] | None = None
         self.error: str | None = None  # the latest error no later model call recovered from
 
@@ -188,8 +189,10 @@ class MastTraceProcessor:
         elif kind in ("function", "guardrail"):
             node = self._open_tool(parent, data, start)
         elif kind == "handoff":
-            handoff = self._open_handoff(parent, data, start)
+            handoff, transfer = self._open_handoff(parent, data, start)
             node = _Node(parent.ctx, parent.run, parent.agent, handoff, data) if handoff is not None else None
+            if node is not None and transfer is not None:
+                node.last_calls = (transfer,)
         else:  # turn, generation, response, custom, MCP listing ...: recorded through their parent
             node = parent
         if node is not None:
@@ -304,10 +307,7 @@ class MastTraceProcessor:
             if call.user_input is not None:
                 rec.set_task(run.conv, call.user_input)
         elif run.handed is not None and run.handed[1] == agent:
-            # What the agent that took control received (after any input filter): the request it now handles,
-            # i.e. the last user message it was given, else the last item of its input.
-            received = call.user_input if call.user_input is not None else call.last_input
-            ctx.run(rec.message, run.handed[0], [agent], received, timestamp=start)
+            ctx.run(rec.message, run.handed[0], [agent], _received(call, run.handed[2]), timestamp=start)
         run.handed = None
         message = _error_message(error)
         if message is not None:
@@ -360,21 +360,21 @@ class MastTraceProcessor:
         node.ctx.run(call.end, end_time=end)
 
     # -- handoffs -----------------------------------------------------------------------------
-    def _open_handoff(self, parent: _Node, data: Any, start: int | None) -> Handoff | None:
+    def _open_handoff(
+        self, parent: _Node, data: Any, start: int | None
+    ) -> tuple[Handoff | None, ToolCallRequest | None]:
+        """The handoff, and the LLM's transfer call that asked for it (the first call that is no function tool)."""
         source = str(data.from_agent or parent.agent or "?")
         sdk = parent.sdk
         candidates = [str(h) for h in (getattr(sdk, "handoffs", None) or ())]
         tools = set(getattr(sdk, "tools", None) or ())
         transfers = [c for c in parent.last_calls if c.name not in tools]
-        detail = None
-        if transfers:
-            call = transfers[0]
-            detail = f"{call.name}({call.arguments})"
+        detail = f"{transfers[0].name}({transfers[0].arguments})" if transfers else None
         rec = self._recorder(parent.run)
         handoff: Handoff | None = parent.ctx.copy().run(
             rec.start_handoff, source, candidates=candidates, detail=detail, start_time=start
         )
-        return handoff
+        return handoff, transfers[0] if transfers else None
 
     def _finish_handoff(self, node: _Node, data: Any, end: int | None) -> None:
         handoff = node.obj
@@ -383,7 +383,20 @@ class MastTraceProcessor:
         target = str(data.to_agent) if data.to_agent is not None else None
         handoff.end(target, reason=sc.HANDOFF_TOOL_CALL, end_time=end)
         if target is not None and data.from_agent is not None:
-            node.run.handed = (str(data.from_agent), target)
+            arguments = node.last_calls[0].arguments if node.last_calls else None
+            node.run.handed = (str(data.from_agent), target, arguments)
+
+
+def _received(call: ModelCall, arguments: str | None) -> str | None:
+    """What an agent that took control received (after any input filter): the history handed over, the LLM's
+    transfer arguments, and the request it now handles (the last user message, else the last item). Said as a
+    hand-over, not as the request itself: the SDK passes the history, no one sends the request again (a resend
+    would read as a conversation reset)."""
+    if not call.has_data:
+        return None
+    request = call.user_input if call.user_input is not None else call.last_input
+    passed = f"; transfer arguments {arguments}" if arguments and arguments.strip() not in ("", "{}") else ""
+    return f"[handed over: {call.input_items} items of conversation history{passed}; the request] {request or ''}"
 
 
 def _error_message(error: Any) -> str | None:
