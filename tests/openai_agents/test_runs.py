@@ -276,3 +276,81 @@ async def test_two_awaited_runs_are_two_conversations(instrumentor: Any, scripte
     roots = spans().roots
     assert [attr(r, sc.CONVERSATION_TASK) for r in roots] == ["first", "second"]
     assert len({attr(r, sc.GEN_AI_CONVERSATION_ID) for r in roots}) == 2
+
+
+async def test_spans_carry_the_sdks_own_start_and_end_times(
+    instrumentor: Any, user_processor: Any, scripted: Any, spans: Any
+) -> None:
+    from mast_otel.integrations.openai_agents._content import iso_to_ns
+
+    server = scripted(sn.triage_script())
+    await sn.run(sn.triage_agents(sn.model_for("chat_completions", server.base_url)), "Refund A17")
+    sdk = {x.span_data.type: [] for x in user_processor.ended if hasattr(x, "span_data")}
+    for x in user_processor.ended:
+        if hasattr(x, "span_data"):
+            sdk[x.span_data.type].append((iso_to_ns(x.started_at), iso_to_ns(x.ended_at)))
+    s = spans()
+    conv = Conversation(s, s.root)
+    assert [(t.start_time, t.end_time) for t in conv.turns] == sorted(sdk["agent"])
+    assert [(t.start_time, t.end_time) for t in conv.tools()] == sdk["function"]
+    assert [(s.root.start_time, s.root.end_time)] == sdk["task"]
+    # Messages sit at the model call's start (its input) or end (its output).
+    calls = {stamp for span in sdk["generation"] for stamp in span}
+    assert {m.start_time for m in conv.messages} <= calls
+
+
+async def test_mast_otels_own_capture_setting_keeps_content_out(user_processor: Any, scripted: Any) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import mast_otel
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    server = scripted(sn.triage_script())
+    mast_otel.instrument(tracer_provider=provider, capture_content=False)
+    try:
+        await sn.run(sn.triage_agents(sn.model_for("responses", server.base_url)), "Refund A17, card 4111")
+    finally:
+        mast_otel.uninstrument()
+    finished = exporter.get_finished_spans()
+    assert any(attr(x, sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_HANDOFF for x in finished)
+    assert "4111" not in json.dumps([dict(x.attributes or {}) for x in finished], default=str)
+    assert not [x for x in finished if attr(x, sc.MESSAGE_CONTENT) or attr(x, sc.GEN_AI_TOOL_CALL_ARGUMENTS)]
+
+
+async def test_an_output_guardrail_tripwire_ends_with_guardrail(instrumentor: Any, scripted: Any, spans: Any) -> None:
+    from agents import Agent, GuardrailFunctionOutput, OutputGuardrail, OutputGuardrailTripwireTriggered
+
+    async def no_refund_promises(_ctx: Any, _agent: Any, output: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="guarantee" in str(output))
+
+    server = scripted({"rules": [{"match": "ROLE_SALES.", "replies": ["We guarantee a full refund."]}]})
+    agent = Agent(
+        name="sales_agent",
+        instructions="ROLE_SALES.",
+        output_guardrails=[OutputGuardrail(guardrail_function=no_refund_promises, name="no_refund_promises")],
+        model=sn.model_for("chat_completions", server.base_url),
+    )
+    with pytest.raises(OutputGuardrailTripwireTriggered):
+        await sn.run(agent, "Can I get my money back?")
+    s = spans()
+    conv = Conversation(s, s.root)
+    (check,) = conv.tools(sc.TOOL_TYPE_GUARDRAIL)
+    assert (attr(check, sc.GEN_AI_TOOL_NAME), attr(check, sc.GUARDRAIL_TRIGGERED)) == ("no_refund_promises", True)
+    assert attr(s.root, sc.TERMINATION_REASON) == sc.TERMINATION_GUARDRAIL
+    assert attr(s.root, sc.TERMINATION_DETAIL) == "guardrail no_refund_promises: tripwire triggered"
+    assert conv.outputs() == [("sales_agent", "We guarantee a full refund.")]
+
+
+async def test_without_task_spans_the_trace_gives_the_root(instrumentor: Any, scripted: Any, spans: Any) -> None:
+    server = scripted(sn.triage_script())
+    config = RunConfig(workflow_name="refund desk", tracing={"include_task_and_turn_spans": False})
+    result = await sn.run(
+        sn.triage_agents(sn.model_for("chat_completions", server.base_url)), "Refund A17", run_config=config
+    )
+    s = spans()
+    assert s.root.name == "invoke_workflow refund desk"
+    assert_matches_sdk(Conversation(s, s.root), result.new_items, "billing_agent")
+    assert attr(s.root, sc.TERMINATION_REASON) == sc.TERMINATION_COMPLETED
