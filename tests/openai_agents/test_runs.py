@@ -354,3 +354,29 @@ async def test_without_task_spans_the_trace_gives_the_root(instrumentor: Any, sc
     assert s.root.name == "invoke_workflow refund desk"
     assert_matches_sdk(Conversation(s, s.root), result.new_items, "billing_agent")
     assert attr(s.root, sc.TERMINATION_REASON) == sc.TERMINATION_COMPLETED
+
+
+@BOTH
+async def test_a_tool_call_and_a_transfer_in_one_answer(instrumentor: Any, scripted: Any, spans: Any, api: str) -> None:
+    """The handoff's detail is the transfer call, not the function tool asked for beside it."""
+    both = {
+        "tools": [
+            {"tool": "lookup_order", "args": {"order_id": "B2"}},
+            {"tool": "transfer_to_refund_specialist", "args": {"reason": "damaged"}},
+        ]
+    }
+    script = {
+        "rules": [
+            {"match": "ROLE_TRIAGE.", "replies": [{"tool": "transfer_to_orders_agent", "args": {}}]},
+            {"match": "ROLE_ORDERS.", "replies": [both]},
+            {"match": "ROLE_REFUNDS.", "replies": ["B2 refunded."]},
+        ]
+    }
+    server = scripted(script)
+    hooks = sn.RecordingHooks()
+    result = await sn.run(sn.chain_agents(sn.model_for(api, server.base_url)), "B2 is damaged", hooks=hooks)
+    s = spans()
+    conv = Conversation(s, s.root)
+    assert_matches_sdk(conv, result.new_items, "refund_specialist", hooks)
+    assert attr(conv.handoffs[1], sc.HANDOFF_DETAIL) == 'transfer_to_refund_specialist({"reason": "damaged"})'
+    assert [attr(t, sc.GEN_AI_TOOL_NAME) for t in conv.tools()] == ["lookup_order"]
