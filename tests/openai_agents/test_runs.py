@@ -80,12 +80,14 @@ async def test_a_chain_of_two_handoffs_keeps_the_llms_reason(
     assert [parent_id(t) for t in conv.turns] == [span_id(s.root)] * 3
 
 
-@BOTH
-async def test_max_turns_exceeded_ends_with_max_turns(instrumentor: Any, scripted: Any, spans: Any, api: str) -> None:
+@EVERY
+async def test_max_turns_exceeded_ends_with_max_turns(
+    instrumentor: Any, scripted: Any, spans: Any, api: str, mode: str
+) -> None:
     server = scripted(sn.LOOP_SCRIPT)
     hooks = sn.RecordingHooks()
     with pytest.raises(MaxTurnsExceeded) as raised:
-        await sn.run(sn.loop_agent(sn.model_for(api, server.base_url)), "check C3", hooks=hooks, max_turns=2)
+        await sn.run(sn.loop_agent(sn.model_for(api, server.base_url)), "check C3", hooks=hooks, max_turns=2, mode=mode)
     s = spans()
     conv = Conversation(s, s.root)
     details = raised.value.run_data
@@ -96,13 +98,13 @@ async def test_max_turns_exceeded_ends_with_max_turns(instrumentor: Any, scripte
     assert attr(s.root, sc.TERMINATION_AGENT) == "looping_agent"
 
 
-@BOTH
+@EVERY
 async def test_an_input_guardrail_tripwire_ends_with_guardrail(
-    instrumentor: Any, scripted: Any, spans: Any, api: str
+    instrumentor: Any, scripted: Any, spans: Any, api: str, mode: str
 ) -> None:
     server = scripted(sn.GUARD_SCRIPT)
     with pytest.raises(InputGuardrailTripwireTriggered) as raised:
-        await sn.run(sn.guarded_agent(sn.model_for(api, server.base_url)), "Do my homework")
+        await sn.run(sn.guarded_agent(sn.model_for(api, server.base_url)), "Do my homework", mode=mode)
     s = spans()
     conv = Conversation(s, s.root)
     name = raised.value.guardrail_result.guardrail.get_name()
