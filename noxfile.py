@@ -75,3 +75,27 @@ def metagpt(session: nox.Session) -> None:
     )
     quiet = ("-W", "ignore::FutureWarning:google.api_core._python_version_support")
     run_tests(session, "metagpt", *quiet, "tests/metagpt")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def openai_agents(session: nox.Session) -> None:
+    """OpenAI Agents SDK 0.24 (openai-agents pins openai and pydantic versions of its own).
+
+    Installs the SDK pinned, mast-otel with its collector extra (the collector tests start the real collector
+    from this interpreter) and the test tools, plus openinference-instrumentation-openai-agents, the comparison
+    in benchmarks/bench_openai_agents_overhead.py.
+    """
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/openai-agents-0.24.txt",
+            "-e",
+            ".[collector,judge]",
+            "openai-agents",
+            "openinference-instrumentation-openai-agents",
+            "pytest",
+            "pytest-asyncio",
+        ],
+    )
+    run_tests(session, "openai_agents", "tests/openai_agents")

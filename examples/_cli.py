@@ -13,10 +13,8 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 
 from mast_otel import semconv as sc
 
-try:
-    from examples._scripted import BASE_URL_ENV
-except ImportError:  # run as a script (python examples/x.py): examples/ itself is on sys.path
-    from _scripted import BASE_URL_ENV  # type: ignore[no-redef]
+# Defined here, not in _scripted (which imports AG2), so examples of frameworks in other environments share it.
+BASE_URL_ENV = "MAST_OTEL_EXAMPLE_BASE_URL"
 
 # Shown per span by --console, when present, in this order.
 _SHOWN = (

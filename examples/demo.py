@@ -86,6 +86,13 @@ EXAMPLES = (
     Example("examples/ag2_group_chat.py", "demo-ag2-group-chat", (("1.3",), ("1.5", "3.1"))),
     # an answer approved without running the check the plan asked for (3.2 no or incomplete verification)
     Example("examples/ag2_group_api.py", "demo-ag2-group-api", (("3.2",),)),
+    # a reviewer approves a refund proposal without looking the order up (3.2 no or incomplete verification)
+    Example(
+        "examples/openai_agents_triage.py",
+        "demo-openai-agents-triage",
+        (("3.2",),),
+        python=".nox/openai_agents/bin/python",
+    ),
 )
 
 

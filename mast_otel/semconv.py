@@ -82,6 +82,7 @@ TERMINATION_IDLE: Final = "idle"
 TERMINATION_BUDGET: Final = "budget_exceeded"
 TERMINATION_ERROR: Final = "error"
 TERMINATION_COMPLETED: Final = "completed"
+TERMINATION_GUARDRAIL: Final = "guardrail"  # a guardrail's tripwire stopped the run (OpenAI Agents SDK)
 TERMINATION_REASONS: Final = (
     TERMINATION_MESSAGE,
     TERMINATION_MAX_ROUNDS,
@@ -95,6 +96,7 @@ TERMINATION_REASONS: Final = (
     TERMINATION_BUDGET,
     TERMINATION_ERROR,
     TERMINATION_COMPLETED,
+    TERMINATION_GUARDRAIL,
 )
 
 # agent turn span
@@ -126,6 +128,8 @@ HANDOFF_TO: Final = "mast.handoff.to"
 HANDOFF_CANDIDATES: Final = "mast.handoff.candidates"
 HANDOFF_REASON: Final = "mast.handoff.reason"
 HANDOFF_INDEX: Final = "mast.handoff.index"
+# What the selection said beyond its reason (e.g. an LLM's transfer tool call arguments); content, redacted.
+HANDOFF_DETAIL: Final = "mast.handoff.detail"
 
 # mast.handoff.reason values
 HANDOFF_ROUND_ROBIN: Final = "round_robin"
@@ -165,6 +169,9 @@ HANDOFF_TO_TERMINATE: Final = "<terminate>"
 
 # tool span
 TOOL_SUCCESS: Final = "mast.tool.success"
+# A guardrail check recorded as a tool call (``gen_ai.tool.type=guardrail``): did its tripwire fire?
+TOOL_TYPE_GUARDRAIL: Final = "guardrail"
+GUARDRAIL_TRIGGERED: Final = "mast.guardrail.triggered"
 
 # --- recorded traces replayed by `mast-otel replay` ---------------------------
 # On the conversation root: where the record came from, so the judge eval can pair a verdict with it.

@@ -15,6 +15,8 @@ echo "[test] ruff"
 "$VENV/bin/ruff" check .
 echo "[test] mypy"
 "$VENV/bin/mypy" mast_otel
+echo "[test] framework environments (nox --install-only: the demo test runs examples in them)"
+"$VENV/bin/nox" --no-color -f noxfile.py --install-only
 echo "[test] pytest (main tier)"
 set +e
 "$VENV/bin/pytest" -q -rs "$@"

@@ -22,12 +22,16 @@ def conversation(service: str, *modes: str) -> Conversation:
 
 
 def test_check_wants_each_failure_in_its_own_example() -> None:
-    chat, api = (e.service for e in EXAMPLES)
-    assert check([conversation(chat, "1.3", "1.5"), conversation(api, "3.2")]) == []
-    assert check([conversation(chat, "1.3", "3.1"), conversation(api, "3.2", "1.3")]) == []  # 3.1 also counts
-    missing = check([conversation(chat, "1.3"), conversation(api, "1.3", "3.2")])
+    chat, api, triage = (e.service for e in EXAMPLES)
+    sdk = conversation(triage, "3.2")
+    assert check([conversation(chat, "1.3", "1.5"), conversation(api, "3.2"), sdk]) == []
+    assert check([conversation(chat, "1.3", "3.1"), conversation(api, "3.2", "1.3"), sdk]) == []  # 3.1 also counts
+    missing = check([conversation(chat, "1.3"), conversation(api, "1.3", "3.2"), sdk])
     assert missing == ["1.5 or 3.1 in examples/ag2_group_chat.py (labelled: 1.3)"]
-    assert len(check([conversation(chat, "1.3", "1.5"), conversation("elsewhere", "3.2")])) == 1
+    assert len(check([conversation(chat, "1.3", "1.5"), conversation("elsewhere", "3.2"), sdk])) == 1
+    assert check([conversation(chat, "1.3", "1.5"), conversation(api, "3.2")]) == [
+        "3.2 in examples/openai_agents_triage.py (labelled: none)"
+    ]
     assert all(isinstance(e, Example) and e.shows for e in EXAMPLES)
 
 
