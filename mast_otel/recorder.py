@@ -279,10 +279,12 @@ class Recorder:
         max_rounds: int | None = None,
         framework: str | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
+        start_time: int | None = None,
     ) -> tuple[Conversation, object | None] | None:
         """Open a conversation root, or return None when one is already open at conversation level (join).
 
         Returns the conversation and a token for :meth:`end_conversation`. Prefer :meth:`conversation`.
+        ``start_time`` (ns since the epoch) backdates the root to when the framework says the run began.
         """
         if otel_context.get_value(_SUPPRESS_KEY):
             return None
@@ -307,15 +309,25 @@ class Recorder:
             attrs[sc.CONVERSATION_TASK] = self._clean(task)[0]
         if attributes:
             attrs.update(attributes)
-        span = self.tracer.start_span(sc.workflow_span_name(name), attributes=attrs)
+        span = self.tracer.start_span(sc.workflow_span_name(name), attributes=attrs, start_time=start_time)
         conv = Conversation(span, conv_id, name, max_rounds)
         ctx = otel_context.set_value(_CONVERSATION_KEY, conv)
         ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_CONVERSATION, ctx)
         token = otel_context.attach(trace.set_span_in_context(span, ctx))
         return conv, token
 
-    def end_conversation(self, conv: Conversation, token: object | None, exc: BaseException | None = None) -> None:
-        """Close a root opened by :meth:`start_conversation`, writing termination and counters on it."""
+    def end_conversation(
+        self,
+        conv: Conversation,
+        token: object | None,
+        exc: BaseException | None = None,
+        *,
+        end_time: int | None = None,
+    ) -> None:
+        """Close a root opened by :meth:`start_conversation`, writing termination and counters on it.
+
+        ``end_time`` (ns since the epoch) ends it when the framework says the run ended.
+        """
         try:
             if exc is not None:
                 _record_error(conv.span, exc, self.config.redactor)
@@ -339,7 +351,7 @@ class Recorder:
             conv.span.set_attributes(attrs)
         finally:
             _detach(token)
-            conv.span.end()
+            conv.span.end(end_time=end_time)
 
     @contextmanager
     def conversation(
@@ -371,6 +383,11 @@ class Recorder:
             self.end_conversation(conv, token, exc)
             raise
         self.end_conversation(conv, token)
+
+    def set_task(self, conv: Conversation, task: Any) -> None:
+        """Record the task of a conversation opened before its first message (a channel opened, then written to)."""
+        if self.config.capture_content:
+            conv.span.set_attribute(sc.CONVERSATION_TASK, self._clean(task)[0])
 
     def terminate(self, reason: str, detail: str | None = None, agent: str | None = None) -> None:
         """Record why the current conversation ended; the first reason recorded wins (the root cause)."""
@@ -424,12 +441,14 @@ class Recorder:
         broadcast_to: Sequence[str] | None = None,
         cause: str | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
+        start_time: int | None = None,
     ) -> int | None:
         """Record one message as a zero-length span; returns its index in the conversation (None if not recording).
 
         ``kind`` is one of ``semconv.MESSAGE_KINDS``. A relay of a message already recorded (a group manager's
         copy to every member) should not be recorded again: pass its audience as ``broadcast_to`` on the original,
-        or call :meth:`broadcast_copy` to count it.
+        or call :meth:`broadcast_copy` to count it. ``start_time`` (ns since the epoch) dates the message by the
+        framework's own record of when it was sent, when the integration learns of it later.
         """
         conv = self.current()
         if conv is None:
@@ -462,7 +481,9 @@ class Recorder:
         if attributes:
             attrs.update(attributes)
         first = recipients[0] if recipients else "*"
-        self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs).end()
+        self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs, start_time=start_time).end(
+            end_time=start_time
+        )
         return index
 
     def broadcast_copy(self) -> None:
@@ -487,12 +508,28 @@ class Recorder:
         return Handoff(self.tracer, conv, source, attrs, self.config.redactor)
 
     def handoff(
-        self, source: str, target: str | None, *, reason: str | None = None, candidates: Sequence[str] = ()
+        self,
+        source: str,
+        target: str | None,
+        *,
+        reason: str | None = None,
+        candidates: Sequence[str] = (),
+        detail: str | None = None,
+        start_time: int | None = None,
     ) -> None:
-        """Record a handoff whose target is already known (``target=None`` means "end the conversation")."""
+        """Record a handoff whose target is already known (``target=None`` means "end the conversation").
+
+        ``detail`` is the framework's own words for why (a stated reason, the graph condition that fired);
+        ``start_time`` (ns since the epoch) dates it by the framework's record.
+        """
         h = self.start_handoff(source, candidates=candidates)
-        if h is not None:
-            h.end(target, reason=reason)
+        if h is None:
+            return
+        if detail is not None and self.config.capture_content:  # the agent's own words: content
+            h._attributes[sc.HANDOFF_DETAIL] = self._clean(detail)[0]
+        if start_time is not None:
+            h._start = start_time
+        h.end(target, reason=reason)
 
     # -- tools ------------------------------------------------------------------
     def start_tool_call(self, name: str, *, arguments: Any = None, call_id: str | None = None) -> ToolCall | None:

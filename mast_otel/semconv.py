@@ -82,6 +82,12 @@ TERMINATION_IDLE: Final = "idle"
 TERMINATION_BUDGET: Final = "budget_exceeded"
 TERMINATION_ERROR: Final = "error"
 TERMINATION_COMPLETED: Final = "completed"
+# AG2 1.x channels: a tool returned ``Finish``; the channel was closed by a participant; its TTL ran out; an
+# expectation (an acknowledgement or reply deadline) was violated and the hub closed it.
+TERMINATION_FINISH: Final = "finish"
+TERMINATION_CLOSED: Final = "closed"
+TERMINATION_EXPIRED: Final = "expired"
+TERMINATION_EXPECTATION: Final = "expectation_violated"
 TERMINATION_REASONS: Final = (
     TERMINATION_MESSAGE,
     TERMINATION_MAX_ROUNDS,
@@ -95,6 +101,10 @@ TERMINATION_REASONS: Final = (
     TERMINATION_BUDGET,
     TERMINATION_ERROR,
     TERMINATION_COMPLETED,
+    TERMINATION_FINISH,
+    TERMINATION_CLOSED,
+    TERMINATION_EXPIRED,
+    TERMINATION_EXPECTATION,
 )
 
 # agent turn span
@@ -126,6 +136,8 @@ HANDOFF_TO: Final = "mast.handoff.to"
 HANDOFF_CANDIDATES: Final = "mast.handoff.candidates"
 HANDOFF_REASON: Final = "mast.handoff.reason"
 HANDOFF_INDEX: Final = "mast.handoff.index"
+# The framework's own words for the handoff: a stated reason (AG2 1.x ``Handoff.reason``), the condition that fired.
+HANDOFF_DETAIL: Final = "mast.handoff.detail"
 
 # mast.handoff.reason values
 HANDOFF_ROUND_ROBIN: Final = "round_robin"
