@@ -89,9 +89,7 @@ class MastMiddleware(BaseMiddleware):  # type: ignore[misc]
             turn.end(replied=getattr(reply, "message", None) is not None or bool(getattr(reply, "tool_calls", None)))
             return reply
 
-    async def on_tool_execution(
-        self, call_next: Callable[[Any, Any], Awaitable[Any]], event: Any, context: Any
-    ) -> Any:
+    async def on_tool_execution(self, call_next: Callable[[Any, Any], Awaitable[Any]], event: Any, context: Any) -> Any:
         f = self._f
         if not f.switch.on or self._turn_context is None:  # only inside a turn this middleware recorded
             return await call_next(event, context)
