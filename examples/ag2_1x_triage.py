@@ -77,9 +77,12 @@ SCRIPTS: dict[str, tuple[Any, ...]] = {
 }
 
 
-async def run(customer_text: str = TASK) -> tuple[Any, Any]:
-    """Run the workflow to its close; returns (hub, channel metadata). The caller closes the hub."""
-    hub = await Hub.open(MemoryKnowledgeStore(), expectation_sweep_interval=0)
+async def run(customer_text: str = TASK, **hub_options: Any) -> tuple[Any, Any]:
+    """Run the workflow to its close; returns (hub, channel metadata). The caller closes the hub.
+
+    ``hub_options`` go to ``Hub.open`` (``tracer_provider=`` turns AG2's own envelope telemetry on).
+    """
+    hub = await Hub.open(MemoryKnowledgeStore(), expectation_sweep_interval=0, **hub_options)
     customer = await hub.register(Agent("customer", config=ScriptedConfig()), attach_plugin=False)
     customer.on_envelope(lambda envelope: asyncio.sleep(0))  # the customer only opens the case
     tools = {"triage": [route_to_refunds], "refunds": [lookup_invoice, route_to_reviewer, finish], "reviewer": []}

@@ -58,7 +58,9 @@ async def ping_pong(hub: Any, names: tuple[str, str, str], max_turns: int, repli
     """
     user = await register_silent(hub, names[0])
     a, b = [
-        await hub.register(Agent(n, f"You are {n}.", config=ScriptedConfig(*[f"{n} draft {i}" for i in range(replies)])))
+        await hub.register(
+            Agent(n, f"You are {n}.", config=ScriptedConfig(*[f"{n} draft {i}" for i in range(replies)]))
+        )
         for n in names[1:]
     ]
     graph = TransitionGraph(
@@ -139,5 +141,17 @@ async def failing_turn(hub: Any) -> str:
     await channel.send("Summarise the incident.")
     await asyncio.sleep(0.3)
     await channel.close(reason="gave up")
+    await wait_closed(hub, channel.channel_id)
+    return str(channel.channel_id)
+
+
+async def expiring(hub: Any) -> str:
+    """A conversation nobody answers (an empty reply posts nothing), opened with a 1 s TTL; the TTL sweep expires it."""
+    user = await register_silent(hub, "user")
+    await hub.register(Agent("on_call", config=ScriptedConfig("")))  # acks the invite; its turn says nothing
+    channel = await user.open(type=CONVERSATION_TYPE, target="on_call", ttl=1)
+    await channel.send("Is anyone looking at the pager?")
+    await asyncio.sleep(1.1)
+    await hub.expire_due()
     await wait_closed(hub, channel.channel_id)
     return str(channel.channel_id)

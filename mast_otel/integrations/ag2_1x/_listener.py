@@ -77,32 +77,37 @@ class MastHubListener:
         run = self._channels.pop(channel_id)
         if run is None or run.conversation is None:
             return
-        reason, detail, agent = termination(run, kind, str(payload.get("reason") or ""))
-        with run.recording():
-            self._recorder.terminate(reason, detail=detail, agent=agent)
-        if run.owns_root:
-            self._recorder.end_conversation(run.conversation, None, end_time=iso_ns(payload.get("at")))
+        try:
+            reason, detail, agent = termination(run, kind, str(payload.get("reason") or ""))
+            with run.recording():
+                self._recorder.terminate(reason, detail=detail, agent=agent)
+        finally:  # a root left open would never be judged
+            if run.owns_root:
+                self._recorder.end_conversation(run.conversation, None, end_time=iso_ns(payload.get("at")))
 
     # -- envelopes ------------------------------------------------------------------
     async def on_envelope_posted(self, envelope: Any, metadata: Any) -> None:
         if envelope.event_type not in MESSAGE_EVENTS:
             return  # protocol (invite, ack, opened, closed, task events) and context updates are not messages
+        run = self._channels.get(envelope.channel_id)
+        if run is None:
+            return
         try:
-            run = self._channels.get(envelope.channel_id)
-            if run is not None:
-                self._message(run, envelope, metadata)
+            self._message(run, envelope, metadata)
         except Exception:
             self._failures.record("message")
+        try:  # apart: a message that could not be recorded still moves control, and may end the channel
+            self._route(run, envelope)
+        except Exception:
+            self._failures.record("handoff")
 
     def _message(self, run: ChannelRun, envelope: Any, metadata: Any) -> None:
         rec = self._recorder
-        sender = run.name(envelope.sender_id)
         if envelope.audience is not None:
             to = [run.name(i) for i in envelope.audience if i != envelope.sender_id]
         else:
             to = [run.name(p.agent_id) for p in metadata.participants if p.agent_id != envelope.sender_id]
         text = envelope_text(envelope.event_type, envelope.event_data)
-        at = iso_ns(envelope.created_at)
         attrs: dict[str, AttributeValue] = {AG2_ENVELOPE_ID: envelope.envelope_id}
         if envelope.causation_id:
             attrs[AG2_CAUSATION_ID] = envelope.causation_id
@@ -110,14 +115,25 @@ class MastHubListener:
             if run.conversation is not None and not run.has_task:
                 run.has_task = True
                 rec.set_task(run.conversation, text)
-            rec.message(sender, to, text, attributes=attrs, start_time=at)
-            state = self._hub.adapter_state(envelope.channel_id)  # folded: AG2's decision for this envelope
-            route = route_after(run, envelope, state)
-            if route is not None:
-                candidates = [run.name(i) for i in run.participant_ids if i != envelope.sender_id]
-                rec.handoff(
-                    sender, route.target, reason=route.reason, candidates=candidates, detail=route.detail, start_time=at
-                )
+            rec.message(
+                run.name(envelope.sender_id), to, text, attributes=attrs, start_time=iso_ns(envelope.created_at)
+            )
+
+    def _route(self, run: ChannelRun, envelope: Any) -> None:
+        state = self._hub.adapter_state(envelope.channel_id)  # folded: AG2's decision for this envelope
+        route = route_after(run, envelope, state)
+        if route is None:
+            return
+        candidates = [run.name(i) for i in run.participant_ids if i != envelope.sender_id]
+        with run.recording():
+            self._recorder.handoff(
+                run.name(envelope.sender_id),
+                route.target,
+                reason=route.reason,
+                candidates=candidates,
+                detail=route.detail,
+                start_time=iso_ns(envelope.created_at),
+            )
 
     # -- failures -------------------------------------------------------------------
     async def on_turn_failed(self, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException) -> None:
