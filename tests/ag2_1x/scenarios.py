@@ -51,15 +51,23 @@ async def wait_messages(hub: Any, channel_id: str, count: int, timeout: float = 
     await asyncio.sleep(0.1)
 
 
-async def ping_pong(hub: Any, names: tuple[str, str, str], max_turns: int, replies: int = 10) -> str:
+async def ping_pong(
+    hub: Any, names: tuple[str, str, str], max_turns: int, replies: int = 10, middleware: Any = None
+) -> str:
     """A workflow where ``names[1]`` and ``names[2]`` answer each other (graph transitions) until ``max_turns``.
 
-    ``names[0]`` writes the task. Returns the channel id once AG2 closed it.
+    ``names[0]`` writes the task. ``middleware(name)``, if given, is each agent's middleware list (the benchmark
+    puts AG2's own telemetry there). Returns the channel id once AG2 closed it.
     """
     user = await register_silent(hub, names[0])
     a, b = [
         await hub.register(
-            Agent(n, f"You are {n}.", config=ScriptedConfig(*[f"{n} draft {i}" for i in range(replies)]))
+            Agent(
+                n,
+                f"You are {n}.",
+                config=ScriptedConfig(*[f"{n} draft {i}" for i in range(replies)]),
+                middleware=middleware(n) if middleware else (),
+            )
         )
         for n in names[1:]
     ]
