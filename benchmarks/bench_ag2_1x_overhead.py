@@ -26,6 +26,13 @@ to close, which wall time would count and CPU time does not. Configurations alte
 µs per envelope (median), the time added per envelope against ``none`` (median of per-repetition differences,
 IQR), that as a ratio of the baseline, the ratio of mast-otel's added time to AG2's own telemetry's, and spans
 per envelope.
+
+AG2's own cost per envelope is large (each turn builds several pydantic call models for its stream
+subscriptions) and, on a shared machine, varies by more than mast-otel adds: the end-to-end difference has a wide
+IQR. So the ``mast-otel`` configuration also reports the time spent inside mast-otel's hooks themselves (hub
+listener callbacks, and the middleware minus the AG2 work it wraps), measured around each hook in CPU time of
+the event loop's thread (``time.thread_time_ns``): a direct figure for what mast-otel adds, immune to what the rest
+of the machine does.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import gc
 import json
 import statistics
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -81,23 +89,88 @@ async def _one_run(config: str, provider: Any, envelopes: int, clock: str) -> tu
     return elapsed, sum(e.event_type in ("ag2.msg.text", "ag2.packet") for e in wal)
 
 
-async def measure(names: list[str], reps: int, warmup: int, envelopes: int, clock: str) -> list[Series]:
+class HookTimer:
+    """Time spent inside mast-otel's hooks: the listener callbacks whole, the middleware minus its ``call_next``."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def install(self) -> None:
+        from mast_otel.integrations.ag2_1x._listener import MastHubListener
+        from mast_otel.integrations.ag2_1x._middleware import MastMiddleware
+
+        for cls, name in ((MastHubListener, "on_envelope_posted"), (MastHubListener, "on_channel_event")):
+            self._patch(cls, name, self._whole(getattr(cls, name)))
+        for name in ("on_turn", "on_tool_execution"):
+            self._patch(MastMiddleware, name, self._around(getattr(MastMiddleware, name)))
+
+    def uninstall(self) -> None:
+        for cls, name, original in reversed(self._undo):
+            setattr(cls, name, original)
+        self._undo.clear()
+
+    def _patch(self, cls: Any, name: str, replacement: Any) -> None:
+        self._undo.append((cls, name, getattr(cls, name)))
+        setattr(cls, name, replacement)
+
+    def _whole(self, method: Any) -> Any:
+        async def timed(this: Any, *args: Any) -> Any:  # the listener never awaits: its whole time is its own
+            t0 = time.thread_time_ns()
+            try:
+                return await method(this, *args)
+            finally:
+                self.ns += time.thread_time_ns() - t0
+
+        return timed
+
+    def _around(self, method: Any) -> Any:
+        async def timed(this: Any, call_next: Any, event: Any, context: Any) -> Any:
+            inner = 0
+
+            async def timed_next(e: Any, c: Any) -> Any:
+                nonlocal inner
+                t1 = time.thread_time_ns()
+                try:
+                    return await call_next(e, c)
+                finally:
+                    inner += time.thread_time_ns() - t1
+
+            t0 = time.thread_time_ns()
+            try:
+                return await method(this, timed_next, event, context)
+            finally:
+                self.ns += time.thread_time_ns() - t0 - inner
+
+        return timed
+
+
+async def measure(
+    names: list[str], reps: int, warmup: int, envelopes: int, clock: str
+) -> tuple[list[Series], list[float]]:
     from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
 
     provider, exporter = _counting_provider()
     series = [Series(n) for n in names]
+    hooks_us: list[float] = []  # µs per envelope inside mast-otel's hooks, per mast-otel run
     for rep in range(warmup + reps):
         shift = rep % len(series)
         for s in series[shift:] + series[:shift]:
             inst = AG2V1Instrumentor() if s.name in ("mast-otel", "both") else None
             if inst is not None:
                 inst.instrument(tracer_provider=provider)
+            timer = HookTimer()
+            if s.name == "mast-otel":
+                timer.install()
             before = exporter.count
             try:
                 elapsed, posted = await _one_run(s.name, provider, envelopes, clock)
             finally:
+                timer.uninstall()
                 if inst is not None:
                     inst.uninstrument()
+            if rep >= warmup and s.name == "mast-otel":
+                hooks_us.append(timer.ns / posted / 1000)
             if rep >= warmup:
                 s.us_per_message.append(elapsed / posted / 1000)
                 s.spans += exporter.count - before
@@ -106,10 +179,10 @@ async def measure(names: list[str], reps: int, warmup: int, envelopes: int, cloc
             print(f"rep {rep - warmup + 1}/{reps} " + "  ".join(
                 f"{s.name} {s.us_per_message[-1]:.1f}" for s in series) + " µs/envelope",
                 file=sys.stderr, flush=True)  # fmt: skip
-    return series
+    return series, hooks_us
 
 
-def report(series: list[Series], args: argparse.Namespace) -> str:
+def report(series: list[Series], hooks_us: list[float], args: argparse.Namespace) -> str:
     base = next(s for s in series if s.name == BASELINE)
     added: dict[str, float] = {}
     rows = []
@@ -141,6 +214,15 @@ def report(series: list[Series], args: argparse.Namespace) -> str:
             f"| {CONFIGURATIONS[s.name]} | {s.median:.1f} | {a:+.1f} ({low:+.1f} .. {high:+.1f}) "
             f"| {a / base.median:.1%} | {versus} | {spans:.2f} |"
         )
+    if hooks_us:
+        low, high = _quartiles(hooks_us)
+        hooks = statistics.median(hooks_us)
+        lines += [
+            "",
+            f"Inside mast-otel's hooks (mast-otel runs, thread CPU time): {hooks:.1f} µs/envelope "
+            f"({low:.1f} .. {high:.1f}), {hooks / base.median:.2%} of the uninstrumented µs/envelope"
+            + (f", {hooks / reference:.2f}x AG2's telemetry added" if reference else ""),
+        ]
     return "\n".join(lines)
 
 
@@ -155,11 +237,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     names = [BASELINE, *(n for n in (args.only or [REFERENCE, "mast-otel", "both"]) if n != BASELINE)]
-    series = asyncio.run(measure(names, args.reps, args.warmup, args.envelopes, args.clock))
-    print(report(series, args))
+    series, hooks_us = asyncio.run(measure(names, args.reps, args.warmup, args.envelopes, args.clock))
+    print(report(series, hooks_us, args))
     if args.json:
-        payload = {s.name: {"us_per_envelope": s.us_per_message, "spans": s.spans, "envelopes": s.messages}
-                   for s in series}  # fmt: skip
+        payload: dict[str, Any] = {
+            s.name: {"us_per_envelope": s.us_per_message, "spans": s.spans, "envelopes": s.messages} for s in series
+        }
+        payload["mast-otel-hooks"] = {"us_per_envelope": hooks_us}
         args.json.write_text(json.dumps(payload, indent=2))
 
 

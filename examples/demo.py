@@ -86,6 +86,8 @@ EXAMPLES = (
     Example("examples/ag2_group_chat.py", "demo-ag2-group-chat", (("1.3",), ("1.5", "3.1"))),
     # an answer approved without running the check the plan asked for (3.2 no or incomplete verification)
     Example("examples/ag2_group_api.py", "demo-ag2-group-api", (("3.2",),)),
+    # AG2 1.x (its own environment): a refund approved by a reviewer who checked nothing (3.2)
+    Example("examples/ag2_1x_triage.py", "demo-ag2-1x-triage", (("3.2",),), python=".nox/ag2_1x/bin/python"),
 )
 
 

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 MAST_OTEL_EXTRAS=${MAST_OTEL_EXTRAS:-ag2,collector,judge} bash scripts/setup-env.sh
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
 # Frameworks whose pins clash with the main environment's run their demo example in their nox environment.
-DEMO_SESSIONS=()
+DEMO_SESSIONS=(ag2_1x)
 for session in "${DEMO_SESSIONS[@]}"; do
   "$VENV/bin/nox" --no-color -s "$session" --install-only
 done

@@ -15,6 +15,8 @@ echo "[test] ruff"
 "$VENV/bin/ruff" check .
 echo "[test] mypy"
 "$VENV/bin/mypy" mast_otel
+echo "[test] framework environments the demo runs examples in (nox --install-only)"
+"$VENV/bin/nox" --no-color -f noxfile.py -s ag2_1x --install-only
 echo "[test] pytest (main tier)"
 set +e
 "$VENV/bin/pytest" -q -rs "$@"
