@@ -18,6 +18,7 @@ from ag2.network import (
     AgentTarget,
     FromSpeaker,
     Hub,
+    TerminateTarget,
     Transition,
     TransitionGraph,
     default_handler,
@@ -161,5 +162,25 @@ async def expiring(hub: Any) -> str:
     await channel.send("Is anyone looking at the pager?")
     await asyncio.sleep(1.1)
     await hub.expire_due()
+    await wait_closed(hub, channel.channel_id)
+    return str(channel.channel_id)
+
+
+async def sign_off(hub: Any) -> str:
+    """A workflow the graph ends: writer -> reviewer, then ``TerminateTarget("approved")`` after the reviewer."""
+    user = await register_silent(hub, "user")
+    writer = await hub.register(Agent("writer", config=ScriptedConfig("Release note: faster config loading.")))
+    reviewer = await hub.register(Agent("reviewer", config=ScriptedConfig("Ship it.")))
+    graph = TransitionGraph(
+        initial_speaker=user.agent_id,
+        transitions=[
+            Transition(when=FromSpeaker(user.agent_id), then=AgentTarget(writer.agent_id)),
+            Transition(when=FromSpeaker(writer.agent_id), then=AgentTarget(reviewer.agent_id)),
+            Transition(when=FromSpeaker(reviewer.agent_id), then=TerminateTarget(reason="approved")),
+        ],
+        max_turns=10,
+    )
+    channel = await user.open(type=WORKFLOW_TYPE, target=["writer", "reviewer"], knobs={"graph": graph.to_dict()})
+    await channel.send("Write the release note.")
     await wait_closed(hub, channel.channel_id)
     return str(channel.channel_id)

@@ -117,3 +117,25 @@ async def test_two_channels_at_once_on_one_hub(instrumentor: Any, span_exporter:
         turns = of_conversation(spans, record.channel_id, sc.SPAN_TYPE_AGENT_TURN)
         assert [attr(t, sc.GEN_AI_AGENT_NAME) for t in turns] == record.senders[1:]
     assert [attr(r, sc.CONVERSATION_ROUNDS) for r in roots] == [4, 5]
+
+
+async def test_graph_terminate_target(instrumentor: Any, span_exporter: Any) -> None:
+    hub = await scenarios.open_hub()
+    channel_id = await scenarios.sign_off(hub)
+    record = await wal_record(hub, channel_id)
+    await hub.close()
+    spans = span_exporter.get_finished_spans()
+
+    assert record.close_reason == "approved"
+    assert_messages_match(spans, record)
+    assert_turn_handoffs(spans, record)
+    *_, last = handoffs_of(spans, channel_id)
+    assert last == (
+        "reviewer",
+        sc.HANDOFF_TO_TERMINATE,
+        sc.HANDOFF_ROUTING,
+        "FromSpeaker(agent_id='reviewer') -> TerminateTarget(reason='approved')",
+    )
+    root = root_of(spans, channel_id)
+    assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_HANDOFF
+    assert attr(root, sc.TERMINATION_DETAIL) == record.close_reason
