@@ -26,6 +26,7 @@ class WalMessage:
 @dataclass(frozen=True)
 class WalRecord:
     channel_id: str
+    participants: tuple[str, ...]  # in the channel's order (``Participant.order``)
     messages: tuple[WalMessage, ...]
     close_kind: str  # ag2.channel.closed / ag2.channel.expired
     close_reason: str
@@ -57,7 +58,19 @@ async def wal_record(hub: Any, channel_id: str) -> WalRecord:
             )
         elif env.event_type in (EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED):
             close_kind, close_reason = env.event_type, env.event_data.get("reason", "")
-    return WalRecord(channel_id, tuple(messages), close_kind, close_reason)
+    order = tuple(hub.name_for(p.agent_id) for p in sorted(metadata.participants, key=lambda p: p.order))
+    return WalRecord(channel_id, order, tuple(messages), close_kind, close_reason)
+
+
+async def recorded_run(exporter: Any, scenario: Any, *args: Any, **kwargs: Any) -> tuple[WalRecord, list[ReadableSpan]]:
+    """Run ``scenario(hub, ...)`` on a fresh hub; AG2's record of its channel and every span exported."""
+    from tests.ag2_1x.scenarios import open_hub
+
+    hub = await open_hub()
+    channel_id = await scenario(hub, *args, **kwargs)
+    record = await wal_record(hub, channel_id)
+    await hub.close()
+    return record, list(exporter.get_finished_spans())
 
 
 # -- the comparisons --------------------------------------------------------------------------------------------

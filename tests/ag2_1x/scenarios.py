@@ -52,6 +52,14 @@ async def wait_messages(hub: Any, channel_id: str, count: int, timeout: float = 
     await asyncio.sleep(0.1)
 
 
+async def close_after(hub: Any, channel: Any, messages: int, reason: str) -> str:
+    """Once the channel holds ``messages`` messages (and a moment of quiet), close it with ``reason``; its id."""
+    await wait_messages(hub, channel.channel_id, messages)
+    await channel.close(reason=reason)
+    await wait_closed(hub, channel.channel_id)
+    return str(channel.channel_id)
+
+
 async def ping_pong(
     hub: Any, names: tuple[str, str, str], max_turns: int, replies: int = 10, middleware: Any = None
 ) -> str:
@@ -102,10 +110,7 @@ async def discussion(hub: Any) -> str:
     }
     channel = await clients["moderator"].open(type=DISCUSSION_TYPE, target=["alice", "bob"])
     await channel.send("Should we cache the parsed config per process or per request?")
-    await wait_messages(hub, channel.channel_id, 6)
-    await channel.close(reason="moderator closed the discussion")
-    await wait_closed(hub, channel.channel_id)
-    return str(channel.channel_id)
+    return await close_after(hub, channel, 6, "moderator closed the discussion")
 
 
 async def delegation(hub: Any) -> str:
@@ -136,10 +141,7 @@ async def delegation(hub: Any) -> str:
     await hub.register(Agent("expert", "You know the SLOs.", config=ScriptedConfig("300 ms at p99.")))
     channel = await user.open(type=CONVERSATION_TYPE, target="coordinator")
     await channel.send("What latency budget do we have for checkout?")
-    await wait_messages(hub, channel.channel_id, 2)
-    await channel.close(reason="user got the answer")
-    await wait_closed(hub, channel.channel_id)
-    return str(channel.channel_id)
+    return await close_after(hub, channel, 2, "user got the answer")
 
 
 async def failing_turn(hub: Any) -> str:
@@ -148,10 +150,7 @@ async def failing_turn(hub: Any) -> str:
     await hub.register(Agent("flaky", config=ScriptedConfig(ConnectionError("model endpoint unreachable"))))
     channel = await user.open(type=CONVERSATION_TYPE, target="flaky")
     await channel.send("Summarise the incident.")
-    await asyncio.sleep(0.3)
-    await channel.close(reason="gave up")
-    await wait_closed(hub, channel.channel_id)
-    return str(channel.channel_id)
+    return await close_after(hub, channel, 1, "gave up")  # after the quiet: the failed turn is reported
 
 
 async def expiring(hub: Any) -> str:

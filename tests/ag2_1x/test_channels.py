@@ -13,20 +13,23 @@ pytest.importorskip("ag2.network", reason=SKIP_REASON)
 
 from mast_otel import semconv as sc
 from tests.ag2_1x import scenarios
-from tests.ag2_1x.oracle import assert_messages_match, handoffs_of, of_conversation, root_of, wal_record
+from tests.ag2_1x.oracle import (
+    assert_messages_match,
+    handoffs_of,
+    of_conversation,
+    recorded_run,
+    root_of,
+    wal_record,
+)
 from tests.span_query import attr, parent_id, span_id
 
 
 async def test_discussion_round_robin(instrumentor: Any, span_exporter: Any) -> None:
-    hub = await scenarios.open_hub()
-    channel_id = await scenarios.discussion(hub)
-    metadata = await hub.get_channel(channel_id)
-    record = await wal_record(hub, channel_id)
-    await hub.close()
-    spans = span_exporter.get_finished_spans()
+    record, spans = await recorded_run(span_exporter, scenarios.discussion)
+    channel_id = record.channel_id
 
     assert_messages_match(spans, record)
-    order = [hub.name_for(p.agent_id) for p in sorted(metadata.participants, key=lambda p: p.order)]
+    order = list(record.participants)
     # AG2's rotation: after each speaker, the next in channel order; the WAL's next sender for all but the last.
     expected = [(m.sender, order[(order.index(m.sender) + 1) % len(order)]) for m in record.messages]
     assert [e[1] for e in expected[:-1]] == record.senders[1:]
@@ -72,11 +75,8 @@ async def test_delegate_opens_a_child_conversation(instrumentor: Any, span_expor
 
 
 async def test_failed_turn_is_the_termination_cause(instrumentor: Any, span_exporter: Any) -> None:
-    hub = await scenarios.open_hub()
-    channel_id = await scenarios.failing_turn(hub)
-    record = await wal_record(hub, channel_id)
-    await hub.close()
-    spans = span_exporter.get_finished_spans()
+    record, spans = await recorded_run(span_exporter, scenarios.failing_turn)
+    channel_id = record.channel_id
 
     assert_messages_match(spans, record)
     (turn,) = of_conversation(spans, channel_id, sc.SPAN_TYPE_AGENT_TURN)

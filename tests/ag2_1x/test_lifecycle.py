@@ -18,7 +18,7 @@ from mast_otel import semconv as sc
 from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
 from mast_otel.recorder import Recorder
 from tests.ag2_1x import scenarios
-from tests.ag2_1x.oracle import WalRecord, root_of, wal_record
+from tests.ag2_1x.oracle import WalRecord, recorded_run, root_of, wal_record
 from tests.span_query import attr, parent_id, span_id
 
 
@@ -115,11 +115,8 @@ async def test_join_can_be_turned_off(tracer_provider: TracerProvider, span_expo
 
 
 async def test_ttl_expiry(instrumentor: AG2V1Instrumentor, span_exporter: Any) -> None:
-    hub = await scenarios.open_hub()
-    channel_id = await scenarios.expiring(hub)
-    record = await wal_record(hub, channel_id)
-    await hub.close()
-    root = root_of(span_exporter.get_finished_spans(), channel_id)
+    record, spans = await recorded_run(span_exporter, scenarios.expiring)
+    root = root_of(spans, record.channel_id)
     assert record.close_kind == "ag2.channel.expired"
     assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_EXPIRED
     assert attr(root, sc.TERMINATION_DETAIL) == record.close_reason == "ttl_expired"

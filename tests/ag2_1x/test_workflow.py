@@ -20,6 +20,7 @@ from tests.ag2_1x.oracle import (
     assert_turn_handoffs,
     handoffs_of,
     of_conversation,
+    recorded_run,
     root_of,
     wal_record,
 )
@@ -81,11 +82,8 @@ async def test_triage_handoff_chain_and_finish(instrumentor: Any, span_exporter:
 
 
 async def test_max_turns(instrumentor: Any, span_exporter: Any) -> None:
-    hub = await scenarios.open_hub()
-    channel_id = await scenarios.ping_pong(hub, ("user", "writer", "editor"), max_turns=4)
-    record = await wal_record(hub, channel_id)
-    await hub.close()
-    spans = span_exporter.get_finished_spans()
+    record, spans = await recorded_run(span_exporter, scenarios.ping_pong, ("user", "writer", "editor"), max_turns=4)
+    channel_id = record.channel_id
 
     assert record.close_reason == "max_turns" and len(record.messages) == 4
     assert_messages_match(spans, record)
@@ -120,11 +118,8 @@ async def test_two_channels_at_once_on_one_hub(instrumentor: Any, span_exporter:
 
 
 async def test_graph_terminate_target(instrumentor: Any, span_exporter: Any) -> None:
-    hub = await scenarios.open_hub()
-    channel_id = await scenarios.sign_off(hub)
-    record = await wal_record(hub, channel_id)
-    await hub.close()
-    spans = span_exporter.get_finished_spans()
+    record, spans = await recorded_run(span_exporter, scenarios.sign_off)
+    channel_id = record.channel_id
 
     assert record.close_reason == "approved"
     assert_messages_match(spans, record)
