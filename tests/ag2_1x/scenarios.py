@@ -12,6 +12,7 @@ from typing import Any
 from ag2 import Agent
 from ag2.knowledge import MemoryKnowledgeStore
 from ag2.network import (
+    AUDIT_KIND_TURN_FAILED,
     CONVERSATION_TYPE,
     DISCUSSION_TYPE,
     WORKFLOW_TYPE,
@@ -150,7 +151,21 @@ async def failing_turn(hub: Any) -> str:
     await hub.register(Agent("flaky", config=ScriptedConfig(ConnectionError("model endpoint unreachable"))))
     channel = await user.open(type=CONVERSATION_TYPE, target="flaky")
     await channel.send("Summarise the incident.")
-    return await close_after(hub, channel, 1, "gave up")  # after the quiet: the failed turn is reported
+    await until_turn_failed(hub, channel.channel_id)
+    return await close_after(hub, channel, 1, "gave up")
+
+
+async def until_turn_failed(hub: Any, channel_id: str, timeout: float = 30.0) -> dict[str, Any]:
+    """AG2's audit record of a failed turn on the channel, once the hub has written it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        for record in await hub.audit_log.read_all():
+            if record.get("kind") == AUDIT_KIND_TURN_FAILED and record.get("channel_id") == channel_id:
+                return dict(record)
+        if loop.time() > deadline:
+            raise TimeoutError(f"no failed turn on {channel_id} after {timeout}s")
+        await asyncio.sleep(0.01)
 
 
 async def expiring(hub: Any) -> str:

@@ -75,12 +75,17 @@ async def test_delegate_opens_a_child_conversation(instrumentor: Any, span_expor
 
 
 async def test_failed_turn_is_the_termination_cause(instrumentor: Any, span_exporter: Any) -> None:
-    record, spans = await recorded_run(span_exporter, scenarios.failing_turn)
-    channel_id = record.channel_id
+    hub = await scenarios.open_hub()
+    channel_id = await scenarios.failing_turn(hub)
+    failure = await scenarios.until_turn_failed(hub, channel_id)  # AG2's audit record of the failed turn
+    record = await wal_record(hub, channel_id)
+    await hub.close()
+    spans = span_exporter.get_finished_spans()
 
     assert_messages_match(spans, record)
     (turn,) = of_conversation(spans, channel_id, sc.SPAN_TYPE_AGENT_TURN)
-    assert attr(turn, sc.ERROR_TYPE) == "ConnectionError"
+    assert attr(turn, sc.GEN_AI_AGENT_NAME) == hub.name_for(failure["agent_id"]) == "flaky"
+    assert attr(turn, sc.ERROR_TYPE) == failure["exc_type"] == "ConnectionError"
     root = root_of(spans, channel_id)
     assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_ERROR
     assert (
