@@ -14,6 +14,10 @@ from tests.ag2_1x.conftest import SKIP_REASON
 
 pytest.importorskip("ag2.network", reason=SKIP_REASON)
 
+from ag2 import Agent
+from ag2.network import CONVERSATION_TYPE
+
+from examples._ag2_1x import ScriptedConfig
 from mast_otel import semconv as sc
 from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
 from mast_otel.recorder import Recorder
@@ -134,3 +138,22 @@ def test_mast_otel_instrument_picks_the_ag2_1x_integration(tracer_provider: Trac
         mast_otel.uninstrument()
     (entry,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "mast_ag2_1x"]
     assert entry.load() is AG2V1Instrumentor
+
+
+async def test_a_channel_left_open_ends_with_its_hub(instrumentor: AG2V1Instrumentor, span_exporter: Any) -> None:
+    hub = await scenarios.open_hub()
+    user = await scenarios.register_silent(hub, "user")
+    await hub.register(Agent("helper", config=ScriptedConfig("On it.", "")))
+    channel = await user.open(type=CONVERSATION_TYPE, target="helper")
+    await channel.send("Please look at ticket 42.")
+    await scenarios.wait_messages(hub, channel.channel_id, 2)
+    record = await wal_record(hub, channel.channel_id)
+    await hub.close()  # the channel is still active: AG2 writes no close event
+
+    assert record.close_kind == "" and (await hub.get_channel(channel.channel_id)).state.value == "active"
+    spans = span_exporter.get_finished_spans()
+    root = root_of(spans, channel.channel_id)
+    assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_CLOSED
+    assert attr(root, sc.TERMINATION_DETAIL) == "hub closed with the channel open"
+    assert attr(root, sc.CONVERSATION_ROUNDS) == len(record.messages) == 2
+    assert instrumentor._hooks is not None and len(instrumentor._hooks.channels) == 0, "nothing kept for it"

@@ -27,7 +27,8 @@ close reason (hub listener)            termination: ``finish`` (Finish reason an
 When the hub has AG2's own telemetry on (``Hub(tracer_provider=...)``), its envelope spans (and the turn, LLM and
 tool spans AG2 parents on them through the envelope's traceparent) join the conversation's trace; pass
 ``join_ag2_traces=False`` to ``instrument()`` to leave AG2's traces as AG2 makes them. Hubs created before
-``instrument()`` are not recorded.
+``instrument()`` are not recorded; a channel still open when its hub closes ends there (``closed``, detail
+"hub closed with the channel open").
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
 
-from ._wrappers import Hooks, agent_client_init, hub_init
+from ._wrappers import Hooks, agent_client_init, hub_close, hub_init
 
 __all__ = ["AG2V1Instrumentor"]
 
@@ -65,6 +66,7 @@ class AG2V1Instrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         hooks = Hooks(recorder_for("ag2", kwargs), join_traces=bool(kwargs.get("join_ag2_traces", True)))
         wrap_function_wrapper(_HUB, "Hub.__init__", hub_init(hooks))
+        wrap_function_wrapper(_HUB, "Hub.close", hub_close(hooks))
         wrap_function_wrapper(_AGENT_CLIENT, "AgentClient.__init__", agent_client_init(hooks))
         self._hooks = hooks
 
@@ -73,6 +75,7 @@ class AG2V1Instrumentor(BaseInstrumentor):  # type: ignore[misc]
         import ag2.network.hub.core as hub_core
 
         unwrap(hub_core.Hub, "__init__")
+        unwrap(hub_core.Hub, "close")
         unwrap(agent_client.AgentClient, "__init__")
         if self._hooks is not None:
             self._hooks.detach_all()

@@ -53,7 +53,6 @@ class ChannelRun:
                 self.kind,
                 conversation_id=self.channel_id,
                 max_rounds=self.max_turns,
-                framework="ag2",
                 attributes=attributes,
                 start_time=self.created_ns,
             )
@@ -97,6 +96,13 @@ class Channels:
 
     def pop(self, channel_id: str) -> ChannelRun | None:
         return self._runs.pop(channel_id, None)
+
+    def pop_hub(self, hub: Any) -> list[ChannelRun]:
+        """Every channel of ``hub`` still open (the hub is closing: nothing will close them)."""
+        runs = [r for r in self._runs.values() if r.hub is hub]
+        for r in runs:
+            del self._runs[r.channel_id]
+        return runs
 
     def __len__(self) -> int:
         return len(self._runs)

@@ -27,6 +27,7 @@ AG2_ENVELOPE_ID = "ag2.network.envelope_id"
 AG2_CAUSATION_ID = "ag2.network.causation_id"
 CONVERSATION_TYPE = "mast.conversation.type"
 CONVERSATION_PARTICIPANTS = "mast.conversation.participants"
+HUB_CLOSED = "hub closed with the channel open"
 
 
 class MastHubListener:
@@ -73,17 +74,29 @@ class MastHubListener:
         run.open_root(self._recorder, attrs)
         self._channels.add(run)
 
+    def hub_closed(self) -> None:
+        """End the roots of channels the hub leaves open as it closes (else they would never end, nor be judged)."""
+        for run in self._channels.pop_hub(self._hub):
+            try:
+                self._end(run, "closed", HUB_CLOSED, None)
+            except Exception:
+                self._failures.record("channel left open")
+
     def _ended(self, channel_id: str, kind: str, payload: dict[str, Any]) -> None:
         run = self._channels.pop(channel_id)
-        if run is None or run.conversation is None:
+        if run is not None:
+            self._end(run, kind, str(payload.get("reason") or ""), iso_ns(payload.get("at")))
+
+    def _end(self, run: ChannelRun, kind: str, close_reason: str, at: int | None) -> None:
+        if run.conversation is None:
             return
         try:
-            reason, detail, agent = termination(run, kind, str(payload.get("reason") or ""))
+            reason, detail, agent = termination(run, kind, close_reason)
             with run.recording():
                 self._recorder.terminate(reason, detail=detail, agent=agent)
         finally:  # a root left open would never be judged
             if run.owns_root:
-                self._recorder.end_conversation(run.conversation, None, end_time=iso_ns(payload.get("at")))
+                self._recorder.end_conversation(run.conversation, None, end_time=at)
 
     # -- envelopes ------------------------------------------------------------------
     async def on_envelope_posted(self, envelope: Any, metadata: Any) -> None:

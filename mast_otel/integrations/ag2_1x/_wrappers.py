@@ -102,6 +102,18 @@ def hub_init(hooks: Hooks) -> Wrapper:
     return wrapper
 
 
+def hub_close(hooks: Hooks) -> Wrapper:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            listener = hooks.hubs.get(instance)
+            if listener is not None:
+                listener.hub_closed()
+
+    return wrapper
+
+
 def agent_client_init(hooks: Hooks) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         result = wrapped(*args, **kwargs)
