@@ -7,12 +7,14 @@ The triage -> specialist handoff chain with a Finish is the example itself (``ex
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ag2 import Agent
 from ag2.knowledge import MemoryKnowledgeStore
 from ag2.network import (
     AUDIT_KIND_TURN_FAILED,
+    CONSULTING_TYPE,
     CONVERSATION_TYPE,
     DISCUSSION_TYPE,
     WORKFLOW_TYPE,
@@ -29,7 +31,8 @@ from examples._ag2_1x import ScriptedConfig, call, wait_closed
 
 
 async def open_hub(**kwargs: Any) -> Any:
-    return await Hub.open(MemoryKnowledgeStore(), expectation_sweep_interval=0, **kwargs)
+    kwargs.setdefault("expectation_sweep_interval", 0)
+    return await Hub.open(MemoryKnowledgeStore(), **kwargs)
 
 
 async def register_silent(hub: Any, name: str) -> Any:
@@ -196,5 +199,31 @@ async def sign_off(hub: Any) -> str:
     )
     channel = await user.open(type=WORKFLOW_TYPE, target=["writer", "reviewer"], knobs={"graph": graph.to_dict()})
     await channel.send("Write the release note.")
+    await wait_closed(hub, channel.channel_id)
+    return str(channel.channel_id)
+
+
+class ManualClock:
+    """The hub's clock (``Hub.open(clock=...)``, ISO 8601), moved by the test instead of waited for."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(timezone.utc)
+
+    def __call__(self) -> str:
+        return self.now.isoformat()
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+async def unanswered_consultation(hub: Any, clock: ManualClock) -> str:
+    """A consulting channel whose respondent never replies; past its ``reply_within`` expectation (600 s on the
+    hub's clock) AG2's expectation sweeper closes it (``auto_close``)."""
+    user = await register_silent(hub, "user")
+    await hub.register(Agent("expert", config=ScriptedConfig("")))  # acks the invite; its turn says nothing
+    channel = await user.open(type=CONSULTING_TYPE, target="expert")
+    await channel.send("Can you review the schema change?")
+    await wait_messages(hub, channel.channel_id, 1)
+    clock.advance(601)
     await wait_closed(hub, channel.channel_id)
     return str(channel.channel_id)

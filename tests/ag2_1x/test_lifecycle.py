@@ -157,3 +157,15 @@ async def test_a_channel_left_open_ends_with_its_hub(instrumentor: AG2V1Instrume
     assert attr(root, sc.TERMINATION_DETAIL) == "hub closed with the channel open"
     assert attr(root, sc.CONVERSATION_ROUNDS) == len(record.messages) == 2
     assert instrumentor._hooks is not None and len(instrumentor._hooks.channels) == 0, "nothing kept for it"
+
+
+async def test_expectation_violation_closes_the_channel(instrumentor: AG2V1Instrumentor, span_exporter: Any) -> None:
+    clock = scenarios.ManualClock()
+    hub = await scenarios.open_hub(clock=clock, expectation_sweep_interval=0.02)
+    channel_id = await scenarios.unanswered_consultation(hub, clock)
+    record = await wal_record(hub, channel_id)
+    await hub.close()
+    root = root_of(span_exporter.get_finished_spans(), channel_id)
+    assert record.close_reason == "expectation_violated:reply_within"
+    assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_EXPECTATION
+    assert attr(root, sc.TERMINATION_DETAIL) == f"{record.close_reason}: expectation reply_within violated"
