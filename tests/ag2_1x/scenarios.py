@@ -227,3 +227,20 @@ async def unanswered_consultation(hub: Any, clock: ManualClock) -> str:
     clock.advance(601)
     await wait_closed(hub, channel.channel_id)
     return str(channel.channel_id)
+
+
+def lookup_order(order_id: str) -> str:
+    """Look an order up (the order service is down)."""
+    raise LookupError(f"order service unavailable for {order_id}")
+
+
+async def failing_tool(hub: Any) -> str:
+    """A conversation whose agent's tool raises; AG2 hands the error back to the model, which answers anyway."""
+    user = await register_silent(hub, "user")
+    config = ScriptedConfig(
+        call("lookup_order", order_id="A-17"), "I could not reach the order service.", raise_tool_errors=False
+    )
+    await hub.register(Agent("support", config=config, tools=[lookup_order]))
+    channel = await user.open(type=CONVERSATION_TYPE, target="support")
+    await channel.send("Where is order A-17?")
+    return await close_after(hub, channel, 2, "user left")

@@ -91,3 +91,16 @@ async def test_failed_turn_is_the_termination_cause(instrumentor: Any, span_expo
     assert (
         attr(root, sc.TERMINATION_DETAIL) == f"flaky's turn raised ConnectionError; then closed: {record.close_reason}"
     )
+
+
+async def test_a_tool_that_raises(instrumentor: Any, span_exporter: Any) -> None:
+    record, spans = await recorded_run(span_exporter, scenarios.failing_tool)
+
+    assert_messages_match(spans, record)
+    assert record.messages[-1].text == "I could not reach the order service.", "AG2 went on after the tool failed"
+    (tool,) = of_conversation(spans, record.channel_id, sc.SPAN_TYPE_TOOL_CALL)
+    assert attr(tool, sc.GEN_AI_TOOL_NAME) == "lookup_order"
+    assert attr(tool, sc.ERROR_TYPE) == "LookupError"
+    assert attr(tool, sc.TOOL_SUCCESS) is False
+    assert attr(tool, sc.GEN_AI_TOOL_CALL_RESULT) == "order service unavailable for A-17"
+    assert instrumentor.recording_failures == 0

@@ -84,9 +84,10 @@ class MastMiddleware(BaseMiddleware):  # type: ignore[misc]
             try:
                 reply = await call_next(event, context)
             except BaseException as exc:
-                turn.fail(exc)
+                self._finish(turn.fail, exc)
                 raise
-            turn.end(replied=getattr(reply, "message", None) is not None or bool(getattr(reply, "tool_calls", None)))
+            replied = getattr(reply, "message", None) is not None or bool(getattr(reply, "tool_calls", None))
+            self._finish(turn.end, replied)
             return reply
 
     async def on_tool_execution(self, call_next: Callable[[Any, Any], Awaitable[Any]], event: Any, context: Any) -> Any:
@@ -113,18 +114,23 @@ class MastMiddleware(BaseMiddleware):  # type: ignore[misc]
         try:
             result = await call_next(event, context)
         except BaseException as exc:
-            call.fail(exc)
+            self._finish(call.fail, exc)
             raise
-        try:
-            if isinstance(result, ToolErrorEvent):
-                call.fail(result.error)
-                return result
+        if isinstance(result, ToolErrorEvent):  # AG2 returns a tool's exception as a result, not raised
+            self._finish(call.set_result, str(result.error), success=False)
+            self._finish(call.fail, result.error)
+        else:
             if isinstance(result, ToolResultEvent):
-                call.set_result(tool_result_text(result.result))
-        except Exception:
-            f.failures.record("tool result")
-        call.end()
+                self._finish(lambda: call.set_result(tool_result_text(result.result)))
+            self._finish(call.end)
         return result
+
+    def _finish(self, step: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Close a span without letting a recording failure reach AG2."""
+        try:
+            step(*args, **kwargs)
+        except Exception:
+            self._f.failures.record("turn or tool call")
 
     def _delegation(self, event: Any) -> None:
         """``delegate(target, prompt)`` hands the question to a peer in a consulting channel it opens."""
