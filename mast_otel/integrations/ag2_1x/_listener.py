@@ -150,14 +150,20 @@ class MastHubListener:
 
     # -- failures -------------------------------------------------------------------
     async def on_turn_failed(self, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException) -> None:
-        run = self._channels.get(channel_id)
-        if run is not None:
-            run.turn_failure = f"{run.name(agent_id)}'s turn raised {type(exc).__name__}"
+        try:
+            run = self._channels.get(channel_id)
+            if run is not None:
+                run.turn_failure = f"{run.name(agent_id)}'s turn raised {type(exc).__name__}"
+        except Exception:
+            self._failures.record("turn failure")
 
     async def on_expectation_fired(self, channel_id: str, expectation: Any, violation: Any) -> None:
-        run = self._channels.get(channel_id)
-        if run is not None:
-            run.violation = f"expectation {getattr(expectation, 'name', expectation)!s} violated"
+        try:
+            run = self._channels.get(channel_id)
+            if run is not None:
+                run.violation = f"expectation {getattr(expectation, 'name', expectation)!s} violated"
+        except Exception:
+            self._failures.record("expectation")
 
     # The rest of the HubListener protocol: nothing to record.
     async def on_envelope_rejected(self, envelope: Any, reason: Any) -> None:
