@@ -169,3 +169,27 @@ async def test_expectation_violation_closes_the_channel(instrumentor: AG2V1Instr
     assert record.close_reason == "expectation_violated:reply_within"
     assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_EXPECTATION
     assert attr(root, sc.TERMINATION_DETAIL) == f"{record.close_reason}: expectation reply_within violated"
+
+
+async def test_ag2_turn_and_llm_spans_follow_into_the_conversation_trace(
+    instrumentor: AG2V1Instrumentor, tracer_provider: TracerProvider, span_exporter: Any
+) -> None:
+    from ag2.middleware.builtin.telemetry import TelemetryMiddleware
+
+    hub = await scenarios.open_hub(tracer_provider=tracer_provider)
+    channel_id = await scenarios.ping_pong(
+        hub,
+        ("user", "writer", "editor"),
+        max_turns=4,
+        middleware=lambda name: [TelemetryMiddleware(tracer_provider=tracer_provider, agent_name=name)],
+    )
+    record = await wal_record(hub, channel_id)
+    await hub.close()
+    spans = span_exporter.get_finished_spans()
+    root = root_of(spans, channel_id)
+    ours = {span_id(s) for s in spans if attr(s, sc.MAST_SPAN_TYPE)}
+    theirs = [s for s in spans if span_id(s) not in ours]
+    ag2_turns = [s for s in theirs if attr(s, "gen_ai.operation.name") == "invoke_agent"]
+    assert [attr(s, sc.GEN_AI_AGENT_NAME) for s in sorted(ag2_turns, key=lambda s: s.start_time)] == record.senders[1:]
+    assert any(s.name.startswith("chat") for s in theirs)
+    assert {s.context.trace_id for s in theirs} == {root.context.trace_id}, "one trace per conversation"
