@@ -8,6 +8,7 @@ by when the listener ran.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -150,20 +151,25 @@ class MastHubListener:
 
     # -- failures -------------------------------------------------------------------
     async def on_turn_failed(self, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException) -> None:
-        try:
-            run = self._channels.get(channel_id)
-            if run is not None:
-                run.turn_failure = f"{run.name(agent_id)}'s turn raised {type(exc).__name__}"
-        except Exception:
-            self._failures.record("turn failure")
+        def note(run: ChannelRun) -> None:
+            run.turn_failure = f"{run.name(agent_id)}'s turn raised {type(exc).__name__}"
+
+        self._note(channel_id, note)
 
     async def on_expectation_fired(self, channel_id: str, expectation: Any, violation: Any) -> None:
+        def note(run: ChannelRun) -> None:
+            run.violation = f"expectation {getattr(expectation, 'name', expectation)!s} violated"
+
+        self._note(channel_id, note)
+
+    def _note(self, channel_id: str, note: Callable[[ChannelRun], None]) -> None:
+        """Keep what will explain the channel's end (the close event comes later, with only a reason string)."""
         try:
             run = self._channels.get(channel_id)
             if run is not None:
-                run.violation = f"expectation {getattr(expectation, 'name', expectation)!s} violated"
+                note(run)
         except Exception:
-            self._failures.record("expectation")
+            self._failures.record("failure note")
 
     # The rest of the HubListener protocol: nothing to record.
     async def on_envelope_rejected(self, envelope: Any, reason: Any) -> None:
