@@ -99,3 +99,18 @@ def openai_agents(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "openai_agents", "tests/openai_agents")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def ag2_1x(session: nox.Session) -> None:
+    """AG2 1.x (``ag2==1.2.1``, the ``ag2`` module): the same PyPI name as AG2 Classic 0.x, so its own environment.
+
+    The scripted model of ``ag2.testing`` needs no server, so nothing beyond AG2 itself and mast-otel (with the
+    collector extra: the end-to-end tests read the collector's output with its OTLP types) is installed. The
+    collector process itself runs from the main environment (``MAST_OTEL_MAIN_PYTHON``).
+    """
+    install_once(
+        session,
+        ["-c", "constraints/ag2-1.2.1.txt", "ag2==1.2.1", "-e", ".[collector]", "pytest", "pytest-asyncio"],
+    )
+    run_tests(session, "ag2_1x", "tests/ag2_1x")

@@ -93,6 +93,8 @@ EXAMPLES = (
         (("3.2",),),
         python=".nox/openai_agents/bin/python",
     ),
+    # AG2 1.x (its own environment): a refund approved by a reviewer who checked nothing (3.2)
+    Example("examples/ag2_1x_triage.py", "demo-ag2-1x-triage", (("3.2",),), python=".nox/ag2_1x/bin/python"),
 )
 
 

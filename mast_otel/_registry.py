@@ -28,6 +28,8 @@ INTEGRATIONS: tuple[Integration, ...] = (
     Integration("ag2", "autogen", "mast_otel.integrations.ag2:AG2Instrumentor"),
     Integration("metagpt", "metagpt", "mast_otel.integrations.metagpt:MetaGPTInstrumentor"),
     Integration("openai_agents", "agents", "mast_otel.integrations.openai_agents:OpenAIAgentsInstrumentor"),
+    # AG2 1.x: same PyPI name as AG2 Classic, but the `ag2` module (Classic installs only `autogen`).
+    Integration("ag2_1x", "ag2", "mast_otel.integrations.ag2_1x:AG2V1Instrumentor"),
 )
 
 

@@ -552,10 +552,21 @@ class Recorder:
         return handoff
 
     def handoff(
-        self, source: str, target: str | None, *, reason: str | None = None, candidates: Sequence[str] = ()
+        self,
+        source: str,
+        target: str | None,
+        *,
+        reason: str | None = None,
+        candidates: Sequence[str] = (),
+        detail: Any = None,
+        start_time: int | None = None,
     ) -> None:
-        """Record a handoff whose target is already known (``target=None`` means "end the conversation")."""
-        h = self.start_handoff(source, candidates=candidates)
+        """Record a handoff whose target is already known (``target=None`` means "end the conversation").
+
+        ``detail`` is the framework's own words for why (a stated reason, the graph condition that fired), content
+        like a message; ``start_time`` (ns since the epoch) dates it by the framework's record.
+        """
+        h = self.start_handoff(source, candidates=candidates, detail=detail, start_time=start_time)
         if h is not None:
             h.end(target, reason=reason)
 

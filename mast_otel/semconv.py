@@ -83,6 +83,12 @@ TERMINATION_BUDGET: Final = "budget_exceeded"
 TERMINATION_ERROR: Final = "error"
 TERMINATION_COMPLETED: Final = "completed"
 TERMINATION_GUARDRAIL: Final = "guardrail"  # a guardrail's tripwire stopped the run (OpenAI Agents SDK)
+# AG2 1.x channels: a tool returned ``Finish``; the channel was closed by a participant; its TTL ran out; an
+# expectation (an acknowledgement or reply deadline) was violated and the hub closed it.
+TERMINATION_FINISH: Final = "finish"
+TERMINATION_CLOSED: Final = "closed"
+TERMINATION_EXPIRED: Final = "expired"
+TERMINATION_EXPECTATION: Final = "expectation_violated"
 TERMINATION_REASONS: Final = (
     TERMINATION_MESSAGE,
     TERMINATION_MAX_ROUNDS,
@@ -97,6 +103,10 @@ TERMINATION_REASONS: Final = (
     TERMINATION_ERROR,
     TERMINATION_COMPLETED,
     TERMINATION_GUARDRAIL,
+    TERMINATION_FINISH,
+    TERMINATION_CLOSED,
+    TERMINATION_EXPIRED,
+    TERMINATION_EXPECTATION,
 )
 
 # agent turn span
@@ -128,7 +138,8 @@ HANDOFF_TO: Final = "mast.handoff.to"
 HANDOFF_CANDIDATES: Final = "mast.handoff.candidates"
 HANDOFF_REASON: Final = "mast.handoff.reason"
 HANDOFF_INDEX: Final = "mast.handoff.index"
-# What the selection said beyond its reason (e.g. an LLM's transfer tool call arguments); content, redacted.
+# What the selection said beyond its reason: an LLM's transfer tool call arguments, a stated reason (AG2 1.x
+# ``Handoff.reason``), the graph condition that fired. Content, redacted.
 HANDOFF_DETAIL: Final = "mast.handoff.detail"
 
 # mast.handoff.reason values
