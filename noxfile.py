@@ -75,3 +75,16 @@ def metagpt(session: nox.Session) -> None:
     )
     quiet = ("-W", "ignore::FutureWarning:google.api_core._python_version_support")
     run_tests(session, "metagpt", *quiet, "tests/metagpt")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def langgraph(session: nox.Session) -> None:
+    """LangGraph 1.2 with langgraph-supervisor and langgraph-swarm (and OpenInference's LangChain instrumentation,
+    which the overhead benchmark compares against). Its own environment keeps LangChain out of the main one."""
+    install_once(
+        session,
+        ["-c", "constraints/langgraph.txt", "langgraph", "langgraph-supervisor", "langgraph-swarm", "langchain",
+         "langchain-openai", "openinference-instrumentation-langchain"],
+        ["-c", "constraints/langgraph.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
+    )
+    run_tests(session, "langgraph", "tests/langgraph")

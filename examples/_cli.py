@@ -13,10 +13,9 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 
 from mast_otel import semconv as sc
 
-try:
-    from examples._scripted import BASE_URL_ENV
-except ImportError:  # run as a script (python examples/x.py): examples/ itself is on sys.path
-    from _scripted import BASE_URL_ENV  # type: ignore[no-redef]
+# Env var the examples read when --base-url is not given. Defined here, not in _scripted (AG2's scripted client),
+# so examples of frameworks whose environments lack AG2 share the switch.
+BASE_URL_ENV = "MAST_OTEL_EXAMPLE_BASE_URL"
 
 # Shown per span by --console, when present, in this order.
 _SHOWN = (

@@ -34,8 +34,10 @@ __all__ = [
     "scripted_llm_config",
 ]
 
-# Env var the examples read when --base-url is not given.
-BASE_URL_ENV = "MAST_OTEL_EXAMPLE_BASE_URL"
+try:
+    from examples._cli import BASE_URL_ENV
+except ImportError:  # run as a script (python examples/x.py): examples/ itself is on sys.path
+    from _cli import BASE_URL_ENV  # type: ignore[no-redef]
 _SCRIPTED = "ScriptedClient"
 
 Reply = str | dict[str, Any]

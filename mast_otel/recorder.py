@@ -32,7 +32,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -182,7 +182,17 @@ class Handoff:
     inside a handoff span, so creating it late changes nothing that is exported.
     """
 
-    __slots__ = ("_attributes", "_context", "_conversation", "_redactor", "_source", "_start", "_tracer", "span")
+    __slots__ = (
+        "_attributes",
+        "_context",
+        "_conversation",
+        "_detail_text",
+        "_redactor",
+        "_source",
+        "_start",
+        "_tracer",
+        "span",
+    )
 
     def __init__(
         self,
@@ -191,9 +201,11 @@ class Handoff:
         source: str,
         attributes: dict[str, AttributeValue],
         redactor: Redactor,
+        detail_text: Callable[[Any], str] | None = None,
     ) -> None:
         self.span: Span | None = None
         self._redactor = redactor
+        self._detail_text = detail_text  # None when content capture is off
         self._tracer = tracer
         self._conversation = conversation
         self._source = source
@@ -201,7 +213,17 @@ class Handoff:
         self._context = otel_context.get_current()
         self._start = time.time_ns()
 
-    def end(self, target: str | None, *, reason: str | None = None, target_type: str = "agent") -> None:
+    def end(
+        self,
+        target: str | None,
+        *,
+        reason: str | None = None,
+        target_type: str = "agent",
+        detail: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> None:
+        """Record the handoff. ``detail`` is what decided it (a router's output, a handoff tool's arguments): it is
+        content, so it is redacted and dropped when content capture is off; ``attributes`` are added as given."""
         conv = self._conversation
         if reason is None:
             reason = conv.pending_handoff_reason or sc.HANDOFF_ROUTING
@@ -216,6 +238,10 @@ class Handoff:
         attrs[sc.HANDOFF_INDEX] = index
         attrs[sc.GEN_AI_TRANSFER_TARGET_NAME] = name
         attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
+        if detail is not None and self._detail_text is not None:
+            attrs[sc.HANDOFF_DETAIL] = self._detail_text(detail)
+        if attributes:
+            attrs.update(attributes)
         self._open(sc.handoff_span_name(self._source, name)).end()
 
     def fail(self, exc: BaseException) -> None:
@@ -484,15 +510,26 @@ class Recorder:
             sc.HANDOFF_CANDIDATES: list(candidates),
             sc.GEN_AI_TRANSFER_MODE: "pass_control",
         }
-        return Handoff(self.tracer, conv, source, attrs, self.config.redactor)
+        detail_text = (lambda d: self._clean(d)[0]) if self.config.capture_content else None
+        return Handoff(self.tracer, conv, source, attrs, self.config.redactor, detail_text)
 
     def handoff(
-        self, source: str, target: str | None, *, reason: str | None = None, candidates: Sequence[str] = ()
+        self,
+        source: str,
+        target: str | None,
+        *,
+        reason: str | None = None,
+        candidates: Sequence[str] = (),
+        detail: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
-        """Record a handoff whose target is already known (``target=None`` means "end the conversation")."""
+        """Record a handoff whose target is already known (``target=None`` means "end the conversation").
+
+        ``detail``: what decided it (content: redacted, dropped when capture is off); ``attributes``: added as given.
+        """
         h = self.start_handoff(source, candidates=candidates)
         if h is not None:
-            h.end(target, reason=reason)
+            h.end(target, reason=reason, detail=detail, attributes=attributes)
 
     # -- tools ------------------------------------------------------------------
     def start_tool_call(self, name: str, *, arguments: Any = None, call_id: str | None = None) -> ToolCall | None:

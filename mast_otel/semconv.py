@@ -64,6 +64,8 @@ CONVERSATION_MAX_ROUNDS: Final = "mast.conversation.max_rounds"
 CONVERSATION_HANDOFFS: Final = "mast.conversation.handoffs"
 CONVERSATION_BROADCASTS: Final = "mast.conversation.broadcast_copies"
 CONVERSATION_AGENTS: Final = "mast.conversation.agents"
+# The framework's own session key when it has one (LangGraph's ``thread_id``): runs of one thread share it.
+CONVERSATION_THREAD_ID: Final = "mast.conversation.thread_id"
 TERMINATION_REASON: Final = "mast.termination.reason"
 TERMINATION_DETAIL: Final = "mast.termination.detail"
 TERMINATION_AGENT: Final = "mast.termination.agent"
@@ -82,6 +84,8 @@ TERMINATION_IDLE: Final = "idle"
 TERMINATION_BUDGET: Final = "budget_exceeded"
 TERMINATION_ERROR: Final = "error"
 TERMINATION_COMPLETED: Final = "completed"
+# The run paused for a person (LangGraph ``interrupt()`` / breakpoints): not finished, waiting on input.
+TERMINATION_HUMAN_INPUT: Final = "human_input"
 TERMINATION_REASONS: Final = (
     TERMINATION_MESSAGE,
     TERMINATION_MAX_ROUNDS,
@@ -95,6 +99,7 @@ TERMINATION_REASONS: Final = (
     TERMINATION_BUDGET,
     TERMINATION_ERROR,
     TERMINATION_COMPLETED,
+    TERMINATION_HUMAN_INPUT,
 )
 
 # agent turn span
@@ -126,6 +131,10 @@ HANDOFF_TO: Final = "mast.handoff.to"
 HANDOFF_CANDIDATES: Final = "mast.handoff.candidates"
 HANDOFF_REASON: Final = "mast.handoff.reason"
 HANDOFF_INDEX: Final = "mast.handoff.index"
+# What decided the handoff, as text: a handoff tool's name and arguments, a router's output (content: redacted).
+HANDOFF_DETAIL: Final = "mast.handoff.detail"
+# True when no agent decided it: the framework added it (langgraph-supervisor's "transfer back to supervisor").
+HANDOFF_SYNTHETIC: Final = "mast.handoff.synthetic"
 
 # mast.handoff.reason values
 HANDOFF_ROUND_ROBIN: Final = "round_robin"
