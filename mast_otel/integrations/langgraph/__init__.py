@@ -49,8 +49,9 @@ from wrapt import wrap_function_wrapper
 from mast_otel.integrations import recorder_for
 
 from . import _wrappers as w
+from ._graph import AGENT_KEY as AGENT_METADATA_KEY
 
-__all__ = ["LangGraphInstrumentor"]
+__all__ = ["AGENT_METADATA_KEY", "LangGraphInstrumentor"]
 
 _MAIN = "langgraph.pregel.main"
 _RUNNER = "langgraph.pregel._runner"  # run_with_retry is looked up here, as a module global, at each task

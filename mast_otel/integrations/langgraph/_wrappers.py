@@ -388,9 +388,7 @@ def traced_run_with_retry(recorder: Recorder) -> Wrapper:
 def traced_arun_with_retry(recorder: Recorder) -> Wrapper:
     """``langgraph.pregel._runner.arun_with_retry``, the async twin."""
 
-    async def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         run = None
         with recording(_NAME):
             run = _task_run(recorder, args, kwargs)
@@ -469,9 +467,7 @@ def traced_execute_tool(recorder: Recorder) -> Wrapper:
 def traced_aexecute_tool(recorder: Recorder) -> Wrapper:
     """``ToolNode._execute_tool_async``."""
 
-    async def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
         with recording(_NAME):
             call = _start_tool(recorder, args, kwargs)
