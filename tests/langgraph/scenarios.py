@@ -22,7 +22,10 @@ TASK = "Where is my refund?"
 SWARM_SCRIPT: dict[str, Any] = {
     "rules": [
         {"match": "ROLE_ALICE", "replies": [{"tool": "transfer_to_bob", "args": {}}]},
-        {"match": "ROLE_BOB", "replies": [{"tool": "lookup", "args": {"order": "A-17"}}, "Bob: refund sent on Monday."]},
+        {
+            "match": "ROLE_BOB",
+            "replies": [{"tool": "lookup", "args": {"order": "A-17"}}, "Bob: refund sent on Monday."],
+        },
     ],
 }
 LOOP_SCRIPT: dict[str, Any] = {  # the supervisor sends the researcher off again and again
