@@ -450,8 +450,12 @@ class Recorder:
         broadcast_to: Sequence[str] | None = None,
         cause: str | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
+        start_time: int | None = None,
     ) -> int | None:
         """Record one message as a zero-length span; returns its index in the conversation (None if not recording).
+
+        ``start_time`` (ns since the epoch) places the message when it was produced, for a framework that reports
+        messages only after the fact (a transcript orders a message before the tool call it asked for).
 
         ``kind`` is one of ``semconv.MESSAGE_KINDS``. A relay of a message already recorded (a group manager's
         copy to every member) should not be recorded again: pass its audience as ``broadcast_to`` on the original,
@@ -488,7 +492,8 @@ class Recorder:
         if attributes:
             attrs.update(attributes)
         first = recipients[0] if recipients else "*"
-        self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs).end()
+        span = self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs, start_time=start_time)
+        span.end(end_time=start_time)
         return index
 
     def broadcast_copy(self) -> None:

@@ -12,6 +12,7 @@ finds the frame and task it belongs to.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,23 @@ class Run:
 
     seen_ids: set[str] = field(default_factory=set)
     seen_objects: dict[int, Any] = field(default_factory=dict)  # id() -> message, kept alive so ids stay unique
+    # When a node of any graph first wrote a message (by message id, else by object, kept alive so ids stay unique):
+    # a message reaches the shared state only when the agent's whole turn ends, but is placed where it was produced.
+    produced: dict[Any, tuple[Any, int]] = field(default_factory=dict)
+    last_time: int = 0
     interrupted: str | None = None
+
+    def note_produced(self, messages: list[Any]) -> None:
+        now = time.time_ns()
+        for message in messages:
+            self.produced.setdefault(_key(message), (message, now))
+
+    def placed(self, message: Any) -> int:
+        """When to place a message: when it was produced, never before the message recorded before it."""
+        produced = self.produced.get(_key(message))
+        when = max(produced[1] if produced is not None else time.time_ns(), self.last_time)
+        self.last_time = when
+        return when
 
     def is_new(self, message: Any) -> bool:
         msg_id = getattr(message, "id", None)
@@ -50,6 +67,11 @@ class Run:
         msg_id = getattr(message, "id", None)
         if msg_id is not None:
             self.seen_ids.add(msg_id)
+
+
+def _key(message: Any) -> Any:
+    msg_id = getattr(message, "id", None)
+    return msg_id if msg_id is not None else id(message)
 
 
 @dataclass
@@ -281,6 +303,8 @@ class _TaskRun:
             if isinstance(exc, GraphInterrupt):
                 self._interrupted(exc)
             elif exc is None and state is not None:
+                if self.frame.depth:
+                    self.frame.run.note_produced(g.written_messages(self.task.writes))
                 if self.frame.depth == 0 and self.task.name != g.START:
                     self._record_messages(state)
                 self._record_handoffs(state)
@@ -319,7 +343,14 @@ class _TaskRun:
                 recipients = [state.agent or fallback]
             else:
                 recipients = [a for a in agents if a != sender] or [g.USER]
-            self.recorder.message(sender, recipients, message.content, kind=g.kind_of(message), tool_calls=calls)
+            self.recorder.message(
+                sender,
+                recipients,
+                message.content,
+                kind=g.kind_of(message),
+                tool_calls=calls,
+                start_time=run.placed(message),
+            )
 
     def _record_handoffs(self, state: Task) -> None:
         frame = self.frame
