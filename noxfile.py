@@ -88,3 +88,15 @@ def langgraph(session: nox.Session) -> None:
         ["-c", "constraints/langgraph.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
     )
     run_tests(session, "langgraph", "tests/langgraph")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def crewai(session: nox.Session) -> None:
+    """CrewAI 1.x (and OpenInference's CrewAI instrumentation, which the overhead benchmark compares against). Its
+    install is about 1 GB (chromadb, lancedb, onnxruntime): kept out of the main environment."""
+    install_once(
+        session,
+        ["-c", "constraints/crewai.txt", "crewai", "openinference-instrumentation-crewai"],
+        ["-c", "constraints/crewai.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
+    )
+    run_tests(session, "crewai", "tests/crewai")

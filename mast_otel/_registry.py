@@ -28,6 +28,7 @@ INTEGRATIONS: tuple[Integration, ...] = (
     Integration("ag2", "autogen", "mast_otel.integrations.ag2:AG2Instrumentor"),
     Integration("metagpt", "metagpt", "mast_otel.integrations.metagpt:MetaGPTInstrumentor"),
     Integration("langgraph", "langgraph.pregel", "mast_otel.integrations.langgraph:LangGraphInstrumentor"),
+    Integration("crewai", "crewai", "mast_otel.integrations.crewai:CrewAIInstrumentor"),
 )
 
 

@@ -66,6 +66,8 @@ CONVERSATION_BROADCASTS: Final = "mast.conversation.broadcast_copies"
 CONVERSATION_AGENTS: Final = "mast.conversation.agents"
 # The framework's own session key when it has one (LangGraph's ``thread_id``): runs of one thread share it.
 CONVERSATION_THREAD_ID: Final = "mast.conversation.thread_id"
+# How the framework orders its agents when it says so itself (CrewAI's ``Process``: sequential, hierarchical).
+CONVERSATION_PROCESS: Final = "mast.conversation.process"
 TERMINATION_REASON: Final = "mast.termination.reason"
 TERMINATION_DETAIL: Final = "mast.termination.detail"
 TERMINATION_AGENT: Final = "mast.termination.agent"
