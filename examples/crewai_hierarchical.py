@@ -56,7 +56,7 @@ SCRIPT: dict[str, Any] = {
                     },
                 },
                 "Report: Freedonia's GDP is exactly 42 billion.",
-            ],  # fmt: skip
+            ],
         },
         {"match": "ROLE_RESEARCHER", "replies": ["Freedonia's GDP is about 42 billion (2019 estimate)."]},
         {"match": "ROLE_WRITER", "replies": ["Report: Freedonia's GDP is exactly 42 billion."]},
