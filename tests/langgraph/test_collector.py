@@ -33,7 +33,9 @@ def test_supervisor_run_comes_out_judged_with_the_transcript_in_state_order(tmp_
         try:
             with ScriptedOpenAI(scenarios.supervisor_example.SCRIPT) as server:
                 graph = scenarios.supervisor(server.base_url)
-                result.update(graph.invoke({"messages": [{"role": "user", "content": scenarios.supervisor_example.TASK}]}))
+                result.update(
+                    graph.invoke({"messages": [{"role": "user", "content": scenarios.supervisor_example.TASK}]})
+                )
         finally:
             inst.uninstrument()
 
