@@ -12,6 +12,8 @@ from tests.crewai.conftest import SKIP_REASON
 
 pytest.importorskip("crewai", reason=SKIP_REASON)
 
+import itertools
+
 from examples.scripted_openai import ScriptedOpenAI
 from mast_otel import semconv as sc
 from tests.crewai import scenarios
@@ -52,7 +54,7 @@ def test_sequential_crew_matches_tasks_output_and_agent_order(instrumentor: Any,
     # Handoffs follow the task order, from the agent that finished a task to the next one's.
     assert [(attr(h, sc.HANDOFF_FROM), attr(h, sc.HANDOFF_TO), attr(h, sc.HANDOFF_REASON)) for h in got.handoffs] == [
         (USER, agents[0], sc.HANDOFF_INITIAL),
-        *[(a, b, sc.HANDOFF_ROUTING) for a, b in zip(agents, agents[1:], strict=False)],
+        *[(a, b, sc.HANDOFF_ROUTING) for a, b in itertools.pairwise(agents)],
     ]
     assert attr(got.handoffs[1], sc.HANDOFF_DETAIL) == "sequential task order: task 1 -> task 2"
     # The researcher's tool call, inside its turn.

@@ -35,8 +35,15 @@ def _patched() -> list[Any]:
     from crewai.task import Task
     from crewai.tools.base_tool import BaseTool, Tool
 
-    return [vars(Crew)["kickoff"], vars(Crew)["akickoff"], vars(Task)["_execute_core"], vars(Agent)["execute_task"],
-            vars(BaseTool)["run"], vars(Tool)["run"], vars(agent_executor)["handle_max_iterations_exceeded"]]  # fmt: skip
+    return [
+        vars(Crew)["kickoff"],
+        vars(Crew)["akickoff"],
+        vars(Task)["_execute_core"],
+        vars(Agent)["execute_task"],
+        vars(BaseTool)["run"],
+        vars(Tool)["run"],
+        vars(agent_executor)["handle_max_iterations_exceeded"],
+    ]
 
 
 def _run(base_url: str) -> list[tuple[str, str]]:
