@@ -139,23 +139,29 @@ def measure(names: list[str], reps: int, warmup: int, rounds: int, clock: str) -
     return series
 
 
-def report(series: list[Series], args: argparse.Namespace) -> str:
+def report(
+    series: list[Series],
+    args: argparse.Namespace,
+    configurations: dict[str, str] = CONFIGURATIONS,
+    unit: str | None = None,
+) -> str:
+    """The table, one row per configuration (shared with the CrewAI benchmark)."""
     base = next(s for s in series if s.name == BASELINE)
     added: dict[str, float] = {}
     rows = []
     for s in series:
         spans = s.spans / s.turns if s.turns else 0.0
         if s is base:
-            rows.append((s, f"| {CONFIGURATIONS[s.name]} | {s.median:.0f} | 0 (baseline) | | | {spans:.2f} |"))
+            rows.append((s, f"| {configurations[s.name]} | {s.median:.0f} | 0 (baseline) | | | {spans:.2f} |"))
             continue
         diffs = [a - b for a, b in zip(s.us_per_turn, base.us_per_turn, strict=True)]
         added[s.name] = statistics.median(diffs)
         low, high = _quartiles(diffs)
-        rows.append((s, f"| {CONFIGURATIONS[s.name]} | {s.median:.0f} | {added[s.name]:+.0f} ({low:+.0f} .. "
+        rows.append((s, f"| {configurations[s.name]} | {s.median:.0f} | {added[s.name]:+.0f} ({low:+.0f} .. "
                         f"{high:+.0f}) | {added[s.name] / base.median:.1%} | {{vs_oi}} | {spans:.2f} |"))  # fmt: skip
     oi = added.get("openinference")
     lines = [
-        f"{args.reps} repetitions (runs alternating in one process) x {args.rounds} supervisor rounds per run "
+        f"{args.reps} repetitions (runs alternating in one process) x {unit or f'{args.rounds} supervisor rounds'} per run "
         f"({args.warmup} warm-up repetitions); {args.clock} time; python {sys.version.split()[0]}",
         "",
         "| configuration | µs/turn | added µs/turn (IQR) | added / baseline | added / OpenInference's | spans/turn |",
