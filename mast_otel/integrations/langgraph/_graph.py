@@ -6,6 +6,7 @@ Pure functions over LangGraph's and LangChain's own objects (graphs, tasks, mess
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -43,8 +44,25 @@ def task_agent(task: Any) -> str | None:
     return node_agent_name(task.name, metadata, bool(getattr(task, "subgraphs", ())))
 
 
+_AGENTS_OF: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
 def graph_agents(graph: Any) -> dict[str, str]:
-    """Node name -> agent name for every agent node of a compiled graph."""
+    """Node name -> agent name for every agent node of a compiled graph (cached: a compiled graph's nodes are fixed,
+    and a subgraph is entered once per parent step)."""
+    try:
+        return _AGENTS_OF[graph]
+    except (KeyError, TypeError):
+        pass
+    agents = _graph_agents(graph)
+    try:
+        _AGENTS_OF[graph] = agents
+    except TypeError:  # not weakly referenceable: computed each time
+        pass
+    return agents
+
+
+def _graph_agents(graph: Any) -> dict[str, str]:
     agents: dict[str, str] = {}
     for name, node in (getattr(graph, "nodes", None) or {}).items():
         agent = node_agent_name(name, getattr(node, "metadata", None), bool(getattr(node, "subgraphs", ())))
