@@ -57,17 +57,17 @@ _EXECUTOR = "crewai.agents.agent_executor"  # imports handle_max_iterations_exce
 
 # (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
 _TARGETS: tuple[tuple[str, str, Any], ...] = (
-    (_CREW, "Crew.kickoff", w.traced_kickoff),
-    (_CREW, "Crew.akickoff", w.traced_akickoff),
-    (_TASK, "Task._execute_core", w.traced_execute_core),
-    (_TASK, "Task._aexecute_core", w.traced_aexecute_core),
-    (_AGENT, "Agent.execute_task", w.traced_execute_task),
-    (_AGENT, "Agent.aexecute_task", w.traced_aexecute_task),
-    (_TOOL, "BaseTool.run", w.traced_tool_run),
-    (_TOOL, "BaseTool.arun", w.traced_tool_arun),
-    (_TOOL, "Tool.run", w.traced_tool_run),
-    (_TOOL, "Tool.arun", w.traced_tool_arun),
-    (_EXECUTOR, "handle_max_iterations_exceeded", w.watched_max_iterations),
+    (_CREW, "Crew.kickoff", lambda r: w.kickoff_hook(r).sync()),
+    (_CREW, "Crew.akickoff", lambda r: w.kickoff_hook(r).async_()),
+    (_TASK, "Task._execute_core", lambda r: w.task_hook(r).sync()),
+    (_TASK, "Task._aexecute_core", lambda r: w.task_hook(r).async_()),
+    (_AGENT, "Agent.execute_task", lambda r: w.agent_hook(r).sync()),
+    (_AGENT, "Agent.aexecute_task", lambda r: w.agent_hook(r).async_()),
+    (_TOOL, "BaseTool.run", lambda r: w.tool_hook(r).sync()),
+    (_TOOL, "BaseTool.arun", lambda r: w.tool_hook(r).async_()),
+    (_TOOL, "Tool.run", lambda r: w.tool_hook(r).sync()),
+    (_TOOL, "Tool.arun", lambda r: w.tool_hook(r).async_()),
+    (_EXECUTOR, "handle_max_iterations_exceeded", lambda r: w.max_iterations_hook(r).sync()),
 )
 
 

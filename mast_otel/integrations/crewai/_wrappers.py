@@ -1,25 +1,22 @@
-"""Wrapper factories for CrewAI 1.x: crew kickoffs, task executions, agent executions, tool runs, max_iter.
+"""Hooks for CrewAI 1.x: crew kickoffs, task executions, agent executions, tool runs, max_iter.
 
-Every wrapper returns what CrewAI returns and re-raises what it raises, the same objects; the recording half runs
-under :func:`mast_otel.integrations._safe.recording`. The crew being run and the agent whose turn it is travel in
-context variables, so nested runs (a coworker executing inside the manager's delegation tool) nest correctly.
+Each is a :class:`mast_otel.integrations._safe.Hook` (one lifecycle for the sync and async method): the wrapped
+call returns what CrewAI returns and raises what it raises, the same objects, and the recording never raises. The
+crew being run and the agent whose turn it is travel in context variables, so nested runs (a coworker executing
+inside the manager's delegation tool) nest correctly.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-
 from mast_otel import semconv as sc
-from mast_otel.integrations._safe import recording
+from mast_otel.integrations._safe import Hook
 from mast_otel.recorder import AgentTurn, Recorder, ToolCall
 
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _NAME = "crewai"
 USER = "user"  # who gave the crew its tasks
 
@@ -84,54 +81,14 @@ class _Kickoff:
         self.recorder.end_conversation(conv, token, exc)
 
 
-def traced_kickoff(recorder: Recorder) -> Wrapper:
-    """``Crew.kickoff`` (``kickoff_async`` runs it in a thread): a conversation root per kickoff."""
+def kickoff_hook(recorder: Recorder) -> Hook:
+    """``Crew.kickoff`` / ``akickoff`` (``kickoff_async`` runs ``kickoff`` in a thread): a root per kickoff."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        kickoff = _Kickoff(recorder, instance)
-        began = False
-        with recording(_NAME):
-            began = kickoff.begin()
-        if not began:
-            return wrapped(*args, **kwargs)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            with recording(_NAME):
-                kickoff.end(exc)
-            raise
-        with recording(_NAME):
-            kickoff.end(None)
-        return result
+    def begin(crew: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Kickoff | None:
+        kickoff = _Kickoff(recorder, crew)
+        return kickoff if kickoff.begin() else None
 
-    return wrapper
-
-
-def traced_akickoff(recorder: Recorder) -> Wrapper:
-    """``Crew.akickoff``, CrewAI's native async kickoff."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        kickoff = _Kickoff(recorder, instance)
-        began = False
-        with recording(_NAME):
-            began = kickoff.begin()
-        if not began:
-            return await wrapped(*args, **kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            with recording(_NAME):
-                kickoff.end(exc)
-            raise
-        with recording(_NAME):
-            kickoff.end(None)
-        return result
-
-    return wrapper
+    return Hook(_NAME, begin, lambda k, result: k.end(None), lambda k, exc: k.end(exc))
 
 
 # -- tasks -----------------------------------------------------------------------------------
@@ -176,97 +133,45 @@ def _after_task(recorder: Recorder, run: CrewRun, task: Any, role: str, output: 
     run.last_task = tasks.index(task) if task in tasks else None
 
 
-def traced_execute_core(recorder: Recorder) -> Wrapper:
-    """``Task._execute_core``: the handoff to the task's agent (task order), its assignment and its output."""
+def task_hook(recorder: Recorder) -> Hook:
+    """``Task._execute_core`` / ``_aexecute_core``: the handoff to the task's agent (task order), its assignment
+    and its output."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def begin(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[CrewRun, Any, str] | None:
         run = _RUN.get()
-        if run is None or not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        role = None
-        with recording(_NAME):
-            role = _before_task(recorder, run, instance, _bind(args, kwargs, 0, "agent"))
-        result = wrapped(*args, **kwargs)
-        if role is not None:
-            with recording(_NAME):
-                _after_task(recorder, run, instance, role, result)
-        return result
+        if run is None:
+            return None
+        return run, task, _before_task(recorder, run, task, _bind(args, kwargs, 0, "agent"))
 
-    return wrapper
+    def finish(handle: tuple[CrewRun, Any, str], output: Any) -> None:
+        run, task, role = handle
+        _after_task(recorder, run, task, role, output)
 
-
-def traced_aexecute_core(recorder: Recorder) -> Wrapper:
-    """``Task._aexecute_core``, the async twin."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        run = _RUN.get()
-        if run is None or not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        role = None
-        with recording(_NAME):
-            role = _before_task(recorder, run, instance, _bind(args, kwargs, 0, "agent"))
-        result = await wrapped(*args, **kwargs)
-        if role is not None:
-            with recording(_NAME):
-                _after_task(recorder, run, instance, role, result)
-        return result
-
-    return wrapper
+    return Hook(_NAME, begin, finish)
 
 
 # -- agent turns -------------------------------------------------------------------------------
-def traced_execute_task(recorder: Recorder) -> Wrapper:
-    """``Agent.execute_task``: an agent turn (a coworker's turn nests inside the delegating tool call)."""
+def agent_hook(recorder: Recorder) -> Hook:
+    """``Agent.execute_task`` / ``aexecute_task``: an agent turn (a coworker's nests in the delegating tool call)."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _RUN.get() is None or not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        turn: AgentTurn | None = None
-        with recording(_NAME):
-            turn = recorder.start_agent_turn(_role(instance))
-        token = _AGENT.set(_role(instance))
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _AGENT.reset(token)
-            if turn is not None:
-                with recording(_NAME):
-                    turn.fail(exc)
-            raise
+    def begin(agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[AgentTurn | None, Token[Any]] | None:
+        if _RUN.get() is None:
+            return None
+        return recorder.start_agent_turn(_role(agent)), _AGENT.set(_role(agent))
+
+    def finish(handle: tuple[AgentTurn | None, Token[Any]], result: Any) -> None:
+        turn, token = handle
         _AGENT.reset(token)
         if turn is not None:
-            with recording(_NAME):
-                turn.end(replied=True)
-        return result
+            turn.end(replied=True)
 
-    return wrapper
-
-
-def traced_aexecute_task(recorder: Recorder) -> Wrapper:
-    """``Agent.aexecute_task``."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _RUN.get() is None or not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        turn: AgentTurn | None = None
-        with recording(_NAME):
-            turn = recorder.start_agent_turn(_role(instance))
-        token = _AGENT.set(_role(instance))
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _AGENT.reset(token)
-            if turn is not None:
-                with recording(_NAME):
-                    turn.fail(exc)
-            raise
+    def fail(handle: tuple[AgentTurn | None, Token[Any]], exc: BaseException) -> None:
+        turn, token = handle
         _AGENT.reset(token)
         if turn is not None:
-            with recording(_NAME):
-                turn.end(replied=True)
-        return result
+            turn.fail(exc)
 
-    return wrapper
+    return Hook(_NAME, begin, finish, fail)
 
 
 # -- tools, delegation -------------------------------------------------------------------------
@@ -321,60 +226,29 @@ class _ToolRun:
             self.call.fail(exc)
 
 
-def traced_tool_run(recorder: Recorder) -> Wrapper:
-    """``BaseTool.run`` / ``Tool.run``: CrewAI binds ``tool.run`` for native tool calls and runs it for ReAct ones."""
+def tool_hook(recorder: Recorder) -> Hook:
+    """``BaseTool.run`` / ``Tool.run`` (and ``arun``): CrewAI binds ``tool.run`` for native tool calls and runs it
+    for ReAct ones."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _RUN.get() is None or not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        run = _ToolRun(recorder, instance, args, kwargs)
-        with recording(_NAME):
-            run.begin()
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            with recording(_NAME):
-                run.fail(exc)
-            raise
-        with recording(_NAME):
-            run.end(result)
-        return result
+    def begin(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _ToolRun | None:
+        if _RUN.get() is None:
+            return None
+        run = _ToolRun(recorder, tool, args, kwargs)
+        run.begin()
+        return run
 
-    return wrapper
-
-
-def traced_tool_arun(recorder: Recorder) -> Wrapper:
-    """``BaseTool.arun`` / ``Tool.arun``."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _RUN.get() is None or not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        run = _ToolRun(recorder, instance, args, kwargs)
-        with recording(_NAME):
-            run.begin()
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            with recording(_NAME):
-                run.fail(exc)
-            raise
-        with recording(_NAME):
-            run.end(result)
-        return result
-
-    return wrapper
+    return Hook(_NAME, begin, lambda run, result: run.end(result), lambda run, exc: run.fail(exc))
 
 
 # -- limits --------------------------------------------------------------------------------------
-def watched_max_iterations(recorder: Recorder) -> Wrapper:
+def max_iterations_hook(recorder: Recorder) -> Hook:
     """``handle_max_iterations_exceeded``: an agent ran out of ``max_iter`` and CrewAI forces its final answer."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if _RUN.get() is not None and is_instrumentation_enabled():
-            with recording(_NAME):
-                agent = _AGENT.get()
-                detail = f"{agent or 'an agent'} reached max_iter; CrewAI forced a final answer"
-                recorder.terminate(sc.TERMINATION_MAX_TURNS, detail=detail, agent=agent)
-        return wrapped(*args, **kwargs)
+    def begin(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if _RUN.get() is not None:
+            agent = _AGENT.get()
+            detail = f"{agent or 'an agent'} reached max_iter; CrewAI forced a final answer"
+            recorder.terminate(sc.TERMINATION_MAX_TURNS, detail=detail, agent=agent)
+        return None  # nothing to close: the call itself runs untraced
 
-    return wrapper
+    return Hook(_NAME, begin)

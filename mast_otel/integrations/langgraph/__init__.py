@@ -61,10 +61,10 @@ _TOOLS = "langgraph.prebuilt.tool_node"
 _TARGETS: tuple[tuple[str, str, Any], ...] = (
     (_MAIN, "Pregel.stream", w.traced_stream),
     (_MAIN, "Pregel.astream", w.traced_astream),
-    (_RUNNER, "run_with_retry", w.traced_run_with_retry),
-    (_RUNNER, "arun_with_retry", w.traced_arun_with_retry),
-    (_TOOLS, "ToolNode._execute_tool_sync", w.traced_execute_tool),
-    (_TOOLS, "ToolNode._execute_tool_async", w.traced_aexecute_tool),
+    (_RUNNER, "run_with_retry", lambda r: w.task_hook(r).sync()),
+    (_RUNNER, "arun_with_retry", lambda r: w.task_hook(r).async_()),
+    (_TOOLS, "ToolNode._execute_tool_sync", lambda r: w.tool_hook(r).sync()),
+    (_TOOLS, "ToolNode._execute_tool_async", lambda r: w.tool_hook(r).async_()),
 )
 
 

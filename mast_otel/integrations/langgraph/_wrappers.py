@@ -1,8 +1,9 @@
-"""Wrapper factories for LangGraph: graph runs (``Pregel.stream`` / ``astream``), node tasks (``run_with_retry``)
-and tool calls (``ToolNode``).
+"""Wrappers for LangGraph: graph runs (``Pregel.stream`` / ``astream``), node tasks (``run_with_retry``) and tool
+calls (``ToolNode``).
 
 Every wrapper returns what LangGraph returns and re-raises what it raises, the same objects; the recording half
-runs under :func:`mast_otel.integrations._safe.recording`, so a surprise costs spans, never the run.
+runs under :func:`mast_otel.integrations._safe.recording` (the task and tool hooks are
+:class:`mast_otel.integrations._safe.Hook` s), so a surprise costs spans, never the run.
 
 State travels in the OpenTelemetry context, as the recorder's does: a graph run attaches its :class:`Frame` around
 each step it takes (``next()`` of the stream), and a node task attaches its :class:`Task` while it runs. LangGraph
@@ -22,12 +23,11 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.util.types import AttributeValue
 
 from mast_otel import semconv as sc
-from mast_otel.integrations._safe import recording
+from mast_otel.integrations._safe import Hook, Wrapper, recording
 from mast_otel.recorder import AgentTurn, Conversation, Recorder, ToolCall
 
 from . import _graph as g
 
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _NAME = "langgraph"
 _FRAME_KEY = otel_context.create_key("mast-otel-langgraph-frame")
 _TASK_KEY = otel_context.create_key("mast-otel-langgraph-task")
@@ -385,133 +385,56 @@ class _TaskRun:
             )
 
 
-def _task_run(recorder: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _TaskRun | None:
-    frame: Frame | None = _current(_FRAME_KEY)
-    if frame is None or not _enabled():
-        return None
-    run = _TaskRun(recorder, frame, _bind(args, kwargs, 0, "task"))
-    run.begin()
-    return run
+def task_hook(recorder: Recorder) -> Hook:
+    """``langgraph.pregel._runner.run_with_retry`` / ``arun_with_retry``: every node execution of every graph."""
 
+    def begin(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _TaskRun | None:
+        frame: Frame | None = _current(_FRAME_KEY)
+        if frame is None:
+            return None
+        run = _TaskRun(recorder, frame, _bind(args, kwargs, 0, "task"))
+        run.begin()
+        return run
 
-def traced_run_with_retry(recorder: Recorder) -> Wrapper:
-    """``langgraph.pregel._runner.run_with_retry``: every node execution of every graph passes here."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        run = None
-        with recording(_NAME):
-            run = _task_run(recorder, args, kwargs)
-        if run is None:
-            return wrapped(*args, **kwargs)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            with recording(_NAME):
-                run.end(exc)
-            raise
-        with recording(_NAME):
-            run.end(None)
-        return result
-
-    return wrapper
-
-
-def traced_arun_with_retry(recorder: Recorder) -> Wrapper:
-    """``langgraph.pregel._runner.arun_with_retry``, the async twin."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        run = None
-        with recording(_NAME):
-            run = _task_run(recorder, args, kwargs)
-        if run is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            with recording(_NAME):
-                run.end(exc)
-            raise
-        with recording(_NAME):
-            run.end(None)
-        return result
-
-    return wrapper
+    return Hook(_NAME, begin, lambda run, result: run.end(None), lambda run, exc: run.end(exc))
 
 
 # -- tools ---------------------------------------------------------------------------------
-def _start_tool(recorder: Recorder, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolCall | None:
-    if _current(_FRAME_KEY) is None or not _enabled():
-        return None
-    request = _bind(args, kwargs, 0, "request")
-    call = getattr(request, "tool_call", None) or {}
-    return recorder.start_tool_call(str(call.get("name")), arguments=call.get("args"), call_id=call.get("id"))
+def tool_hook(recorder: Recorder) -> Hook:
+    """``ToolNode._execute_tool_sync`` / ``_async``: one tool call (the request holds the model's call, before
+    LangGraph injects state into the arguments)."""
 
+    def begin(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[ToolCall, dict[str, Any]] | None:
+        if _current(_FRAME_KEY) is None:
+            return None
+        request = _bind(args, kwargs, 0, "request")
+        tool_call = dict(getattr(request, "tool_call", None) or {})
+        name, arguments = str(tool_call.get("name")), tool_call.get("args")
+        call = recorder.start_tool_call(name, arguments=arguments, call_id=tool_call.get("id"))
+        return (call, tool_call) if call is not None else None
 
-def _end_tool(call: ToolCall, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
-    request = _bind(args, kwargs, 0, "request")
-    tool_call = getattr(request, "tool_call", None) or {}
-    gotos = g.command_targets(result)
-    task: Task | None = _current(_TASK_KEY)
-    if task is not None:
-        for node in gotos:
-            task.commands[node] = g.describe_call(str(tool_call.get("name")), tool_call.get("args"))
-    results = result if isinstance(result, list) else [result]
-    texts = [getattr(r, "content", None) for r in results if getattr(r, "type", None) == "tool"]
-    failed = any(getattr(r, "status", None) == "error" for r in results)
-    if gotos:
-        texts.append(f"Command(goto={gotos})")
-    call.set_result(texts[0] if len(texts) == 1 else texts, success=not failed)
-    call.end()
-
-
-def _fail_tool(call: ToolCall, exc: BaseException) -> None:
-    from langgraph.errors import GraphBubbleUp
-
-    if isinstance(exc, GraphBubbleUp):
+    def finish(handle: tuple[ToolCall, dict[str, Any]], result: Any) -> None:
+        call, tool_call = handle
+        gotos = g.command_targets(result)
+        task: Task | None = _current(_TASK_KEY)
+        if task is not None:
+            for node in gotos:
+                task.commands[node] = g.describe_call(str(tool_call.get("name")), tool_call.get("args"))
+        results = result if isinstance(result, list) else [result]
+        texts = [getattr(r, "content", None) for r in results if getattr(r, "type", None) == "tool"]
+        failed = any(getattr(r, "status", None) == "error" for r in results)
+        if gotos:
+            texts.append(f"Command(goto={gotos})")
+        call.set_result(texts[0] if len(texts) == 1 else texts, success=not failed)
         call.end()
-    else:
-        call.fail(exc)
 
+    def fail(handle: tuple[ToolCall, dict[str, Any]], exc: BaseException) -> None:
+        from langgraph.errors import GraphBubbleUp
 
-def traced_execute_tool(recorder: Recorder) -> Wrapper:
-    """``ToolNode._execute_tool_sync``: one tool call (the request holds the model's call, before state injection)."""
+        call, _ = handle
+        if isinstance(exc, GraphBubbleUp):
+            call.end()  # an interrupt or a Command for a parent graph: control flow, not failure
+        else:
+            call.fail(exc)
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = None
-        with recording(_NAME):
-            call = _start_tool(recorder, args, kwargs)
-        if call is None:
-            return wrapped(*args, **kwargs)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            with recording(_NAME):
-                _fail_tool(call, exc)
-            raise
-        with recording(_NAME):
-            _end_tool(call, args, kwargs, result)
-        return result
-
-    return wrapper
-
-
-def traced_aexecute_tool(recorder: Recorder) -> Wrapper:
-    """``ToolNode._execute_tool_async``."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = None
-        with recording(_NAME):
-            call = _start_tool(recorder, args, kwargs)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            with recording(_NAME):
-                _fail_tool(call, exc)
-            raise
-        with recording(_NAME):
-            _end_tool(call, args, kwargs, result)
-        return result
-
-    return wrapper
+    return Hook(_NAME, begin, finish, fail)
