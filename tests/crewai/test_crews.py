@@ -83,6 +83,10 @@ def test_hierarchical_crew_records_the_managers_delegations(instrumentor: Any, s
     assert [(attr(h, sc.HANDOFF_FROM), attr(h, sc.HANDOFF_TO)) for h in delegations] == [
         ("Manager", c["coworker"]) for c in calls
     ]
+    # CrewAI's own count of the task's delegations, and the coworkers it records as having processed it.
+    (task,) = crew.tasks
+    assert task.delegations == len(delegations) == 2
+    assert {attr(h, sc.HANDOFF_TO) for h in delegations} <= task.processed_by_agents
     for h, c in zip(delegations, calls, strict=True):
         assert attr(h, sc.HANDOFF_DETAIL) == f"Delegate work to coworker({json.dumps(c, sort_keys=True)})"
         assert set(attr(h, sc.HANDOFF_CANDIDATES)) == {"Researcher", "Writer"}
@@ -130,4 +134,15 @@ async def test_kickoff_async_records_the_same(instrumentor: Any, spans: Any) -> 
 
     got = spans()
     assert _outputs(got) == [(t.agent, t.raw) for t in out.tasks_output]
+    assert attr(got.root, sc.TERMINATION_REASON) == sc.TERMINATION_COMPLETED
+
+
+async def test_native_akickoff_records_the_same(instrumentor: Any, spans: Any) -> None:
+    with ScriptedOpenAI(scenarios.SEQUENTIAL_SCRIPT) as server:
+        out = await scenarios.sequential(server.base_url).akickoff()
+
+    got = spans()
+    assert _outputs(got) == [(t.agent, t.raw) for t in out.tasks_output]
+    assert [attr(t, sc.GEN_AI_AGENT_NAME) for t in got.turns] == [t.agent for t in out.tasks_output]
+    assert [attr(t, sc.GEN_AI_TOOL_NAME) for t in got.tools] == ["lookup"]
     assert attr(got.root, sc.TERMINATION_REASON) == sc.TERMINATION_COMPLETED
