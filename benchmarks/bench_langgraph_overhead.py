@@ -160,8 +160,9 @@ def report(
         rows.append((s, f"| {configurations[s.name]} | {s.median:.0f} | {added[s.name]:+.0f} ({low:+.0f} .. "
                         f"{high:+.0f}) | {added[s.name] / base.median:.1%} | {{vs_oi}} | {spans:.2f} |"))  # fmt: skip
     oi = added.get("openinference")
+    per_run = unit or f"{args.rounds} supervisor rounds"
     lines = [
-        f"{args.reps} repetitions (runs alternating in one process) x {unit or f'{args.rounds} supervisor rounds'} per run "
+        f"{args.reps} repetitions (runs alternating in one process) x {per_run} per run "
         f"({args.warmup} warm-up repetitions); {args.clock} time; python {sys.version.split()[0]}",
         "",
         "| configuration | µs/turn | added µs/turn (IQR) | added / baseline | added / OpenInference's | spans/turn |",
