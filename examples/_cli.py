@@ -13,8 +13,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 
 from mast_otel import semconv as sc
 
-# Env var the examples read when --base-url is not given. Defined here, not in _scripted (AG2's scripted client),
-# so examples of frameworks whose environments lack AG2 share the switch.
+# Defined here, not in _scripted (which imports AG2), so examples of frameworks in other environments share it.
 BASE_URL_ENV = "MAST_OTEL_EXAMPLE_BASE_URL"
 
 # Shown per span by --console, when present, in this order.

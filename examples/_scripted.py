@@ -34,6 +34,7 @@ __all__ = [
     "scripted_llm_config",
 ]
 
+# Env var the examples read when --base-url is not given.
 try:
     from examples._cli import BASE_URL_ENV
 except ImportError:  # run as a script (python examples/x.py): examples/ itself is on sys.path

@@ -32,7 +32,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -141,18 +141,19 @@ class AgentTurn:
         self._token = token
         self._redactor = redactor
 
-    def end(self, replied: bool | None = None) -> None:
+    def end(self, replied: bool | None = None, *, end_time: int | None = None) -> None:
+        """Close the span; ``end_time`` (ns since the epoch) when the framework reports its own clock."""
         if replied is not None:
             self.span.set_attribute(sc.TURN_REPLIED, replied)
-        self._close()
+        self._close(end_time)
 
-    def fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException, *, end_time: int | None = None) -> None:
         _record_error(self.span, exc, self._redactor)
-        self._close()
+        self._close(end_time)
 
-    def _close(self) -> None:
+    def _close(self, end_time: int | None = None) -> None:
         _detach(self._token)
-        self.span.end()
+        self.span.end(end_time=end_time)
 
 
 class ToolCall(AgentTurn):
@@ -163,6 +164,11 @@ class ToolCall(AgentTurn):
     def __init__(self, span: Span, token: object | None, recorder: Recorder) -> None:
         super().__init__(span, token, recorder.config.redactor)
         self._recorder = recorder
+
+    def set_arguments(self, arguments: Any) -> None:
+        """Record the arguments after the call started (a framework may fill them in late); capture permitting."""
+        if arguments is not None and self._recorder.config.capture_content:
+            self.span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, self._recorder._clean(arguments)[0])
 
     def set_result(self, result: Any, *, success: bool = True) -> None:
         attrs: dict[str, AttributeValue] = {sc.TOOL_SUCCESS: success}
@@ -186,11 +192,11 @@ class Handoff:
         "_attributes",
         "_context",
         "_conversation",
-        "_detail_text",
         "_redactor",
         "_source",
         "_start",
         "_tracer",
+        "detail",
         "span",
     )
 
@@ -201,17 +207,16 @@ class Handoff:
         source: str,
         attributes: dict[str, AttributeValue],
         redactor: Redactor,
-        detail_text: Callable[[Any], str] | None = None,
     ) -> None:
         self.span: Span | None = None
         self._redactor = redactor
-        self._detail_text = detail_text  # None when content capture is off
         self._tracer = tracer
         self._conversation = conversation
         self._source = source
         self._attributes = attributes
         self._context = otel_context.get_current()
         self._start = time.time_ns()
+        self.detail: str | None = None  # set by ``Recorder.start_handoff``/``end``: cleaned text, content permitting
 
     def end(
         self,
@@ -219,11 +224,9 @@ class Handoff:
         *,
         reason: str | None = None,
         target_type: str = "agent",
-        detail: str | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
+        end_time: int | None = None,
     ) -> None:
-        """Record the handoff. ``detail`` is what decided it (a router's output, a handoff tool's arguments): it is
-        content, so it is redacted and dropped when content capture is off; ``attributes`` are added as given."""
+        """Record the handoff to ``target``; ``end_time`` (ns) when the framework reports its own clock."""
         conv = self._conversation
         if reason is None:
             reason = conv.pending_handoff_reason or sc.HANDOFF_ROUTING
@@ -238,11 +241,9 @@ class Handoff:
         attrs[sc.HANDOFF_INDEX] = index
         attrs[sc.GEN_AI_TRANSFER_TARGET_NAME] = name
         attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
-        if detail is not None and self._detail_text is not None:
-            attrs[sc.HANDOFF_DETAIL] = self._detail_text(detail)
-        if attributes:
-            attrs.update(attributes)
-        self._open(sc.handoff_span_name(self._source, name)).end()
+        if self.detail is not None:
+            attrs[sc.HANDOFF_DETAIL] = self.detail
+        self._open(sc.handoff_span_name(self._source, name)).end(end_time=end_time)
 
     def fail(self, exc: BaseException) -> None:
         self._conversation.pending_handoff_reason = None
@@ -305,10 +306,14 @@ class Recorder:
         max_rounds: int | None = None,
         framework: str | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
+        start_time: int | None = None,
     ) -> tuple[Conversation, object | None] | None:
         """Open a conversation root, or return None when one is already open at conversation level (join).
 
         Returns the conversation and a token for :meth:`end_conversation`. Prefer :meth:`conversation`.
+        ``start_time`` (ns since the epoch, like every ``start_time``/``end_time``/``timestamp`` here) is for
+        integrations that receive the framework's own clock (the OpenAI Agents SDK's trace processors); by
+        default a span starts and ends when the call is made.
         """
         if otel_context.get_value(_SUPPRESS_KEY):
             return None
@@ -333,14 +338,29 @@ class Recorder:
             attrs[sc.CONVERSATION_TASK] = self._clean(task)[0]
         if attributes:
             attrs.update(attributes)
-        span = self.tracer.start_span(sc.workflow_span_name(name), attributes=attrs)
+        span = self.tracer.start_span(sc.workflow_span_name(name), attributes=attrs, start_time=start_time)
         conv = Conversation(span, conv_id, name, max_rounds)
         ctx = otel_context.set_value(_CONVERSATION_KEY, conv)
         ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_CONVERSATION, ctx)
         token = otel_context.attach(trace.set_span_in_context(span, ctx))
         return conv, token
 
-    def end_conversation(self, conv: Conversation, token: object | None, exc: BaseException | None = None) -> None:
+    def set_task(self, conv: Conversation, task: Any) -> None:
+        """Set the task on an open root, for frameworks that learn the run's input after the run started.
+
+        Content capture and redaction apply as for ``task=`` of :meth:`start_conversation`.
+        """
+        if self.config.capture_content and task is not None:
+            conv.span.set_attribute(sc.CONVERSATION_TASK, self._clean(task)[0])
+
+    def end_conversation(
+        self,
+        conv: Conversation,
+        token: object | None,
+        exc: BaseException | None = None,
+        *,
+        end_time: int | None = None,
+    ) -> None:
         """Close a root opened by :meth:`start_conversation`, writing termination and counters on it."""
         try:
             if exc is not None:
@@ -365,7 +385,7 @@ class Recorder:
             conv.span.set_attributes(attrs)
         finally:
             _detach(token)
-            conv.span.end()
+            conv.span.end(end_time=end_time)
 
     @contextmanager
     def conversation(
@@ -408,7 +428,7 @@ class Recorder:
         conv.termination_agent = agent
 
     # -- agent turns ------------------------------------------------------------
-    def start_agent_turn(self, agent: str) -> AgentTurn | None:
+    def start_agent_turn(self, agent: str, *, start_time: int | None = None) -> AgentTurn | None:
         conv = self.current()
         if conv is None:
             return None
@@ -421,6 +441,7 @@ class Recorder:
                 sc.GEN_AI_AGENT_NAME: agent,
                 sc.GEN_AI_CONVERSATION_ID: conv.id,
             },
+            start_time=start_time,
         )
         ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
         return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self.config.redactor)
@@ -450,12 +471,9 @@ class Recorder:
         broadcast_to: Sequence[str] | None = None,
         cause: str | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
-        start_time: int | None = None,
+        timestamp: int | None = None,
     ) -> int | None:
         """Record one message as a zero-length span; returns its index in the conversation (None if not recording).
-
-        ``start_time`` (ns since the epoch) places the message when it was produced, for a framework that reports
-        messages only after the fact (a transcript orders a message before the tool call it asked for).
 
         ``kind`` is one of ``semconv.MESSAGE_KINDS``. A relay of a message already recorded (a group manager's
         copy to every member) should not be recorded again: pass its audience as ``broadcast_to`` on the original,
@@ -492,8 +510,8 @@ class Recorder:
         if attributes:
             attrs.update(attributes)
         first = recipients[0] if recipients else "*"
-        span = self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs, start_time=start_time)
-        span.end(end_time=start_time)
+        span = self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs, start_time=timestamp)
+        span.end(end_time=timestamp)
         return index
 
     def broadcast_copy(self) -> None:
@@ -503,8 +521,20 @@ class Recorder:
             conv.count_broadcast()
 
     # -- handoffs ---------------------------------------------------------------
-    def start_handoff(self, source: str, *, candidates: Sequence[str] = ()) -> Handoff | None:
-        """Open a handoff when selection of the next agent starts; end it with the target (that records its span)."""
+    def start_handoff(
+        self,
+        source: str,
+        *,
+        candidates: Sequence[str] = (),
+        detail: Any = None,
+        start_time: int | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> Handoff | None:
+        """Open a handoff when selection of the next agent starts; end it with the target (that records its span).
+
+        ``detail`` is what the selection said beyond its reason (e.g. the arguments of the LLM's transfer tool
+        call); it is content, so it is captured and redacted like a message.
+        """
         conv = self.current()
         if conv is None:
             return None
@@ -515,8 +545,14 @@ class Recorder:
             sc.HANDOFF_CANDIDATES: list(candidates),
             sc.GEN_AI_TRANSFER_MODE: "pass_control",
         }
-        detail_text = (lambda d: self._clean(d)[0]) if self.config.capture_content else None
-        return Handoff(self.tracer, conv, source, attrs, self.config.redactor, detail_text)
+        if attributes:  # facts the integration knows about this handoff (e.g. mast.handoff.synthetic)
+            attrs.update(attributes)
+        handoff = Handoff(self.tracer, conv, source, attrs, self.config.redactor)
+        if start_time is not None:
+            handoff._start = start_time
+        if detail is not None and self.config.capture_content:
+            handoff.detail = self._clean(detail)[0]
+        return handoff
 
     def handoff(
         self,
@@ -525,19 +561,31 @@ class Recorder:
         *,
         reason: str | None = None,
         candidates: Sequence[str] = (),
-        detail: str | None = None,
+        detail: Any = None,
+        start_time: int | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         """Record a handoff whose target is already known (``target=None`` means "end the conversation").
 
-        ``detail``: what decided it (content: redacted, dropped when capture is off); ``attributes``: added as given.
+        ``detail`` is the framework's own words for why (a stated reason, the graph condition that fired), content
+        like a message; ``start_time`` (ns since the epoch) dates it by the framework's record.
         """
-        h = self.start_handoff(source, candidates=candidates)
+        h = self.start_handoff(
+            source, candidates=candidates, detail=detail, start_time=start_time, attributes=attributes
+        )
         if h is not None:
-            h.end(target, reason=reason, detail=detail, attributes=attributes)
+            h.end(target, reason=reason)
 
     # -- tools ------------------------------------------------------------------
-    def start_tool_call(self, name: str, *, arguments: Any = None, call_id: str | None = None) -> ToolCall | None:
+    def start_tool_call(
+        self,
+        name: str,
+        *,
+        arguments: Any = None,
+        call_id: str | None = None,
+        start_time: int | None = None,
+        tool_type: str = "function",
+    ) -> ToolCall | None:
         conv = self.current()
         if conv is None:
             return None
@@ -546,13 +594,13 @@ class Recorder:
             sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_TOOL_CALL,
             sc.GEN_AI_CONVERSATION_ID: conv.id,
             sc.GEN_AI_TOOL_NAME: name,
-            sc.GEN_AI_TOOL_TYPE: "function",
+            sc.GEN_AI_TOOL_TYPE: tool_type,
         }
         if call_id:
             attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
         if arguments is not None and self.config.capture_content:
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = self._clean(arguments)[0]
-        span = self.tracer.start_span(sc.tool_span_name(name), attributes=attrs)
+        span = self.tracer.start_span(sc.tool_span_name(name), attributes=attrs, start_time=start_time)
         ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TOOL)
         return ToolCall(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self)
 

@@ -81,13 +81,20 @@ TERMINATION_MAX_AUTO_REPLIES: Final = "max_auto_replies"
 TERMINATION_NO_REPLY: Final = "no_reply"
 TERMINATION_NO_SPEAKER: Final = "no_eligible_speaker"
 TERMINATION_USER_EXIT: Final = "user_exit"
+# The run paused for a person (LangGraph ``interrupt()`` / breakpoints): not finished, waiting on input.
+TERMINATION_HUMAN_INPUT: Final = "human_input"
 TERMINATION_HANDOFF: Final = "handoff_terminate"
 TERMINATION_IDLE: Final = "idle"
 TERMINATION_BUDGET: Final = "budget_exceeded"
 TERMINATION_ERROR: Final = "error"
 TERMINATION_COMPLETED: Final = "completed"
-# The run paused for a person (LangGraph ``interrupt()`` / breakpoints): not finished, waiting on input.
-TERMINATION_HUMAN_INPUT: Final = "human_input"
+TERMINATION_GUARDRAIL: Final = "guardrail"  # a guardrail's tripwire stopped the run (OpenAI Agents SDK)
+# AG2 1.x channels: a tool returned ``Finish``; the channel was closed by a participant; its TTL ran out; an
+# expectation (an acknowledgement or reply deadline) was violated and the hub closed it.
+TERMINATION_FINISH: Final = "finish"
+TERMINATION_CLOSED: Final = "closed"
+TERMINATION_EXPIRED: Final = "expired"
+TERMINATION_EXPECTATION: Final = "expectation_violated"
 TERMINATION_REASONS: Final = (
     TERMINATION_MESSAGE,
     TERMINATION_MAX_ROUNDS,
@@ -96,12 +103,17 @@ TERMINATION_REASONS: Final = (
     TERMINATION_NO_REPLY,
     TERMINATION_NO_SPEAKER,
     TERMINATION_USER_EXIT,
+    TERMINATION_HUMAN_INPUT,
     TERMINATION_HANDOFF,
     TERMINATION_IDLE,
     TERMINATION_BUDGET,
     TERMINATION_ERROR,
     TERMINATION_COMPLETED,
-    TERMINATION_HUMAN_INPUT,
+    TERMINATION_GUARDRAIL,
+    TERMINATION_FINISH,
+    TERMINATION_CLOSED,
+    TERMINATION_EXPIRED,
+    TERMINATION_EXPECTATION,
 )
 
 # agent turn span
@@ -133,10 +145,9 @@ HANDOFF_TO: Final = "mast.handoff.to"
 HANDOFF_CANDIDATES: Final = "mast.handoff.candidates"
 HANDOFF_REASON: Final = "mast.handoff.reason"
 HANDOFF_INDEX: Final = "mast.handoff.index"
-# What decided the handoff, as text: a handoff tool's name and arguments, a router's output (content: redacted).
+# What the selection said beyond its reason: an LLM's transfer tool call arguments, a stated reason (AG2 1.x
+# ``Handoff.reason``), the graph condition that fired. Content, redacted.
 HANDOFF_DETAIL: Final = "mast.handoff.detail"
-# True when no agent decided it: the framework added it (langgraph-supervisor's "transfer back to supervisor").
-HANDOFF_SYNTHETIC: Final = "mast.handoff.synthetic"
 
 # mast.handoff.reason values
 HANDOFF_ROUND_ROBIN: Final = "round_robin"
@@ -173,9 +184,14 @@ HANDOFF_REASONS: Final = (
 )
 # A handoff whose target is "end the conversation" has no agent to name.
 HANDOFF_TO_TERMINATE: Final = "<terminate>"
+# True when no agent decided the handoff: the framework added it (langgraph-supervisor's "transfer back").
+HANDOFF_SYNTHETIC: Final = "mast.handoff.synthetic"
 
 # tool span
 TOOL_SUCCESS: Final = "mast.tool.success"
+# A guardrail check recorded as a tool call (``gen_ai.tool.type=guardrail``): did its tripwire fire?
+TOOL_TYPE_GUARDRAIL: Final = "guardrail"
+GUARDRAIL_TRIGGERED: Final = "mast.guardrail.triggered"
 
 # --- recorded traces replayed by `mast-otel replay` ---------------------------
 # On the conversation root: where the record came from, so the judge eval can pair a verdict with it.
@@ -191,6 +207,11 @@ REPLAY_STEP_KIND: Final = "mast.replay.step_kind"
 # per labelled mode, present or not (``mast.reference.fm.1_3``), plus the list of the present ones.
 REFERENCE_FM_PREFIX: Final = "mast.reference.fm."
 REFERENCE_FAILURE_MODES: Final = "mast.reference.failure_modes"
+REFERENCE_PREFIX: Final = "mast.reference."
+# Who&When's human labels: the agent, the message (its mast.message.index) and the reason found decisive.
+REFERENCE_DECISIVE_AGENT: Final = "mast.reference.decisive_agent"
+REFERENCE_DECISIVE_STEP: Final = "mast.reference.decisive_step"
+REFERENCE_DECISIVE_REASON: Final = "mast.reference.decisive_reason"
 
 # --- labels the collector adds (judge output) ------------------------------
 JUDGE_STATUS: Final = "mast.judge.status"
@@ -206,6 +227,14 @@ FAILURE_MODE_NAME: Final = "mast.failure_mode.name"
 TASK_COMPLETED: Final = "mast.task_completed"
 VERDICT_SUMMARY: Final = "mast.verdict.summary"
 FM_PREFIX: Final = "mast.fm."  # + "1_3": one boolean per present mode
+# Who and when: on the decisive message span ``mast.decisive=true`` (+ the reason); on the root the agent and the
+# message index, so a Jaeger tag search and a trace view go straight to it.
+# Model-free facts (signals), never verdicts: ``mast.signal.<name>`` on the root.
+SIGNAL_PREFIX: Final = "mast.signal."
+DECISIVE: Final = "mast.decisive"
+DECISIVE_REASON: Final = "mast.decisive.reason"
+DECISIVE_AGENT: Final = "mast.decisive.agent"
+DECISIVE_MESSAGE_INDEX: Final = "mast.decisive.message_index"
 
 # mast.judge.status values
 JUDGE_OK: Final = "ok"

@@ -349,7 +349,7 @@ class _TaskRun:
                 message.content,
                 kind=g.kind_of(message),
                 tool_calls=calls,
-                start_time=run.placed(message),
+                timestamp=run.placed(message),
             )
 
     def _record_handoffs(self, state: Task) -> None:
