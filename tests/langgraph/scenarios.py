@@ -118,3 +118,21 @@ def approval_graph() -> Any:
     builder.add_edge("planner", "reviewer")
     builder.add_edge("reviewer", END)
     return builder.compile(name="approval", checkpointer=InMemorySaver())
+
+
+def _draft(state: MessagesState) -> Command[Any]:
+    return Command(goto="reviewer", update={"messages": [AIMessage("draft v1", name="writer")]})
+
+
+def _review(state: MessagesState) -> dict[str, Any]:
+    return {"messages": [AIMessage("looks fine", name="reviewer")]}
+
+
+def command_team() -> Any:
+    """writer --Command(goto="reviewer")--> reviewer -> END: a node's own ``Command`` between two agents."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("writer", _draft, metadata={AGENT_METADATA_KEY: True}, destinations=("reviewer",))
+    builder.add_node("reviewer", _review, metadata={AGENT_METADATA_KEY: True})
+    builder.add_edge(START, "writer")
+    builder.add_edge("reviewer", END)
+    return builder.compile(name="command_team", checkpointer=InMemorySaver())

@@ -97,3 +97,28 @@ def test_interrupt_ends_human_input_and_resume_is_a_new_conversation(instrumento
     assert [(attr(m, sc.MESSAGE_SENDER), attr(m, sc.MESSAGE_CONTENT)) for m in by_conv] == [
         (m.name, m.content) for m in new
     ]
+
+
+def test_node_command_is_a_routing_handoff(instrumentor: Any, spans: Any) -> None:
+    record = run_streamed(scenarios.command_team(), INPUT, {"configurable": {"thread_id": "c-1"}})
+
+    got = spans()
+    assert record.nodes == ["writer", "reviewer"]
+    assert agent_turns(got) == record.nodes
+    assert handoff_pairs(got) == [
+        ("user", "writer", sc.HANDOFF_INITIAL),
+        ("writer", "reviewer", sc.HANDOFF_ROUTING),
+    ]
+    assert attr(got.handoffs[1], sc.HANDOFF_DETAIL) == "Command(goto='reviewer')"
+    assert_messages_match_state(got, record.final["messages"])
+
+
+def test_breakpoint_before_a_node_ends_human_input(instrumentor: Any, spans: Any) -> None:
+    graph = scenarios.command_team()
+    config = {"configurable": {"thread_id": "c-2"}}
+    graph.invoke(INPUT, config, interrupt_before=["reviewer"])
+
+    got = spans()
+    assert graph.get_state(config).next == ("reviewer",)  # LangGraph's record: paused before the reviewer
+    assert attr(got.root, sc.TERMINATION_REASON) == sc.TERMINATION_HUMAN_INPUT
+    assert agent_turns(got) == ["writer"]
