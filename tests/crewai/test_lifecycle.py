@@ -162,3 +162,17 @@ def test_hierarchical_crew_comes_out_judged_through_a_real_collector(tmp_path: P
     expected = [task_output.description, delegated[0], answers[0], delegated[1], answers[1], task_output.raw]
     assert_in_order(judged.transcript, expected)
     assert "(reason: delegation" in judged.transcript
+
+
+def test_example_runs_offline_as_a_script() -> None:
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "examples/crewai_hierarchical.py", "--console"],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "handoff Manager -> Researcher  reason=delegation" in done.stdout
+    assert "invoke_workflow crew  reason=completed" in done.stdout

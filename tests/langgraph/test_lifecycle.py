@@ -184,3 +184,14 @@ def test_zero_code_opentelemetry_instrument_exports_otlp() -> None:
     assert root.service_name == "langgraph-zero-code"
     assert root.get(sc.MAST_FRAMEWORK) == "langgraph"
     assert root.get(sc.CONVERSATION_HANDOFFS) == 5
+
+
+def test_example_runs_offline_as_a_script() -> None:
+    """``python examples/langgraph_supervisor.py --console``: the file must not shadow the package it is named after."""
+    done = subprocess.run(
+        [sys.executable, "examples/langgraph_supervisor.py", "--console"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "handoff supervisor -> researcher  reason=tool_call" in done.stdout
+    assert "invoke_workflow LangGraph  reason=completed" in done.stdout
