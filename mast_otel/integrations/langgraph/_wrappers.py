@@ -13,6 +13,7 @@ finds the frame and task it belongs to.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -170,7 +171,10 @@ class _GraphRun:
 
             if isinstance(exc, GraphRecursionError):
                 limit = self.config.get("recursion_limit")
-                detail = f"recursion_limit={limit}" if limit is not None else "recursion limit (default)"
+                if limit is None:  # LangGraph's default: its error message names it
+                    found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
+                    limit = found.group(1) if found else "default"
+                detail = f"recursion_limit={limit}"
                 self.recorder.terminate(sc.TERMINATION_MAX_TURNS, detail=detail, agent=self.frame.last_agent)
             elif exc is None and run.interrupted is not None:
                 self.recorder.terminate(sc.TERMINATION_HUMAN_INPUT, detail=run.interrupted, agent=self.frame.last_agent)
