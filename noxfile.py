@@ -114,3 +114,28 @@ def ag2_1x(session: nox.Session) -> None:
         ["-c", "constraints/ag2-1.2.1.txt", "ag2==1.2.1", "-e", ".[collector]", "pytest", "pytest-asyncio"],
     )
     run_tests(session, "ag2_1x", "tests/ag2_1x")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def langgraph(session: nox.Session) -> None:
+    """LangGraph 1.2 with langgraph-supervisor and langgraph-swarm (and OpenInference's LangChain instrumentation,
+    which the overhead benchmark compares against). Its own environment keeps LangChain out of the main one."""
+    install_once(
+        session,
+        ["-c", "constraints/langgraph.txt", "langgraph", "langgraph-supervisor", "langgraph-swarm", "langchain",
+         "langchain-openai", "openinference-instrumentation-langchain"],
+        ["-c", "constraints/langgraph.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
+    )
+    run_tests(session, "langgraph", "tests/langgraph")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def crewai(session: nox.Session) -> None:
+    """CrewAI 1.x (and OpenInference's CrewAI instrumentation, which the overhead benchmark compares against). Its
+    install is about 1 GB (chromadb, lancedb, onnxruntime): kept out of the main environment."""
+    install_once(
+        session,
+        ["-c", "constraints/crewai.txt", "crewai", "openinference-instrumentation-crewai"],
+        ["-c", "constraints/crewai.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
+    )
+    run_tests(session, "crewai", "tests/crewai")

@@ -30,6 +30,8 @@ INTEGRATIONS: tuple[Integration, ...] = (
     Integration("openai_agents", "agents", "mast_otel.integrations.openai_agents:OpenAIAgentsInstrumentor"),
     # AG2 1.x: same PyPI name as AG2 Classic, but the `ag2` module (Classic installs only `autogen`).
     Integration("ag2_1x", "ag2", "mast_otel.integrations.ag2_1x:AG2V1Instrumentor"),
+    Integration("langgraph", "langgraph.pregel", "mast_otel.integrations.langgraph:LangGraphInstrumentor"),
+    Integration("crewai", "crewai", "mast_otel.integrations.crewai:CrewAIInstrumentor"),
 )
 
 

@@ -528,6 +528,7 @@ class Recorder:
         candidates: Sequence[str] = (),
         detail: Any = None,
         start_time: int | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> Handoff | None:
         """Open a handoff when selection of the next agent starts; end it with the target (that records its span).
 
@@ -544,6 +545,8 @@ class Recorder:
             sc.HANDOFF_CANDIDATES: list(candidates),
             sc.GEN_AI_TRANSFER_MODE: "pass_control",
         }
+        if attributes:  # facts the integration knows about this handoff (e.g. mast.handoff.synthetic)
+            attrs.update(attributes)
         handoff = Handoff(self.tracer, conv, source, attrs, self.config.redactor)
         if start_time is not None:
             handoff._start = start_time
@@ -560,13 +563,16 @@ class Recorder:
         candidates: Sequence[str] = (),
         detail: Any = None,
         start_time: int | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         """Record a handoff whose target is already known (``target=None`` means "end the conversation").
 
         ``detail`` is the framework's own words for why (a stated reason, the graph condition that fired), content
         like a message; ``start_time`` (ns since the epoch) dates it by the framework's record.
         """
-        h = self.start_handoff(source, candidates=candidates, detail=detail, start_time=start_time)
+        h = self.start_handoff(
+            source, candidates=candidates, detail=detail, start_time=start_time, attributes=attributes
+        )
         if h is not None:
             h.end(target, reason=reason)
 

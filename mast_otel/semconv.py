@@ -64,6 +64,10 @@ CONVERSATION_MAX_ROUNDS: Final = "mast.conversation.max_rounds"
 CONVERSATION_HANDOFFS: Final = "mast.conversation.handoffs"
 CONVERSATION_BROADCASTS: Final = "mast.conversation.broadcast_copies"
 CONVERSATION_AGENTS: Final = "mast.conversation.agents"
+# The framework's own session key when it has one (LangGraph's ``thread_id``): runs of one thread share it.
+CONVERSATION_THREAD_ID: Final = "mast.conversation.thread_id"
+# How the framework orders its agents when it says so itself (CrewAI's ``Process``: sequential, hierarchical).
+CONVERSATION_PROCESS: Final = "mast.conversation.process"
 TERMINATION_REASON: Final = "mast.termination.reason"
 TERMINATION_DETAIL: Final = "mast.termination.detail"
 TERMINATION_AGENT: Final = "mast.termination.agent"
@@ -77,6 +81,8 @@ TERMINATION_MAX_AUTO_REPLIES: Final = "max_auto_replies"
 TERMINATION_NO_REPLY: Final = "no_reply"
 TERMINATION_NO_SPEAKER: Final = "no_eligible_speaker"
 TERMINATION_USER_EXIT: Final = "user_exit"
+# The run paused for a person (LangGraph ``interrupt()`` / breakpoints): not finished, waiting on input.
+TERMINATION_HUMAN_INPUT: Final = "human_input"
 TERMINATION_HANDOFF: Final = "handoff_terminate"
 TERMINATION_IDLE: Final = "idle"
 TERMINATION_BUDGET: Final = "budget_exceeded"
@@ -97,6 +103,7 @@ TERMINATION_REASONS: Final = (
     TERMINATION_NO_REPLY,
     TERMINATION_NO_SPEAKER,
     TERMINATION_USER_EXIT,
+    TERMINATION_HUMAN_INPUT,
     TERMINATION_HANDOFF,
     TERMINATION_IDLE,
     TERMINATION_BUDGET,
@@ -177,6 +184,8 @@ HANDOFF_REASONS: Final = (
 )
 # A handoff whose target is "end the conversation" has no agent to name.
 HANDOFF_TO_TERMINATE: Final = "<terminate>"
+# True when no agent decided the handoff: the framework added it (langgraph-supervisor's "transfer back").
+HANDOFF_SYNTHETIC: Final = "mast.handoff.synthetic"
 
 # tool span
 TOOL_SUCCESS: Final = "mast.tool.success"

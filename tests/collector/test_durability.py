@@ -27,10 +27,18 @@ BATCH = 256
 class CollectorProcess:
     """``mast-otel collector`` as a subprocess on fixed free ports (a restart reuses them and the store)."""
 
-    def __init__(self, tmp: Path, sink: OtlpSink, *, judge: str = "rules", env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        sink: OtlpSink,
+        *,
+        judge: str = "rules",
+        env: dict[str, str] | None = None,
+        python: str | None = None,  # another environment's interpreter (a framework's nox session runs the main one)
+    ) -> None:
         self.grpc_port, self.http_port, self.metrics_port = free_port(), free_port(), free_port()
         self.cmd = [
-            sys.executable, "-m", "mast_otel.cli", "collector",
+            python or sys.executable, "-m", "mast_otel.cli", "collector",
             "--otlp-grpc", f"127.0.0.1:{self.grpc_port}", "--otlp-http", f"127.0.0.1:{self.http_port}",
             "--metrics", f"127.0.0.1:{self.metrics_port}", "--store", str(tmp / "collector.db"),
             "--export-endpoint", sink.grpc_endpoint, "--quiet-period", "0.05", "--max-trace-age", "120",

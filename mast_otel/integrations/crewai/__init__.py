@@ -1,0 +1,94 @@
+"""CrewAI 1.x (``crewai>=1.0,<2``; built and tested against 1.15.30).
+
+``CrewAIInstrumentor().instrument()`` (or ``mast_otel.instrument()``, or ``opentelemetry-instrument``) patches
+CrewAI's classes, so every crew, task, agent and tool, created before or after, is traced:
+
+==========================================  ====================================================================
+CrewAI                                      recorder call
+==========================================  ====================================================================
+``Crew.kickoff`` / ``akickoff``             conversation root per kickoff (``kickoff_async`` runs ``kickoff``
+                                            in a thread), the numbered task descriptions as the task,
+                                            ``mast.conversation.process``; termination ``completed``, ``error``,
+                                            or ``max_turns`` when an agent ran out of ``max_iter``
+``Task._execute_core`` / ``_aexecute_...``  a handoff to the task's agent when it differs from the previous
+                                            task's (reason ``routing``, detail the task order; the first task:
+                                            ``initial_agent`` from ``user``), the assignment as a message
+                                            ``user -> agent``, the output as a message to the agents of the
+                                            tasks that take it as context (else to ``user``)
+``Agent.execute_task`` / ``aexecute_task``  agent turn (``invoke_agent {role}``)
+``BaseTool.run`` / ``Tool.run`` (+ arun)    tool call; for CrewAI's coworker tools ("Delegate work to
+                                            coworker", "Ask question to coworker") also a ``delegation`` handoff
+                                            manager -> coworker (the tool's arguments as detail), the request as
+                                            a message, the coworker's turn nested inside, its answer as a message
+                                            back and a ``tool_return`` handoff
+``handle_max_iterations_exceeded``          notes ``max_turns`` (the agent's answer was forced)
+==========================================  ====================================================================
+
+Why not CrewAI's event bus: it runs synchronous handlers on a worker thread after the event (``emit`` submits
+them to a thread pool), so a handler cannot open a span that the agent's own work nests in, and handlers of
+consecutive events may run out of order. The hooks above are the methods that emit those events.
+
+CrewAI's anonymous telemetry uses its own private TracerProvider, never the global one: mast-otel neither sees
+nor changes it. ``CREWAI_DISABLE_TELEMETRY=true`` turns it off; ``OTEL_SDK_DISABLED=true`` turns it off too, but
+also turns off the OpenTelemetry SDK, and with it mast-otel's spans.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from mast_otel.integrations import recorder_for
+
+from . import _wrappers as w
+
+__all__ = ["CrewAIInstrumentor"]
+
+_CREW = "crewai.crew"
+_TASK = "crewai.task"
+_AGENT = "crewai.agent.core"
+_TOOL = "crewai.tools.base_tool"
+_EXECUTOR = "crewai.agents.agent_executor"  # imports handle_max_iterations_exceeded by name
+
+# (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
+_TARGETS: tuple[tuple[str, str, Any], ...] = (
+    (_CREW, "Crew.kickoff", lambda r: w.kickoff_hook(r).sync()),
+    (_CREW, "Crew.akickoff", lambda r: w.kickoff_hook(r).async_()),
+    (_TASK, "Task._execute_core", lambda r: w.task_hook(r).sync()),
+    (_TASK, "Task._aexecute_core", lambda r: w.task_hook(r).async_()),
+    (_AGENT, "Agent.execute_task", lambda r: w.agent_hook(r).sync()),
+    (_AGENT, "Agent.aexecute_task", lambda r: w.agent_hook(r).async_()),
+    (_TOOL, "BaseTool.run", lambda r: w.tool_hook(r).sync()),
+    (_TOOL, "BaseTool.arun", lambda r: w.tool_hook(r).async_()),
+    (_TOOL, "Tool.run", lambda r: w.tool_hook(r).sync()),
+    (_TOOL, "Tool.arun", lambda r: w.tool_hook(r).async_()),
+    (_EXECUTOR, "handle_max_iterations_exceeded", lambda r: w.max_iterations_hook(r).sync()),
+)
+
+
+class CrewAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Spans for CrewAI kickoffs, agent executions, task outputs, task-order and delegation handoffs, tools."""
+
+    _patched: list[tuple[Any, str]]
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ("crewai >= 1.0, < 2",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        recorder = recorder_for("crewai", kwargs)
+        self._patched = []
+        for module, path, factory in _TARGETS:
+            wrap_function_wrapper(module, path, factory(recorder))
+            owner_name, _, attr = path.rpartition(".")
+            mod = importlib.import_module(module)
+            self._patched.append((getattr(mod, owner_name) if owner_name else mod, attr))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for owner, attr in reversed(getattr(self, "_patched", [])):
+            unwrap(owner, attr)
+        self._patched = []
