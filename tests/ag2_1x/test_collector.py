@@ -13,8 +13,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,12 +136,21 @@ async def test_every_scenario_conversation_comes_out_judged(collector: tuple[str
         inst.uninstrument()
         provider.shutdown()
 
-    wait_for_verdicts(downstream, {"ag2-1x-scenarios"}, timeout=60)
-    roots = {
-        s.attributes.get(sc.GEN_AI_CONVERSATION_ID): s
-        for s in downstream.spans()
-        if s.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_CONVERSATION
-    }
+    def labelled_roots() -> dict[object, Any]:
+        return {
+            s.attributes.get(sc.GEN_AI_CONVERSATION_ID): s
+            for s in downstream.spans()
+            if s.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_CONVERSATION
+        }
+
+    # Each conversation is released after its own quiet period: wait until every outer one arrived labelled (a
+    # nested conversation is released with, and labelled on, the root of the one that started it).
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        roots = labelled_roots()
+        if set(roots) == {*channels, *nested} and all("mast.judge.status" in roots[c].attributes for c in channels):
+            break
+        time.sleep(0.25)
     assert set(roots) == {*channels, *nested}
     assert {cid: roots[cid].attributes.get("mast.judge.status") for cid in channels} == dict.fromkeys(channels, "ok")
     # The delegate's consulting conversation belongs to the conversation that started it, judged with it.

@@ -21,7 +21,7 @@ def test_spans_dated_by_the_framework(tracer_provider: Any, span_exporter: Any) 
     assert opened is not None
     conv, token = opened
     rec.set_task(conv, "Refund the duplicate charge")
-    rec.message("customer", ["triage"], "Refund the duplicate charge", start_time=T0 + 10)
+    rec.message("customer", ["triage"], "Refund the duplicate charge", timestamp=T0 + 10)
     rec.handoff("customer", "triage", reason=sc.HANDOFF_TOOL_CALL, detail="route: refund request", start_time=T0 + 20)
     rec.end_conversation(conv, token, end_time=T0 + 30)
 
