@@ -75,3 +75,30 @@ def metagpt(session: nox.Session) -> None:
     )
     quiet = ("-W", "ignore::FutureWarning:google.api_core._python_version_support")
     run_tests(session, "metagpt", *quiet, "tests/metagpt")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def autogen_agentchat(session: nox.Session) -> None:
+    """Microsoft autogen-agentchat 0.7.5 (teams, Magentic-One) with autogen-core / autogen-ext[openai] 0.7.5.
+
+    Its own environment because its OpenAI client pins and AG2's (the main environment's ``autogen`` namespace)
+    are separate projects that share a name. OpenInference's autogen-agentchat instrumentation is installed too,
+    for the co-existence tests and the benchmark. Every resolved version is pinned by the constraints file.
+    """
+    pins = "constraints/autogen-agentchat-0.7.5.txt"
+    install_once(
+        session,
+        [
+            "autogen-agentchat==0.7.5",
+            "autogen-core==0.7.5",
+            "autogen-ext[openai]==0.7.5",
+            "openinference-instrumentation-autogen-agentchat",
+            "pytest",
+            "pytest-asyncio",
+            "-e",
+            ".",
+            "-c",
+            pins,
+        ],
+    )
+    run_tests(session, "autogen_agentchat", "tests/autogen_agentchat")

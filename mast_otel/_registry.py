@@ -27,6 +27,11 @@ class Integration:
 INTEGRATIONS: tuple[Integration, ...] = (
     Integration("ag2", "autogen", "mast_otel.integrations.ag2:AG2Instrumentor"),
     Integration("metagpt", "metagpt", "mast_otel.integrations.metagpt:MetaGPTInstrumentor"),
+    Integration(
+        "autogen_agentchat",
+        "autogen_agentchat",
+        "mast_otel.integrations.autogen_agentchat:AutogenAgentChatInstrumentor",
+    ),
 )
 
 
