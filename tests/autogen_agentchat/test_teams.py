@@ -57,7 +57,7 @@ async def test_round_robin(instrumentor: Any, server: Any, spans: Any) -> None:
     result = await s.round_robin(server.base_url).run(task=s.TASK)
     got = spans()
     assert {attr(h, sc.HANDOFF_REASON) for h in got.handoffs} == {sc.HANDOFF_ROUND_ROBIN}
-    sources = ["user"] + speakers(result, ["writer", "critic"])[:-1]
+    sources = ["user", *speakers(result, ["writer", "critic"])[:-1]]
     assert [attr(h, sc.HANDOFF_FROM) for h in got.handoffs] == sources
     assert attr(got.root, sc.TERMINATION_REASON) == sc.TERMINATION_MESSAGE
     assert list(attr(got.root, sc.TERMINATION_CONDITION)) == ["TextMentionTermination"]
