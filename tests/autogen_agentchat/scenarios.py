@@ -6,6 +6,7 @@ prompts, the selector's and Magentic-One's own prompts), so one server answers a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent
@@ -21,6 +22,7 @@ from autogen_agentchat.teams import (
 )
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 
+REPO = Path(__file__).resolve().parents[2]
 TASK = "Write a haiku about autumn"
 MODEL_INFO: dict[str, Any] = {
     "vision": False,
