@@ -51,7 +51,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         "stop_reason": result.stop_reason,
         "messages": [
             [attr(m, sc.MESSAGE_SENDER), attr(m, sc.MESSAGE_TYPE), attr(m, sc.MESSAGE_CONTENT)] for m in got.messages
-        ],  # fmt: skip
+        ],
         "handoffs": [attr(h, sc.HANDOFF_TO) for h in got.handoffs],
         "tools": [attr(t, sc.GEN_AI_TOOL_NAME) for t in got.tools],
         "termination_detail": attr(root, sc.TERMINATION_DETAIL),
