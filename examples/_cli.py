@@ -16,7 +16,10 @@ from mast_otel import semconv as sc
 try:
     from examples._scripted import BASE_URL_ENV
 except ImportError:  # run as a script (python examples/x.py): examples/ itself is on sys.path
-    from _scripted import BASE_URL_ENV  # type: ignore[no-redef]
+    try:
+        from _scripted import BASE_URL_ENV  # type: ignore[no-redef]
+    except ImportError:  # another framework's environment, without AG2 (which _scripted imports)
+        BASE_URL_ENV = "MAST_OTEL_EXAMPLE_BASE_URL"  # type: ignore[misc]
 
 # Shown per span by --console, when present, in this order.
 _SHOWN = (

@@ -86,6 +86,14 @@ EXAMPLES = (
     Example("examples/ag2_group_chat.py", "demo-ag2-group-chat", (("1.3",), ("1.5", "3.1"))),
     # an answer approved without running the check the plan asked for (3.2 no or incomplete verification)
     Example("examples/ag2_group_api.py", "demo-ag2-group-api", (("3.2",),)),
+    # Magentic-One (autogen-agentchat, its own nox environment): the researcher repeats one lookup (1.3); the
+    # orchestrator stalls, re-plans and runs out of rounds (1.5 / 3.1)
+    Example(
+        "examples/autogen_magentic_one.py",
+        "demo-autogen-magentic-one",
+        (("1.3",), ("1.5", "3.1")),
+        python=".nox/autogen_agentchat/bin/python",
+    ),
 )
 
 
