@@ -111,10 +111,8 @@ def _team(messages: int) -> Any:
     from autogen_ext.models.replay import ReplayChatCompletionClient
 
     turns = messages // len(AGENTS) + 1
-    agents = [
-        AssistantAgent(name, ReplayChatCompletionClient([f"{name} says {i}: the draft needs work." for i in range(turns)]))
-        for name in AGENTS
-    ]
+    replies = {name: [f"{name} says {i}: the draft needs work." for i in range(turns)] for name in AGENTS}
+    agents = [AssistantAgent(name, ReplayChatCompletionClient(replies[name])) for name in AGENTS]
     return RoundRobinGroupChat(agents, termination_condition=MaxMessageTermination(messages))
 
 

@@ -216,3 +216,53 @@ async def test_magentic_one_max_rounds(instrumentor: Any, server: Any, spans: An
     assert result.stop_reason == "Max rounds reached."
     assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_MAX_ROUNDS
     assert attr(root, sc.TERMINATION_DETAIL) == result.stop_reason
+
+
+async def test_events_are_never_messages(instrumentor: Any, server: Any, spans: Any) -> None:
+    """Streamed chunks and the selector's events are in the stream; they are folded into turns, not messages."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.messages import ModelClientStreamingChunkEvent, SelectSpeakerEvent
+    from autogen_agentchat.teams import SelectorGroupChat
+
+    writer = AssistantAgent("writer", s.client(server.base_url), system_message="ROLE_WRITER", model_client_stream=True)
+    critic = AssistantAgent("critic", s.client(server.base_url), system_message="ROLE_CRITIC")
+    team = SelectorGroupChat([writer, critic], model_client=s.client(server.base_url), termination_condition=s.stop(),
+                             allow_repeated_speaker=True, emit_team_events=True)  # fmt: skip
+    streamed = [item async for item in team.run_stream(task=s.TASK)]
+    result = streamed[-1]
+    assert any(isinstance(m, ModelClientStreamingChunkEvent) for m in streamed)
+    assert any(isinstance(m, SelectSpeakerEvent) for m in result.messages)
+    got = spans()
+    assert_messages_match(got.messages, result)
+    chunks = [m for m in streamed if isinstance(m, ModelClientStreamingChunkEvent)]
+    assert sum(attr(t, sc.TURN_STREAM_CHUNKS) or 0 for t in got.turns) == len(chunks)
+
+
+async def test_multimodal_task_text(instrumentor: Any, server: Any, spans: Any) -> None:
+    from autogen_agentchat.messages import MultiModalMessage
+    from autogen_core import Image
+    from PIL import Image as PILImage
+
+    picture = Image(PILImage.new("RGB", (4, 4)))
+    task = MultiModalMessage(content=["Write a haiku about this leaf", picture], source="user")
+    result = await s.round_robin(server.base_url).run(task=task)
+    got = spans()
+    assert_messages_match(got.messages, result)
+    assert attr(got.messages[0], sc.MESSAGE_TYPE) == "MultiModalMessage"
+    assert attr(got.messages[0], sc.MESSAGE_CONTENT) == task.to_text() != ""
+    assert "<image>" in attr(got.messages[0], sc.MESSAGE_CONTENT)
+
+
+async def test_mast_otel_instrument_covers_it(server: Any, tracer_provider: Any, span_exporter: Any) -> None:
+    import mast_otel
+
+    mast_otel.instrument(tracer_provider=tracer_provider)
+    try:
+        result = await s.round_robin(server.base_url).run(task=s.TASK)
+    finally:
+        mast_otel.uninstrument()
+    from tests.span_query import Spans
+
+    got = Spans(span_exporter)
+    assert attr(got.root, sc.MAST_FRAMEWORK) == "autogen_agentchat"
+    assert_messages_match(got.messages, result)
