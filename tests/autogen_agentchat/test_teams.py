@@ -266,3 +266,27 @@ async def test_mast_otel_instrument_covers_it(server: Any, tracer_provider: Any,
     got = Spans(span_exporter)
     assert attr(got.root, sc.MAST_FRAMEWORK) == "autogen_agentchat"
     assert_messages_match(got.messages, result)
+
+
+async def test_no_content_when_capture_is_off(server: Any, tracer_provider: Any, span_exporter: Any) -> None:
+    """The selector's answer, the ledger's words, the plan: all LLM text, all kept out with content capture off."""
+    from mast_otel.config import CaptureConfig
+    from mast_otel.integrations.autogen_agentchat import AutogenAgentChatInstrumentor
+    from tests.span_query import Spans
+
+    inst = AutogenAgentChatInstrumentor()
+    inst.instrument(tracer_provider=tracer_provider, config=CaptureConfig.from_env(capture_content=False))
+    try:
+        await s.magentic_one(server.base_url).run(task=s.TASK)
+        await s.selector(server.base_url, allow_repeated_speaker=True).run(task=s.TASK)
+    finally:
+        inst.uninstrument()
+    got = Spans(span_exporter)
+    assert len(got.roots) == 2 and got.handoffs and got.messages
+    keys = {k for span in got.all for k in (span.attributes or {})}
+    assert not keys & {sc.MESSAGE_CONTENT, sc.HANDOFF_STATED_REASON, sc.HANDOFF_DETAIL, sc.CONVERSATION_TASK}
+    event_keys = {k for root in got.roots for e in root.events for k in (e.attributes or {})}
+    assert sc.ORCHESTRATOR_PLAN not in event_keys and sc.ORCHESTRATOR_FACTS not in event_keys
+    m1 = next(r for r in got.roots if attr(r, sc.CONVERSATION_TEAM_TYPE) == "MagenticOneGroupChat")
+    assert attr(m1, sc.TERMINATION_REASON) == sc.TERMINATION_COMPLETED
+    assert attr(m1, sc.TERMINATION_DETAIL) is None  # the ledger's own words

@@ -53,21 +53,24 @@ class _Run:
 
 
 def _open(recorder: Recorder, team: Any, kwargs: dict[str, Any]) -> _Run | None:
+    # Everything that reads the team comes first: once the root is open, only context bookkeeping may follow.
     messages = _task_messages(kwargs.get("task"))
     participants = tuple(str(getattr(p, "name", p)) for p in getattr(team, "_participants", ()))
     team_type = type(team).__name__
-    outer_turn = None
-    if Recorder.current() is not None and current_turn() is None:
-        outer_turn = recorder.start_agent_turn(str(team.name))
+    name = str(team.name)
+    manager = str(team._group_chat_manager_name)
     task = "\n".join(m.to_text() for m in messages) or None
     attrs = {sc.CONVERSATION_TEAM_TYPE: team_type, sc.CONVERSATION_PARTICIPANTS: list(participants)}
-    opened = recorder.start_conversation(str(team.name), task=task, attributes=attrs)
+    outer_turn = None
+    if Recorder.current() is not None and current_turn() is None:
+        outer_turn = recorder.start_agent_turn(name)  # a team as a participant: its turn in the outer team
+    opened = recorder.start_conversation(name, task=task, attributes=attrs)
     if opened is None:
         if outer_turn is not None:
             outer_turn.end()
         return None
     conversation, token = opened
-    state = RunState(conversation, team_type, str(team._group_chat_manager_name), participants)
+    state = RunState(conversation, team_type, manager, participants)
     context = otel_context.set_value(TURN_KEY, None, otel_context.set_value(RUN_KEY, state))
     otel_context.detach(token)  # type: ignore[arg-type]
     if outer_turn is not None:
@@ -126,8 +129,11 @@ async def _traced(recorder: Recorder, stream: Any, team: Any, kwargs: dict[str, 
         FAILURES.record("team run")
         run = None
     if run is None:
-        async for item in stream:
-            yield item
+        try:
+            async for item in stream:
+                yield item
+        finally:
+            await stream.aclose()
         return
     stop_reason: str | None = None
     try:
