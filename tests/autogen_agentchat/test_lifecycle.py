@@ -225,3 +225,22 @@ async def test_the_program_sees_no_difference(server: Any, tracer_provider: Any,
         assert (await s.swarm(third.base_url).run(task="I want a refund")).stop_reason == plain.stop_reason
     assert span_exporter.get_finished_spans() == ()
     assert isinstance(vars(AssistantAgent)["_execute_tool_call"], staticmethod)
+
+
+async def test_a_recording_failure_is_counted_logged_once_and_never_raised(
+    instrumentor: Any, server: Any, spans: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    from mast_otel.integrations.autogen_agentchat import FAILURES
+    from mast_otel.recorder import Recorder
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("sk-secret-in-a-message")
+
+    monkeypatch.setattr(FAILURES, "count", 0)
+    monkeypatch.setattr(Recorder, "message", broken)
+    result = await s.round_robin(server.base_url).run(task=s.TASK)
+    assert result.stop_reason == "Text 'APPROVE' mentioned"  # the team ran as without mast-otel
+    assert FAILURES.count == len(chat_messages(result))
+    warnings = [r for r in caplog.records if "could not record" in r.getMessage()]
+    assert len(warnings) == 1 and "sk-secret" not in warnings[0].getMessage() and warnings[0].exc_info is None
+    assert attr(spans().root, sc.TERMINATION_REASON) == sc.TERMINATION_MESSAGE  # the rest is still recorded

@@ -81,6 +81,8 @@ def _open(recorder: Recorder, team: Any, kwargs: dict[str, Any]) -> _Run | None:
         try:
             for message in messages:
                 record_message(recorder, state, message, None)
+        except Exception:
+            FAILURES.record("message")  # the root is open: the run is recorded without its task message
         finally:
             otel_context.detach(attached)
     return run

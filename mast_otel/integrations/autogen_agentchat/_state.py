@@ -9,7 +9,9 @@ manager and the participants of *this* team find *this* run, whatever else share
 from __future__ import annotations
 
 import logging
+import sys
 import threading
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,12 +82,20 @@ class Failures:
         self.count = 0
 
     def record(self, where: str) -> None:
+        """Call from an ``except`` block. Logs the exception's type and where it was raised, never its text
+        (an exception about a message may quote the message)."""
         with self._lock:
             self.count += 1
             first = self.count == 1
         if first:
+            exc = sys.exc_info()[1]
+            frames = traceback.extract_tb(exc.__traceback__) if exc is not None else []
+            at = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
             _log.warning(
-                "mast-otel could not record autogen-agentchat %s; counting further failures", where, exc_info=True
+                "mast-otel could not record an autogen-agentchat %s (%s at %s); counting further failures",
+                where,
+                type(exc).__name__,
+                at,
             )
 
 
