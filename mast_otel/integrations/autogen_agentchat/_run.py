@@ -151,9 +151,11 @@ async def _traced(recorder: Recorder, stream: Any, team: Any, kwargs: dict[str, 
                 stop_reason = item.stop_reason
             yield item
     except BaseException as exc:
-        if isinstance(exc, GeneratorExit):
-            await _aclose(stream, run.context)
-        _safe_close(recorder, run, stop_reason, exc)
+        try:
+            if isinstance(exc, GeneratorExit):
+                await _aclose(stream, run.context)
+        finally:
+            _safe_close(recorder, run, stop_reason, exc)
         raise
     _safe_close(recorder, run, stop_reason, None)
 
