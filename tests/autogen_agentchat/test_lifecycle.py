@@ -21,6 +21,8 @@ from autogen_agentchat.conditions import (
     MaxMessageTermination,
     SourceMatchTermination,
     TextMentionTermination,
+    TimeoutTermination,
+    TokenUsageTermination,
 )
 from autogen_agentchat.messages import BaseChatMessage, TextMessage
 from autogen_agentchat.teams import RoundRobinGroupChat, Swarm
@@ -42,6 +44,9 @@ CONDITIONS = {
     "max_messages": (lambda: MaxMessageTermination(3), sc.TERMINATION_MAX_ROUNDS, "MaxMessageTermination"),
     "source_match": (lambda: SourceMatchTermination(["critic"]), sc.TERMINATION_SOURCE_MATCH, "SourceMatchTermination"),
     "external": (_stopped_early, sc.TERMINATION_EXTERNAL, "ExternalTermination"),
+    # The scripted server reports 15 tokens per completion: the second agent message crosses 20.
+    "token_usage": (lambda: TokenUsageTermination(max_total_token=20), sc.TERMINATION_BUDGET, "TokenUsageTermination"),
+    "timeout": (lambda: TimeoutTermination(0.0), sc.TERMINATION_TIMEOUT, "TimeoutTermination"),
     "either": (lambda: MaxMessageTermination(2) | TextMentionTermination("nope"), sc.TERMINATION_MAX_ROUNDS,
                "MaxMessageTermination"),
 }  # fmt: skip

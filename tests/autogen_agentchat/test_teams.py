@@ -290,3 +290,22 @@ async def test_no_content_when_capture_is_off(server: Any, tracer_provider: Any,
     m1 = next(r for r in got.roots if attr(r, sc.CONVERSATION_TEAM_TYPE) == "MagenticOneGroupChat")
     assert attr(m1, sc.TERMINATION_REASON) == sc.TERMINATION_COMPLETED
     assert attr(m1, sc.TERMINATION_DETAIL) is None  # the ledger's own words
+
+
+async def test_a_thought_rides_on_its_message(instrumentor: Any, spans: Any) -> None:
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.messages import ThoughtEvent
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    from examples.scripted_openai import ScriptedOpenAI
+
+    said = "The policy decides this; let me look it up first."
+    script = {"rules": [{"match": "ROLE_ALICE", "replies": [{"text": said, "tool": "lookup", "args": {"query": "x"}}]}]}
+    with ScriptedOpenAI(script) as server:
+        alice = AssistantAgent("alice", s.client(server.base_url), system_message="ROLE_ALICE", tools=[s.lookup])
+        result = await RoundRobinGroupChat([alice], max_turns=1).run(task="Can I get a refund?")
+    thoughts = [m.content for m in result.messages if isinstance(m, ThoughtEvent)]
+    assert thoughts == [said]
+    got = spans()
+    assert_messages_match(got.messages, result)
+    assert attr(got.messages[-1], sc.MESSAGE_THOUGHT) == said
