@@ -249,3 +249,29 @@ async def test_a_recording_failure_is_counted_logged_once_and_never_raised(
     warnings = [r for r in caplog.records if "could not record" in r.getMessage()]
     assert len(warnings) == 1 and "sk-secret" not in warnings[0].getMessage() and warnings[0].exc_info is None
     assert attr(spans().root, sc.TERMINATION_REASON) == sc.TERMINATION_MESSAGE  # the rest is still recorded
+
+
+async def test_a_runtime_the_program_started_itself(instrumentor: Any, server: Any, spans: Any) -> None:
+    """Two teams on one runtime the program started before either run: each message carries its own run."""
+    from autogen_core import SingleThreadedAgentRuntime
+
+    runtime = SingleThreadedAgentRuntime()
+    runtime.start()
+    try:
+        first = RoundRobinGroupChat(list(s.writer_critic(server.base_url)), max_turns=3, runtime=runtime, name="first")
+        second = s.swarm(server.base_url)
+        second = Swarm(second._participants, termination_condition=TextMentionTermination("TERMINATE"), runtime=runtime)
+        results = await asyncio.gather(first.run(task=s.TASK), second.run(task="I want a refund"))
+    finally:
+        await runtime.stop()
+    got = spans()
+    by_name = {attr(r, sc.GEN_AI_WORKFLOW_NAME): r for r in got.roots}
+    for name, result in zip([first.name, second.name], results, strict=True):
+        conversation = attr(by_name[name], sc.GEN_AI_CONVERSATION_ID)
+        mine = sorted(in_conversation(got.messages, conversation), key=lambda m: attr(m, sc.MESSAGE_INDEX))
+        assert_messages_match(mine, result)
+        assert attr(by_name[name], sc.TERMINATION_DETAIL) == result.stop_reason
+        turns = [t for t in in_conversation(got.turns, conversation)]
+        assert [attr(t, sc.GEN_AI_AGENT_NAME) for t in turns] == [
+            m.source for m in chat_messages(result) if m.source != "user"
+        ]

@@ -30,11 +30,9 @@ autogen-agentchat                                  recorder call
 ``BaseGroupChatManager._signal_termination``       termination: reason from the stop condition class that fired
  (``_with_error``)                                 (``__call__`` of each ``autogen_agentchat.conditions`` class),
                                                    ``max_turns``, ``graph_complete``; ``error``
+``SingleThreadedAgentRuntime`` envelopes and       a runtime the program started itself: each queued message
+ ``_process_send/_publish/_response``              carries its run, processed in that run's context
 =================================================  =============================================================
-
-The runtime must be the team's own (the default): a runtime passed in by the program was started in the program's
-context, so the manager and the participants do not see the run's conversation (only the root and the task are
-recorded then).
 """
 
 from __future__ import annotations
@@ -51,6 +49,7 @@ from mast_otel.recorder import Recorder
 
 from . import _messages as m
 from . import _run as r
+from . import _runtime as rt
 from . import _selection as s
 from . import _termination as t
 from ._state import FAILURES
@@ -67,6 +66,7 @@ _SELECTOR = f"{_GC}._selector_group_chat"
 _GRAPH = f"{_GC}._graph._digraph_group_chat"
 _M1 = f"{_GC}._magentic_one._magentic_one_orchestrator"
 _ASSISTANT = "autogen_agentchat.agents._assistant_agent"
+_RUNTIME = "autogen_core._single_threaded_agent_runtime"
 
 # (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
 _TARGETS: tuple[tuple[str, str, Factory], ...] = (
@@ -87,6 +87,12 @@ _TARGETS: tuple[tuple[str, str, Factory], ...] = (
     (_M1, "MagenticOneOrchestrator._reenter_outer_loop", s.outer_loops),
     (_M1, "MagenticOneOrchestrator._prepare_final_answer", t.final_answer),
     (_M1, "extract_json_from_str", s.ledgers),
+    (_RUNTIME, "SendMessageEnvelope.__init__", rt.envelopes),
+    (_RUNTIME, "PublishMessageEnvelope.__init__", rt.envelopes),
+    (_RUNTIME, "ResponseMessageEnvelope.__init__", rt.envelopes),
+    (_RUNTIME, "SingleThreadedAgentRuntime._process_send", rt.processing),
+    (_RUNTIME, "SingleThreadedAgentRuntime._process_publish", rt.processing),
+    (_RUNTIME, "SingleThreadedAgentRuntime._process_response", rt.processing),
 )
 
 

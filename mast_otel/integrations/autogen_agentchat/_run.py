@@ -72,6 +72,7 @@ def _open(recorder: Recorder, team: Any, kwargs: dict[str, Any]) -> _Run | None:
     conversation, token = opened
     state = RunState(conversation, team_type, manager, participants)
     context = otel_context.set_value(TURN_KEY, None, otel_context.set_value(RUN_KEY, state))
+    state.context = context
     otel_context.detach(token)  # type: ignore[arg-type]
     if outer_turn is not None:
         outer_turn.detach()

@@ -36,6 +36,7 @@ class RunState:
     participants: tuple[str, ...]
     fired: list[str] = field(default_factory=list)  # stop-condition classes that returned a StopMessage
     edges: dict[str, list[str]] = field(default_factory=dict)  # graph target -> satisfied edges into it
+    context: Any = None  # the OpenTelemetry context the run's work runs in (its conversation, this state)
 
 
 @dataclass(eq=False)
