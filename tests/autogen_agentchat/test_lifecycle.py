@@ -230,6 +230,11 @@ async def test_the_program_sees_no_difference(server: Any, tracer_provider: Any,
         assert (await s.swarm(third.base_url).run(task="I want a refund")).stop_reason == plain.stop_reason
     assert span_exporter.get_finished_spans() == ()
     assert isinstance(vars(AssistantAgent)["_execute_tool_call"], staticmethod)
+    from autogen_agentchat.teams._group_chat._magentic_one._magentic_one_orchestrator import MagenticOneOrchestrator
+    from autogen_core._single_threaded_agent_runtime import SendMessageEnvelope
+
+    assert "publish_message" not in vars(MagenticOneOrchestrator)  # inherited before, inherited again
+    assert not hasattr(vars(SendMessageEnvelope)["__init__"], "__wrapped__")
 
 
 async def test_a_recording_failure_is_counted_logged_once_and_never_raised(
