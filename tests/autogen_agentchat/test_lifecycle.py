@@ -231,10 +231,10 @@ async def test_the_program_sees_no_difference(server: Any, tracer_provider: Any,
     assert span_exporter.get_finished_spans() == ()
     assert isinstance(vars(AssistantAgent)["_execute_tool_call"], staticmethod)
     from autogen_agentchat.teams._group_chat._magentic_one._magentic_one_orchestrator import MagenticOneOrchestrator
-    from autogen_core._single_threaded_agent_runtime import SendMessageEnvelope
+    from autogen_core import SingleThreadedAgentRuntime
 
     assert "publish_message" not in vars(MagenticOneOrchestrator)  # inherited before, inherited again
-    assert not hasattr(vars(SendMessageEnvelope)["__init__"], "__wrapped__")
+    assert not hasattr(vars(SingleThreadedAgentRuntime)["_process_send"], "__wrapped__")
 
 
 async def test_a_recording_failure_is_counted_logged_once_and_never_raised(

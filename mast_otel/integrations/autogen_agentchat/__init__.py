@@ -30,8 +30,8 @@ autogen-agentchat                                  recorder call
 ``BaseGroupChatManager._signal_termination``       termination: reason from the stop condition class that fired
  (``_with_error``)                                 (``__call__`` of each ``autogen_agentchat.conditions`` class),
                                                    ``max_turns``, ``graph_complete``; ``error``
-``SingleThreadedAgentRuntime`` envelopes and       a runtime the program started itself: each queued message
- ``_process_send/_publish/_response``              carries its run, processed in that run's context
+``SingleThreadedAgentRuntime._process_send`` /     a runtime the program started itself: a message to a team's
+ ``_process_publish``                              agents is processed in that team's run
 =================================================  =============================================================
 """
 
@@ -87,12 +87,8 @@ _TARGETS: tuple[tuple[str, str, Factory], ...] = (
     (_M1, "MagenticOneOrchestrator._reenter_outer_loop", s.outer_loops),
     (_M1, "MagenticOneOrchestrator._prepare_final_answer", t.final_answer),
     (_M1, "extract_json_from_str", s.ledgers),
-    (_RUNTIME, "SendMessageEnvelope.__init__", rt.envelopes),
-    (_RUNTIME, "PublishMessageEnvelope.__init__", rt.envelopes),
-    (_RUNTIME, "ResponseMessageEnvelope.__init__", rt.envelopes),
     (_RUNTIME, "SingleThreadedAgentRuntime._process_send", rt.processing),
     (_RUNTIME, "SingleThreadedAgentRuntime._process_publish", rt.processing),
-    (_RUNTIME, "SingleThreadedAgentRuntime._process_response", rt.processing),
 )
 
 

@@ -23,6 +23,7 @@ from mast_otel import semconv as sc
 from mast_otel.recorder import AgentTurn, Conversation, Recorder
 
 from ._messages import record_message
+from ._runtime import RUNS
 from ._state import FAILURES, RUN_KEY, TURN_KEY, RunState, current_turn
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -43,13 +44,16 @@ def _task_messages(task: Any) -> list[Any]:
 class _Run:
     """An open team run: its conversation, the outer turn it may sit in, and the context its steps run in."""
 
-    __slots__ = ("context", "conversation", "outer_turn", "state")
+    __slots__ = ("context", "conversation", "outer_turn", "state", "team_id")
 
-    def __init__(self, conversation: Conversation, state: RunState, context: Any, outer_turn: AgentTurn | None):
+    def __init__(
+        self, conversation: Conversation, state: RunState, context: Any, outer_turn: AgentTurn | None, team_id: str
+    ):
         self.conversation = conversation
         self.state = state
         self.context = context
         self.outer_turn = outer_turn
+        self.team_id = team_id
 
 
 def _open(recorder: Recorder, team: Any, kwargs: dict[str, Any]) -> _Run | None:
@@ -59,6 +63,7 @@ def _open(recorder: Recorder, team: Any, kwargs: dict[str, Any]) -> _Run | None:
     team_type = type(team).__name__
     name = str(team.name)
     manager = str(team._group_chat_manager_name)
+    team_id = str(team._team_id)
     task = "\n".join(m.to_text() for m in messages) or None
     attrs = {sc.CONVERSATION_TEAM_TYPE: team_type, sc.CONVERSATION_PARTICIPANTS: list(participants)}
     outer_turn = None
@@ -73,10 +78,11 @@ def _open(recorder: Recorder, team: Any, kwargs: dict[str, Any]) -> _Run | None:
     state = RunState(conversation, team_type, manager, participants)
     context = otel_context.set_value(TURN_KEY, None, otel_context.set_value(RUN_KEY, state))
     state.context = context
+    RUNS[team_id] = state  # for a runtime the program started itself (see _runtime)
     otel_context.detach(token)  # type: ignore[arg-type]
     if outer_turn is not None:
         outer_turn.detach()
-    run = _Run(conversation, state, context, outer_turn)
+    run = _Run(conversation, state, context, outer_turn, team_id)
     if kwargs.get("output_task_messages", True):
         attached = otel_context.attach(context)
         try:
@@ -96,6 +102,8 @@ def _settle(conversation: Conversation, reason: str, detail: str | None) -> None
 
 
 def _close(recorder: Recorder, run: _Run, stop_reason: str | None, exc: BaseException | None) -> None:
+    if RUNS.get(run.team_id) is run.state:
+        del RUNS[run.team_id]
     conversation = run.conversation
     if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
         detail = "the caller closed the stream" if isinstance(exc, GeneratorExit) else "the run was cancelled"
