@@ -309,3 +309,16 @@ async def test_a_thought_rides_on_its_message(instrumentor: Any, spans: Any) -> 
     got = spans()
     assert_messages_match(got.messages, result)
     assert attr(got.messages[-1], sc.MESSAGE_THOUGHT) == said
+
+
+async def test_candidate_func_narrowing_to_one_is_a_custom_function(instrumentor: Any, server: Any, spans: Any) -> None:
+    def only_the_other(thread: Any) -> list[str]:
+        return ["critic"] if thread[-1].source == "writer" else ["writer"]
+
+    result = await s.selector(server.base_url, candidate_func=only_the_other).run(task=s.TASK)
+    handoffs = spans().handoffs
+    assert [attr(h, sc.HANDOFF_TO) for h in handoffs] == speakers(result, ["writer", "critic"])
+    assert {(attr(h, sc.HANDOFF_REASON), attr(h, sc.HANDOFF_DETAIL)) for h in handoffs} == {
+        (sc.HANDOFF_CUSTOM, "candidate_func")
+    }
+    assert served(server, "role play game") == []
