@@ -139,3 +139,30 @@ def crewai(session: nox.Session) -> None:
         ["-c", "constraints/crewai.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
     )
     run_tests(session, "crewai", "tests/crewai")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def autogen_agentchat(session: nox.Session) -> None:
+    """Microsoft autogen-agentchat 0.7.5 (teams, Magentic-One) with autogen-core / autogen-ext[openai] 0.7.5.
+
+    Its own environment because its OpenAI client pins and AG2's (the main environment's ``autogen`` namespace)
+    are separate projects that share a name. OpenInference's autogen-agentchat instrumentation is installed too,
+    for the co-existence tests and the benchmark. Every resolved version is pinned by the constraints file.
+    """
+    pins = "constraints/autogen-agentchat-0.7.5.txt"
+    install_once(
+        session,
+        [
+            "autogen-agentchat==0.7.5",
+            "autogen-core==0.7.5",
+            "autogen-ext[openai]==0.7.5",
+            "openinference-instrumentation-autogen-agentchat",
+            "pytest",
+            "pytest-asyncio",
+            "-e",
+            ".",
+            "-c",
+            pins,
+        ],
+    )
+    run_tests(session, "autogen_agentchat", "tests/autogen_agentchat")

@@ -95,6 +95,14 @@ EXAMPLES = (
     ),
     # AG2 1.x (its own environment): a refund approved by a reviewer who checked nothing (3.2)
     Example("examples/ag2_1x_triage.py", "demo-ag2-1x-triage", (("3.2",),), python=".nox/ag2_1x/bin/python"),
+    # Magentic-One (autogen-agentchat, its own nox environment): the researcher repeats one lookup (1.3); the
+    # orchestrator stalls, re-plans and runs out of rounds (1.5 / 3.1)
+    Example(
+        "examples/autogen_magentic_one.py",
+        "demo-autogen-magentic-one",
+        (("1.3",), ("1.5", "3.1")),
+        python=".nox/autogen_agentchat/bin/python",
+    ),
 )
 
 

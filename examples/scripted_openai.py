@@ -12,7 +12,7 @@ A script is ``{"rules": [{"match": SUBSTRING, "replies": [REPLY, ...]}], "defaul
 when its substring occurs in the system prompt or instructions (checked first), then in the last message, then
 anywhere in the request body. Each rule hands out its replies in order and repeats the last one. A reply is the
 message text, or ``{"tool": NAME, "args": {...}}``, or ``{"tools": [{"tool": ..., "args": ...}, ...]}`` for
-parallel calls, or ``{"text": ...}``.
+parallel calls, or ``{"text": ...}`` (with ``"tool"``/``"tools"`` as well: text alongside the calls).
 
 In a test or an example::
 
@@ -188,7 +188,10 @@ class ScriptedOpenAI:
             with open(self._log_path, "a", encoding="utf-8") as log:
                 log.write(json.dumps({"path": path, "rule": rule, "reply": reply}) + "\n")
         calls = self._tool_calls(reply)
-        text = None if calls else (reply if isinstance(reply, str) else str(reply.get("text", "")))
+        if isinstance(reply, dict) and "text" in reply:
+            text: str | None = str(reply["text"])  # with "tool"/"tools" too: text alongside the calls (a "thought")
+        else:
+            text = None if calls else (reply if isinstance(reply, str) else "")
         model = str(body.get("model", "scripted"))
         if path.rstrip("/").endswith("/responses"):
             return self._responses(model, text, calls, bool(body.get("stream")))

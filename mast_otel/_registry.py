@@ -32,6 +32,11 @@ INTEGRATIONS: tuple[Integration, ...] = (
     Integration("ag2_1x", "ag2", "mast_otel.integrations.ag2_1x:AG2V1Instrumentor"),
     Integration("langgraph", "langgraph.pregel", "mast_otel.integrations.langgraph:LangGraphInstrumentor"),
     Integration("crewai", "crewai", "mast_otel.integrations.crewai:CrewAIInstrumentor"),
+    Integration(
+        "autogen_agentchat",
+        "autogen_agentchat",
+        "mast_otel.integrations.autogen_agentchat:AutogenAgentChatInstrumentor",
+    ),
 )
 
 

@@ -151,6 +151,15 @@ class AgentTurn:
         _record_error(self.span, exc, self._redactor)
         self._close(end_time)
 
+    def detach(self) -> None:
+        """Restore the context from before the turn while its span stays open; :meth:`end` then only ends it.
+
+        For a turn that spans an async generator: the generator must not leave its context attached in the
+        consumer between items, so the integration re-attaches the turn's context around each step itself.
+        """
+        _detach(self._token)
+        self._token = None
+
     def _close(self, end_time: int | None = None) -> None:
         _detach(self._token)
         self.span.end(end_time=end_time)
@@ -225,8 +234,10 @@ class Handoff:
         reason: str | None = None,
         target_type: str = "agent",
         end_time: int | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
-        """Record the handoff to ``target``; ``end_time`` (ns) when the framework reports its own clock."""
+        """Record the handoff to ``target``; ``end_time`` (ns) when the framework reports its own clock;
+        ``attributes`` add detail (e.g. ``mast.handoff.stated_reason``)."""
         conv = self._conversation
         if reason is None:
             reason = conv.pending_handoff_reason or sc.HANDOFF_ROUTING
@@ -243,7 +254,9 @@ class Handoff:
         attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
         if self.detail is not None:
             attrs[sc.HANDOFF_DETAIL] = self.detail
-        self._open(sc.handoff_span_name(self._source, name)).end(end_time=end_time)
+        if attributes:
+            attrs = {**attrs, **attributes}
+        self._open(sc.handoff_span_name(self._source, name), attrs).end(end_time=end_time)
 
     def fail(self, exc: BaseException) -> None:
         self._conversation.pending_handoff_reason = None
@@ -251,9 +264,9 @@ class Handoff:
         _record_error(span, exc, self._redactor)
         span.end()
 
-    def _open(self, name: str) -> Span:
+    def _open(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> Span:
         self.span = self._tracer.start_span(
-            name, context=self._context, attributes=self._attributes, start_time=self._start
+            name, context=self._context, attributes=attributes or self._attributes, start_time=self._start
         )
         return self.span
 
@@ -426,6 +439,26 @@ class Recorder:
         conv.termination = reason
         conv.termination_detail = detail
         conv.termination_agent = agent
+
+    def event(
+        self,
+        name: str,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        *,
+        content: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Add a span event to the current conversation's root (an orchestrator's stall, re-plan, plan update).
+
+        ``content`` values are message-like text: recorded only with content capture on, redacted and capped.
+        """
+        conv = self.current()
+        if conv is None:
+            return
+        attrs: dict[str, AttributeValue] = dict(attributes or {})
+        if content and self.config.capture_content:
+            for key, value in content.items():
+                attrs[key] = self._clean(value)[0]
+        conv.span.add_event(name, attributes=attrs)
 
     # -- agent turns ------------------------------------------------------------
     def start_agent_turn(self, agent: str, *, start_time: int | None = None) -> AgentTurn | None:

@@ -193,6 +193,44 @@ TOOL_SUCCESS: Final = "mast.tool.success"
 TOOL_TYPE_GUARDRAIL: Final = "guardrail"
 GUARDRAIL_TRIGGERED: Final = "mast.guardrail.triggered"
 
+# --- additions for autogen-agentchat (teams, Magentic-One) ---------------------
+# Termination reasons a team's stop condition or its caller can give (values of mast.termination.reason).
+TERMINATION_CANCELLED: Final = "cancelled"  # the caller cancelled the run (CancellationToken, task.cancel())
+TERMINATION_TIMEOUT: Final = "timeout"  # a time limit (autogen's TimeoutTermination)
+TERMINATION_EXTERNAL: Final = "external"  # stopped from outside by the program (autogen's ExternalTermination)
+TERMINATION_FUNCTION_CALL: Final = "function_call"  # a named tool ran (autogen's FunctionCallTermination)
+TERMINATION_SOURCE_MATCH: Final = "source_match"  # a named agent spoke (autogen's SourceMatchTermination)
+TERMINATION_CUSTOM: Final = "custom_condition"  # a user-defined stop condition
+TERMINATION_GRAPH_COMPLETE: Final = "graph_complete"  # a workflow graph ran out of ready nodes
+# The framework's own class(es) of the stop condition that fired, e.g. ["TextMentionTermination"].
+TERMINATION_CONDITION: Final = "mast.termination.condition"
+
+# Why control moved, for team types the reasons above do not name.
+HANDOFF_GRAPH_EDGE: Final = "graph_edge"  # a workflow graph's edge (its condition, if any, in the detail)
+HANDOFF_PROGRESS_LEDGER: Final = "progress_ledger"  # an orchestrator's ledger named the next speaker
+HANDOFF_ONLY_CANDIDATE: Final = "only_candidate"  # one eligible speaker left: no selection was made
+HANDOFF_SAME_SPEAKER: Final = "same_speaker"  # no handoff was requested, the current speaker keeps the turn
+HANDOFF_STATED_REASON: Final = "mast.handoff.stated_reason"  # the selecting LLM's own words on why
+HANDOFF_ATTEMPTS: Final = "mast.handoff.attempts"  # LLM selection attempts used
+
+# Conversation root: what the team is.
+CONVERSATION_TEAM_TYPE: Final = "mast.conversation.team_type"
+CONVERSATION_PARTICIPANTS: Final = "mast.conversation.participants"
+# Span events on the conversation root for an orchestrator's planning (Magentic-One's outer loop).
+EVENT_STALL: Final = "mast.orchestrator.stall"
+EVENT_REPLAN: Final = "mast.orchestrator.replan"
+EVENT_PLAN: Final = "mast.orchestrator.plan"
+ORCHESTRATOR_STALLS: Final = "mast.orchestrator.stalls"
+ORCHESTRATOR_MAX_STALLS: Final = "mast.orchestrator.max_stalls"
+ORCHESTRATOR_REASON: Final = "mast.orchestrator.reason"
+ORCHESTRATOR_FACTS: Final = "mast.orchestrator.facts"
+ORCHESTRATOR_PLAN: Final = "mast.orchestrator.plan"
+
+# Message and turn details that are not messages of their own.
+MESSAGE_TYPE: Final = "mast.message.type"  # the framework's message class, e.g. "HandoffMessage"
+MESSAGE_THOUGHT: Final = "mast.message.thought"  # the model's reasoning text behind the message
+TURN_STREAM_CHUNKS: Final = "mast.turn.stream_chunks"  # streamed model chunks during the turn
+
 # --- recorded traces replayed by `mast-otel replay` ---------------------------
 # On the conversation root: where the record came from, so the judge eval can pair a verdict with it.
 REPLAY_TRACE_KEY: Final = "mast.replay.trace_key"  # "{mad_trace_key}_{trace_id}": unique per record

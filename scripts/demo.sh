@@ -11,10 +11,9 @@ cd "$(dirname "$0")/.."
 MAST_OTEL_EXTRAS=${MAST_OTEL_EXTRAS:-ag2,collector,judge} bash scripts/setup-env.sh
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
 # Frameworks whose pins clash with the main environment's run their demo example in their nox environment.
-DEMO_SESSIONS=(openai_agents ag2_1x)
-if [ ${#DEMO_SESSIONS[@]} -gt 0 ] && [ ! -x "$VENV/bin/nox" ]; then
-  # nox and uv come with the dev extra, which the demo does not install.
-  "$VENV/bin/python" -m pip install -q "nox>=2024.10" "uv>=0.4"
+DEMO_SESSIONS=(openai_agents ag2_1x autogen_agentchat)
+if [ ${#DEMO_SESSIONS[@]} -gt 0 ] && ! "$VENV/bin/python" -c "import nox" 2>/dev/null; then
+  "$VENV/bin/pip" install -q "nox>=2024.10" "uv>=0.4"  # the dev extra's, without the rest of it
 fi
 for session in "${DEMO_SESSIONS[@]}"; do
   "$VENV/bin/nox" --no-color -s "$session" --install-only

@@ -69,13 +69,20 @@ class Collector:
 
 @contextmanager
 def collector_process(
-    workdir: Path, export_endpoint: str, *, extra: Sequence[str] = (), env: Mapping[str, str] | None = None
+    workdir: Path,
+    export_endpoint: str,
+    *,
+    extra: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    program: Sequence[str] = (MAST_OTEL,),
 ) -> Iterator[Collector]:
-    """``mast-otel collector`` on free 127.0.0.1 ports (hold mode, rules judge, 0.5 s quiet period); stopped by PID."""
+    """``mast-otel collector`` on free 127.0.0.1 ports (hold mode, rules judge, 0.5 s quiet period); stopped by PID.
+
+    ``program`` is how to run ``mast-otel`` (e.g. another environment's ``python -m mast_otel.cli``)."""
     grpc, http, metrics = free_port(), free_port(), free_port()
     log = workdir / "collector.log"
     cmd = [
-        MAST_OTEL, "collector",
+        *program, "collector",
         "--otlp-grpc", f"127.0.0.1:{grpc}", "--otlp-http", f"127.0.0.1:{http}", "--metrics", f"127.0.0.1:{metrics}",
         "--store", str(workdir / "collector.db"), "--export-endpoint", export_endpoint,
         "--quiet-period", "0.5", "--mode", "hold", "--judge", "rules", *extra,

@@ -1,0 +1,132 @@
+"""Microsoft autogen-agentchat 0.7 teams (``autogen-agentchat>=0.7,<0.8``; built and tested against 0.7.5).
+
+``AutogenAgentChatInstrumentor().instrument()`` (or ``mast_otel.instrument()``, or ``opentelemetry-instrument``)
+patches autogen-agentchat's classes, so every team and agent, created before or after, is traced. The framework
+is async only; so is everything here.
+
+=================================================  =============================================================
+autogen-agentchat                                  recorder call
+=================================================  =============================================================
+``BaseGroupChat.run_stream`` (``run`` uses it)     conversation root per team run: task, team type, participants;
+                                                   a team inside another team's run is an agent turn there and a
+                                                   child conversation; the task messages; cancellation
+``ChatAgentContainer._log_message``                a message per chat message of a participant; its events (tool
+                                                   call request, thought, streamed chunk) folded into its turn
+``trace_invoke_agent_span`` (in the container)     agent turn per participant activation
+``AssistantAgent._execute_tool_call``              tool call (handoff tools too) with arguments and result
+``BaseGroupChatManager._transition_to_next_...``   handoff opened while the manager selects
+``BaseGroupChatManager._log_speaker_selection``    handoff recorded per selected speaker, reason by team type:
+                                                   ``round_robin``, ``llm_selection`` (selector's raw answer and
+                                                   attempts), ``custom_function``, ``tool_call`` (Swarm),
+                                                   ``graph_edge`` (GraphFlow edges and conditions), ...
+``SelectorGroupChatManager._mentioned_agents``     the selector LLM's raw answer, once per attempt
+``DiGraphEdge.check_condition``                    the graph edges whose condition held
+``BaseGroupChatManager.update_message_thread``     messages the manager authors (Magentic-One's ledger, orders)
+``MagenticOneOrchestrator._orchestrate_step``      a ledger-driven handoff: ``progress_ledger`` with the ledger's
+ / ``extract_json_from_str`` / ``publish_message``  ``next_speaker.reason`` as the stated reason; stalls
+``MagenticOneOrchestrator._update_task_ledger``    re-plan and stall events on the root
+``MagenticOneOrchestrator._reenter_outer_loop``    facts and plan event on the root
+``MagenticOneOrchestrator._prepare_final_answer``  termination ``completed`` (the ledger's reason) / ``max_rounds``
+``BaseGroupChatManager._signal_termination``       termination: reason from the stop condition class that fired
+ (``_with_error``)                                 (``__call__`` of each ``autogen_agentchat.conditions`` class),
+                                                   ``max_turns``, ``graph_complete``; ``error``
+``SingleThreadedAgentRuntime._process_send`` /     a runtime the program started itself: a message to a team's
+ ``_process_publish``                              agents is processed in that team's run
+=================================================  =============================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from wrapt import wrap_function_wrapper
+
+from mast_otel.integrations import recorder_for
+from mast_otel.recorder import Recorder
+
+from . import _messages as m
+from . import _run as r
+from . import _runtime as rt
+from . import _selection as s
+from . import _termination as t
+from ._state import FAILURES
+
+__all__ = ["FAILURES", "AutogenAgentChatInstrumentor"]
+
+Factory = Callable[[Recorder], Any]
+
+_GC = "autogen_agentchat.teams._group_chat"
+_TEAM = f"{_GC}._base_group_chat"
+_MANAGER = f"{_GC}._base_group_chat_manager"
+_CONTAINER = f"{_GC}._chat_agent_container"
+_SELECTOR = f"{_GC}._selector_group_chat"
+_GRAPH = f"{_GC}._graph._digraph_group_chat"
+_M1 = f"{_GC}._magentic_one._magentic_one_orchestrator"
+_ASSISTANT = "autogen_agentchat.agents._assistant_agent"
+_RUNTIME = "autogen_core._single_threaded_agent_runtime"
+
+# (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
+_TARGETS: tuple[tuple[str, str, Factory], ...] = (
+    (_TEAM, "BaseGroupChat.run_stream", r.team_runs),
+    (_CONTAINER, "ChatAgentContainer._log_message", m.logged_message),
+    (_CONTAINER, "trace_invoke_agent_span", m.agent_turns),
+    (_ASSISTANT, "AssistantAgent._execute_tool_call", m.tool_calls),
+    (_MANAGER, "BaseGroupChatManager.update_message_thread", m.manager_thread),
+    (_MANAGER, "BaseGroupChatManager._transition_to_next_speakers", s.transitions),
+    (_MANAGER, "BaseGroupChatManager._log_speaker_selection", s.selected),
+    (_MANAGER, "BaseGroupChatManager._signal_termination", t.signalled_termination),
+    (_MANAGER, "BaseGroupChatManager._signal_termination_with_error", t.signalled_error),
+    (_SELECTOR, "SelectorGroupChatManager._mentioned_agents", s.selector_answers),
+    (_GRAPH, "DiGraphEdge.check_condition", s.graph_edges),
+    (_M1, "MagenticOneOrchestrator._orchestrate_step", s.orchestrate_steps),
+    (_M1, "MagenticOneOrchestrator.publish_message", s.orchestrator_publish),
+    (_M1, "MagenticOneOrchestrator._update_task_ledger", s.replans),
+    (_M1, "MagenticOneOrchestrator._reenter_outer_loop", s.outer_loops),
+    (_M1, "MagenticOneOrchestrator._prepare_final_answer", t.final_answer),
+    (_M1, "extract_json_from_str", s.ledgers),
+    (_RUNTIME, "SingleThreadedAgentRuntime._process_send", rt.processing),
+    (_RUNTIME, "SingleThreadedAgentRuntime._process_publish", rt.processing),
+)
+
+
+class AutogenAgentChatInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Spans for autogen-agentchat team runs: messages, turns, tool calls, handoffs with reasons, termination."""
+
+    _patched: list[tuple[Any, str, Any, bool]]
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ("autogen-agentchat >= 0.7, < 0.8",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        recorder = recorder_for("autogen_agentchat", kwargs)
+        self._patched = []
+        for module, path, factory in _TARGETS:
+            self._wrap(importlib.import_module(module), path, factory(recorder))
+        conditions = importlib.import_module("autogen_agentchat.conditions")
+        watch = t.watched_condition(recorder)
+        for cls in t.condition_classes(conditions):
+            self._wrap_attr(cls, "__call__", watch)
+
+    def _wrap(self, module: Any, path: str, wrapper: Any) -> None:
+        owner_name, _, attr = path.rpartition(".")
+        owner = getattr(module, owner_name) if owner_name else module
+        self._wrap_attr(owner, attr, wrapper)
+
+    def _wrap_attr(self, owner: Any, attr: str, wrapper: Any) -> None:
+        # Keep the raw attribute (a staticmethod stays a staticmethod) and whether the owner defined it itself
+        # (MagenticOneOrchestrator inherits publish_message): uninstrument restores exactly that.
+        own = attr in vars(owner)
+        original = vars(owner)[attr] if own else None
+        wrap_function_wrapper(owner, attr, wrapper)
+        self._patched.append((owner, attr, original, own))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for owner, attr, original, own in reversed(getattr(self, "_patched", [])):
+            if own:
+                setattr(owner, attr, original)
+            else:
+                delattr(owner, attr)
+        self._patched = []
