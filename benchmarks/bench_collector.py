@@ -175,7 +175,7 @@ def bench_memory(tmp: Path, step: int = 10_000) -> None:
     def feed(n_traces: int) -> None:
         for _ in range(n_traces // per_batch):
             b = make_batch()  # built on the fly: only the collector's memory stays
-            service.ingestor.ingest(ExportTraceServiceRequest.FromString(b), "grpc", len(b), b)
+            service.ingestor.ingest(b, "grpc")
 
     gc.collect()
     tracemalloc.start()

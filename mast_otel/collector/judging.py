@@ -41,7 +41,15 @@ from .encoding import field
 from .judges import judge_name
 from .labeller import label_spans, verdict_span
 from .metrics import CollectorMetrics
-from .release import Loaded, SegmentCache, commit_release
+from .release import (
+    Loaded,
+    SegmentCache,
+    commit_release,
+    is_unreadable,
+    persist_verdict,
+    quarantine_release,
+    verdict_from_json,
+)
 from .store import OutRow, SpanStore, Tomb
 
 __all__ = ["COLLECTOR_SCOPE", "JudgePool"]
@@ -175,6 +183,9 @@ class JudgePool:
         loaded = Loaded.read(self._cache, job.unit.locations)
         records = loaded.records(self._store)
         verdict = self._sample(job.unit, records)
+        saved = self._store.verdict(job.unit.trace_id, job.unit.key) if verdict is None else None
+        if saved is not None:  # judged before a crash: never judge (or bill) a conversation twice
+            verdict = verdict_from_json(saved)
         called = verdict is None
         if verdict is None:
             verdict = self.judge.judge(records, partial=job.unit.partial)
@@ -186,6 +197,7 @@ class JudgePool:
                     status=sc.JUDGE_PARTIAL,
                     status_reason=verdict.status_reason or "conversation not finished; judged on the spans seen so far",
                 )
+            persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
         return _Outcome(loaded, records, verdict, time.perf_counter() - started, called)
 
     def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
@@ -290,7 +302,15 @@ class JudgePool:
                     return
                 commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
                                locations=unit.locations, outbox=outbox, tomb=tomb)  # fmt: skip
-        except Exception:
+        except Exception as exc:
+            if is_unreadable(exc):  # the stored bytes cannot be read back: retrying would never succeed
+                quarantine_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
+                                   metrics=self._metrics, locations=unit.locations, trace_id=unit.trace_id, exc=exc)
+                with self._jobs_lock:
+                    self._jobs.pop(id(job), None)
+                with self._lock:
+                    self._assembler.finished(unit)
+                return
             self._metrics.judge_errors.labels("store").inc()
             _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
             with self._jobs_lock:
