@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,14 +27,17 @@ BATCH = 256
 class CollectorProcess:
     """``mast-otel collector`` as a subprocess on fixed free ports (a restart reuses them and the store)."""
 
-    def __init__(self, tmp: Path, sink: OtlpSink, *, judge: str = "rules", env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, tmp: Path, sink: OtlpSink, *, judge: str = "rules", env: dict[str, str] | None = None,
+        extra: Sequence[str] = (), store: Path | None = None,
+    ) -> None:  # fmt: skip
         self.grpc_port, self.http_port, self.metrics_port = free_port(), free_port(), free_port()
         self.cmd = [
             sys.executable, "-m", "mast_otel.cli", "collector",
             "--otlp-grpc", f"127.0.0.1:{self.grpc_port}", "--otlp-http", f"127.0.0.1:{self.http_port}",
-            "--metrics", f"127.0.0.1:{self.metrics_port}", "--store", str(tmp / "collector.db"),
+            "--metrics", f"127.0.0.1:{self.metrics_port}", "--store", str(store or tmp / "collector.db"),
             "--export-endpoint", sink.grpc_endpoint, "--quiet-period", "0.05", "--max-trace-age", "120",
-            "--poll-interval", "0.05", "--export-backoff-max", "1", "--judge", judge,
+            "--poll-interval", "0.05", "--export-backoff-max", "1", "--judge", judge, *extra,
         ]  # fmt: skip
         self.env = None if env is None else {**os.environ, **env}
         self.log = tmp / "collector.log"
@@ -59,6 +62,17 @@ class CollectorProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return self.proc.wait(5)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def peak_rss(self) -> int:
+        """The process's peak resident set (VmHWM), bytes."""
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmHWM in /proc status")
 
     def metrics(self) -> str:
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
