@@ -178,8 +178,9 @@ def test_unreadable_segment_at_release_is_quarantined_not_retried(sink: OtlpSink
 def test_corrupt_store_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     store = tmp_path / "broken.db"
     store.write_bytes(b"this is not a database" * 100)
-    cmd = [sys.executable, "-m", "mast_otel.cli", "collector", "--store", str(store), "--otlp-grpc", "127.0.0.1:0",
-           "--otlp-http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--export-endpoint", "http://127.0.0.1:9"]  # fmt: skip
+    cmd = [sys.executable, "-m", "mast_otel.cli", "collector", "--store", str(store), "--otlp-grpc",
+           "127.0.0.1:0", "--otlp-http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--export-endpoint",
+           "http://127.0.0.1:9"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
