@@ -57,7 +57,7 @@ class Hostile:
     def grpc(self, payload: bytes) -> tuple[grpc.StatusCode, dict[str, bytes], bytes]:
         with grpc.insecure_channel(f"127.0.0.1:{self.proc.grpc_port}") as channel:
             try:
-                response, call = channel.unary_unary(EXPORT).with_call(payload, timeout=30)
+                response = channel.unary_unary(EXPORT)(payload, timeout=30)
                 return grpc.StatusCode.OK, {}, bytes(response)
             except grpc.RpcError as err:
                 return err.code(), dict(err.trailing_metadata() or ()), b""
@@ -242,8 +242,10 @@ def _forged_request(n: int) -> tuple[bytes, set[tuple[str, str]]]:
     for rs in request.resource_spans:
         for ss in rs.scope_spans:
             for s in ss.spans:
-                s.attributes.extend([KeyValue(key=sc.FAILED, value=AnyValue(bool_value=False)),
-                                     KeyValue(key=sc.fm_attribute("1.1"), value=AnyValue(bool_value=True))])  # fmt: skip
+                s.attributes.extend([
+                    KeyValue(key=sc.FAILED, value=AnyValue(bool_value=False)),
+                    KeyValue(key=sc.fm_attribute("1.1"), value=AnyValue(bool_value=True)),
+                ])  # fmt: skip
     return bytes(request.SerializeToString()), {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}")
                                                  for s in spans}  # fmt: skip
 
