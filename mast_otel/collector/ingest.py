@@ -280,7 +280,8 @@ class Ingestor:
 
     def _refuse(self, scopes: list[_Scope], message: str, reason: str = REFUSE_BACKPRESSURE) -> None:
         self._metrics.spans_refused.labels(REFUSE_BACKPRESSURE).inc(sum(len(s.spans) for s in scopes))
-        _log.warning("refusing an Export request with backpressure: %s; raise the limit or add capacity", message)
+        hint = "free disk space or restore the downstream" if reason == REFUSE_DISK_FULL else "raise the limit or add capacity"
+        _log.warning("refusing an Export request with backpressure: %s; %s", message, hint)
         raise Backpressure(message, self._retry_after, reason)
 
     def _classify(self, scopes: list[_Scope]) -> int:

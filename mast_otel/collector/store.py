@@ -404,7 +404,8 @@ class SQLiteStore:
                         freed += int(row[1])
                 cur.execute("COMMIT")
             except BaseException:
-                cur.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                    cur.execute("ROLLBACK")
                 raise
             for t in tombs:
                 self._filter.add(t.trace_id, t.at)
@@ -451,7 +452,8 @@ class SQLiteStore:
                     moved += int(row[0] or 0) if row else 0
                 cur.execute("COMMIT")
             except BaseException:
-                cur.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                    cur.execute("ROLLBACK")
                 raise
             self._bytes -= moved
         return moved
