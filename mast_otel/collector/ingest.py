@@ -280,7 +280,9 @@ class Ingestor:
 
     def _refuse(self, scopes: list[_Scope], message: str, reason: str = REFUSE_BACKPRESSURE) -> None:
         self._metrics.spans_refused.labels(REFUSE_BACKPRESSURE).inc(sum(len(s.spans) for s in scopes))
-        hint = "free disk space or restore the downstream" if reason == REFUSE_DISK_FULL else "raise the limit or add capacity"
+        hint = "raise the limit or add capacity"
+        if reason == REFUSE_DISK_FULL:
+            hint = "free disk space or restore the downstream"
         _log.warning("refusing an Export request with backpressure: %s; %s", message, hint)
         raise Backpressure(message, self._retry_after, reason)
 
