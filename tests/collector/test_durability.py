@@ -119,9 +119,9 @@ def test_kill_9_three_times_mid_stream_loses_no_span_and_judges_once(tmp_path: P
         received = 0.0
         for fraction in KILLS:
 
-            def far_enough(fraction: float = fraction) -> bool:
+            def far_enough(fraction: float = fraction, before: float = received) -> bool:
                 count = metric(collector.metrics(), "mast_collector_spans_received_total", protocol="grpc")
-                return received + count >= len(spans) * fraction
+                return before + count >= len(spans) * fraction
 
             wait_until(far_enough, timeout=90, what=f"{fraction:.0%} of the stream received")
             received += metric(collector.metrics(), "mast_collector_spans_received_total", protocol="grpc")
