@@ -378,7 +378,11 @@ def _why(exc: BaseException) -> str:
 def _service_name(resource: bytes) -> str | None:
     if b"service.name" not in resource:
         return None
-    for kv in Resource.FromString(resource).attributes:
+    try:
+        attributes = Resource.FromString(resource).attributes
+    except (DecodeError, RecursionError):
+        return None  # refused as Malformed once the scope's spans are checked
+    for kv in attributes:
         if kv.key == "service.name":
             value = any_value(kv.value)
             return str(value) if value is not None else None
