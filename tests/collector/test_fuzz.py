@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, event, given, settings
-from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
@@ -37,7 +37,7 @@ from tests.collector.conftest import FakeJudge, collector_config, recorded
 
 _EXAMPLES = os.environ.get("MAST_OTEL_FUZZ_EXAMPLES")
 FUZZ = settings(
-    max_examples=int(_EXAMPLES or 60),
+    max_examples=int(_EXAMPLES or 100),
     derandomize=_EXAMPLES is None,  # CI: the same examples every run; on demand: new ones
     deadline=None,
     database=None,
@@ -138,7 +138,8 @@ def check_ingest(fresh: Any, raw: bytes) -> None:
 
 
 _mutation = st.tuples(st.sampled_from(["flip", "insert", "delete", "duplicate", "truncate"]),
-                      st.floats(0, 1), st.integers(0, 255), st.integers(1, 64))  # fmt: skip
+                      st.floats(0, 1), st.one_of(st.integers(32, 126), st.integers(0, 255)),
+                      st.integers(1, 64))  # fmt: skip
 
 
 def mutate(data: bytes, ops: list[tuple[str, float, int, int]]) -> bytes:
