@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import queue
 import threading
@@ -49,6 +48,7 @@ from .release import (
     persist_verdict,
     quarantine_release,
     verdict_from_json,
+    verdict_to_json,
 )
 from .store import OutRow, SpanStore, Tomb
 
@@ -197,7 +197,6 @@ class JudgePool:
                     status=sc.JUDGE_PARTIAL,
                     status_reason=verdict.status_reason or "conversation not finished; judged on the spans seen so far",
                 )
-            persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
         return _Outcome(loaded, records, verdict, time.perf_counter() - started, called)
 
     def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
@@ -286,9 +285,15 @@ class JudgePool:
         for job, verdict in retry:
             self._finish(job, verdict, None)
 
+    def _keep(self, job: _Job, verdict: Verdict, outcome: _Outcome | None) -> None:
+        """The release cannot be written now: keep a fresh verdict so a restart does not judge (bill) it again."""
+        if outcome is not None and outcome.called_judge:
+            persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
+
     def _finish(self, job: _Job, verdict: Verdict, outcome: _Outcome | None) -> None:
         if self._stopping:
-            return  # the spans stay held in the store; the next start judges them again
+            self._keep(job, verdict, outcome)
+            return  # the spans stay held in the store; the next start uses the kept verdict
         unit = job.unit
         try:
             if outcome is None:
@@ -299,6 +304,7 @@ class JudgePool:
             outbox, tomb, service, framework = self._release(job, verdict, loaded, records)
             with self._lock:  # shutdown sets _stopping under this lock, then closes the store
                 if self._stopping:
+                    self._keep(job, verdict, outcome)
                     return
                 commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
                                locations=unit.locations, outbox=outbox, tomb=tomb)  # fmt: skip
@@ -313,6 +319,7 @@ class JudgePool:
                 return
             self._metrics.judge_errors.labels("store").inc()
             _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
+            self._keep(job, verdict, outcome)
             with self._jobs_lock:
                 self._retry.append((job, verdict))
             return
@@ -355,7 +362,7 @@ class JudgePool:
             outbox.append(OutRow(group.segment.resource, field(1, self._scope) + field(2, body), 1))
         tomb = Tomb(
             trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now, unit=unit.key,
-            conv_ids=",".join(unit.conv_ids), verdict=json.dumps(dataclasses.asdict(verdict), default=str),
+            conv_ids=",".join(unit.conv_ids), verdict=verdict_to_json(verdict),
         )  # fmt: skip
         return outbox, tomb, service, framework
 

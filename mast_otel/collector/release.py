@@ -175,8 +175,24 @@ def persist_verdict(store: SpanStore, trace_id: bytes, unit: str, verdict: Verdi
         _log.warning("could not save the verdict of trace %s before releasing it: %s", trace_id.hex(), exc)
 
 
+_VERDICT_FIELDS = tuple(f.name for f in dataclasses.fields(Verdict))
+
+
 def verdict_to_json(verdict: Verdict) -> str:
-    return json.dumps(dataclasses.asdict(verdict), default=str)
+    """The verdict as ``json.dumps(dataclasses.asdict(verdict))`` writes it, built without asdict's deep copies
+    (a sizeable share of each release's time)."""
+    out: dict[str, Any] = {}
+    for name in _VERDICT_FIELDS:
+        value = getattr(verdict, name)
+        if name == "modes":
+            value = [{"mode_id": m.mode_id, "evidence_span_ids": list(m.evidence_span_ids), "reason": m.reason}
+                     for m in value]  # fmt: skip
+        elif dataclasses.is_dataclass(value) or (
+            isinstance(value, tuple) and any(map(dataclasses.is_dataclass, value))
+        ):
+            value = dataclasses.asdict(verdict)[name]  # a field this module does not know: the generic way
+        out[name] = value
+    return json.dumps(out, default=str)
 
 
 def verdict_from_json(text: str) -> Verdict:
