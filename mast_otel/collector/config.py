@@ -33,6 +33,7 @@ from ._values import (
     text,
     text_list,
 )
+from .limits import DECODE_AMPLIFICATION
 
 __all__ = ["ENV_PREFIX", "CollectorConfig", "ConfigError", "load_config", "option_fields", "parse_hostport"]
 
@@ -100,7 +101,8 @@ class CollectorConfig:
     memory_limit: int = _opt(0, size, "Bytes that Export requests being received and decoded may take together, "
                              "each charged its size times the decoder's worst-case amplification; past it requests "
                              "get 503 / RESOURCE_EXHAUSTED with retry advice. 0 = a quarter of the machine's memory, "
-                             "between 512MiB and 4GiB.", metavar="SIZE")  # fmt: skip
+                             "between 512MiB and 4GiB, and at least one max-size request's charge.",
+                             metavar="SIZE")  # fmt: skip
     receiver_timeout: float = _opt(30.0, seconds, "Longest an OTLP/HTTP client may take to send a request's "
                                    "headers and body; slower ones get 408 and are disconnected.",
                                    metavar="SECONDS")  # fmt: skip
@@ -207,6 +209,10 @@ class CollectorConfig:
         need(self.receiver_threads >= 1, "receiver_threads", "must be >= 1")
         need(self.max_request_spans >= 1, "max_request_spans", "must be >= 1")
         need(self.memory_limit >= 0, "memory_limit", "must be >= 0")
+        need(self.memory_limit == 0 or self.memory_limit >= self.max_request_bytes * DECODE_AMPLIFICATION,
+             "memory_limit", f"must be 0 (auto) or hold one request of max_request_bytes, decoded: at least "
+             f"{DECODE_AMPLIFICATION} x max_request_bytes = "
+             f"{self.max_request_bytes * DECODE_AMPLIFICATION}")  # fmt: skip
         need(self.receiver_timeout > 0, "receiver_timeout", "must be > 0")
         need(self.receiver_max_connections >= 1, "receiver_max_connections", "must be >= 1")
         need(self.store_reserve >= 0, "store_reserve", "must be >= 0")

@@ -25,7 +25,8 @@ _CEILING = 4 * 1024 * 1024 * 1024
 
 
 def default_memory_limit() -> int:
-    """A quarter of the machine's memory, between 512 MiB and 4 GiB."""
+    """A quarter of the machine's memory, between 512 MiB and 4 GiB (the service raises it to at least what one
+    request of ``max_request_bytes`` is charged, so every valid request can be accepted)."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
