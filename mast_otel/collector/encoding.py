@@ -21,7 +21,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _varint(n: int) -> bytes:
+def _encode_varint(n: int) -> bytes:
     out = bytearray()
     while True:
         byte = n & 0x7F
@@ -35,7 +35,7 @@ def _varint(n: int) -> bytes:
 
 def field(number: int, payload: bytes) -> bytes:
     """A length-delimited field: tag, length, payload."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +49,14 @@ class ScopeSpansView:
 
     @classmethod
     def parse(cls, data: bytes) -> ScopeSpansView:
+        """Raises ValueError for bytes no protobuf parser accepts; wherever ``ScopeSpans.FromString`` succeeds
+        this succeeds too and finds the same spans (tests/collector/test_fuzz.py holds it to that)."""
         scope = schema = b""
         spans: list[tuple[int, int]] = []
-        for number, start, body, end in _walk_checked(data):
+        for number, start, body, end in walk(data):
             if number == 2:
-                spans.append((body, end))
+                if body >= 0:  # a span field of another wire type is an unknown field to protobuf: skipped too
+                    spans.append((body, end))
             elif number == 1:
                 scope = data[start:end]
             elif number == 3:
@@ -61,57 +64,72 @@ class ScopeSpansView:
         return cls(scope, schema, spans)
 
 
+_MAX_GROUP_DEPTH = 100  # protobuf's own recursion limit
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, i
+        shift += 7
+
+
+def _skip(data: bytes, i: int, wire: int, number: int, depth: int) -> int:
+    """The end of a field's value starting at ``i`` (after its tag)."""
+    if wire == 2:
+        length, i = _varint(data, i)
+        return i + length
+    if wire == 0:
+        while data[i] & 0x80:
+            i += 1
+        return i + 1
+    if wire == 1:
+        return i + 8
+    if wire == 5:
+        return i + 4
+    if wire == 3:  # a group (deprecated, but valid protobuf): fields until the matching end-group tag
+        if depth >= _MAX_GROUP_DEPTH:
+            raise ValueError("groups nested too deep")
+        while True:
+            tag, i = _varint(data, i)
+            if tag & 7 == 4:
+                if tag >> 3 != number:
+                    raise ValueError("mismatched end-group tag")
+                return i
+            i = _skip(data, i, tag & 7, tag >> 3, depth + 1)
+    raise ValueError(f"unsupported wire type {wire}")
+
+
 def walk(data: bytes) -> list[tuple[int, int, int, int]]:
     """The top-level fields of a serialized message: ``(field number, field start, payload start, end)``.
 
-    Length-delimited fields give their payload; other wire types are stepped over. Raises ValueError when the
-    bytes end inside a field.
+    Length-delimited fields give their payload start; other wire types (groups included) are stepped over and
+    give -1. Raises ValueError when the bytes are not a protobuf message (truncated, bad wire type).
     """
     out: list[tuple[int, int, int, int]] = []
     i, n = 0, len(data)
-    while i < n:
-        start = i
-        tag = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            tag |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-        wire = tag & 7
-        if wire == 2:
-            length = shift = 0
-            while True:
-                b = data[i]
-                i += 1
-                length |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
-            end = i + length
-        elif wire == 0:
-            while data[i] & 0x80:
-                i += 1
-            end = i + 1
-        elif wire == 1:
-            end = i + 8
-        elif wire == 5:
-            end = i + 4
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-        out.append((tag >> 3, start, i, end))
-        i = end
+    try:
+        while i < n:
+            start = i
+            tag, i = _varint(data, i)
+            wire = tag & 7
+            if wire == 2:
+                length, i = _varint(data, i)
+                end = i + length
+                out.append((tag >> 3, start, i, end))
+            else:
+                end = _skip(data, i, wire, tag >> 3, 0)
+                out.append((tag >> 3, start, -1, end))
+            i = end
+    except IndexError:
+        raise ValueError("truncated message") from None
     if i != n:
         raise ValueError("truncated message")
     return out
-
-
-def _walk_checked(data: bytes) -> list[tuple[int, int, int, int]]:
-    try:
-        return walk(data)
-    except IndexError:
-        raise ValueError("truncated message") from None
 
 
 def scope_spans(view: ScopeSpansView, bodies: Iterable[bytes]) -> bytes:

@@ -246,13 +246,7 @@ class Ingestor:
 
     def _checked(self, data: bytes, spans: int) -> bytes:
         """``data`` as it will be stored: readable back by release, owned attributes removed."""
-        _readable(ScopeSpans, data, "a ScopeSpans")
-        try:
-            view = ScopeSpansView.parse(data)
-        except (ValueError, IndexError) as exc:
-            raise Malformed(f"a ScopeSpans cannot be walked: {exc}") from None
-        if len(view.spans) != spans:
-            raise Malformed("a ScopeSpans repeats a span field with another wire type")
+        _readable(ScopeSpans, data, "a ScopeSpans")  # then release's walker reads it too (the fuzz tier checks)
         if may_carry_owned(data):
             data, removed = strip_owned(data)
             if removed:

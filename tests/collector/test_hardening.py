@@ -69,21 +69,32 @@ def test_resources_are_stored_only_with_spans_and_collected(sink: OtlpSink, make
     assert db.execute("SELECT count(*) FROM resource").fetchone()[0] == 0
 
 
-def _group_scope() -> bytes:
-    """A ScopeSpans with one valid span and an (empty) group field 5: protobuf parsers accept it, the walker that
-    slices spans at release cannot."""
+def _group_scope(end: int = 5) -> bytes:
+    """A ScopeSpans with one valid span and an (empty) group field 5, closed by an end-group tag of field ``end``:
+    valid protobuf when ``end`` is 5 (an unknown field), invalid otherwise."""
     good = ScopeSpans(spans=[span(0)]).SerializeToString()
-    return good + bytes([5 << 3 | 3, 5 << 3 | 4])
+    return good + bytes([5 << 3 | 3, end << 3 | 4])
 
 
-def test_unreadable_scope_spans_is_invalid_argument_not_stored(sink: OtlpSink, make_collector) -> None:
+def test_unknown_group_field_is_stored_and_released(sink: OtlpSink, make_collector) -> None:
+    """It used to be acknowledged, then fail at every release tick forever (the span walker knew no groups)."""
+    service = make_collector(sink, quiet_period=0.0)
+    service.start(pipeline=False)
+    grpc_call(service, request_of(_group_scope()))
+    service.release_now()
+    assert service.flush()
+    assert [s.name for s in sink.wait_count(1)] == ["s0"]
+    assert service.assembler.held_spans == 0 and service.store.counts() == (0, 0)
+
+
+def test_invalid_scope_spans_is_invalid_argument_not_stored(sink: OtlpSink, make_collector) -> None:
     service = make_collector(sink)
     service.start(pipeline=False)
     with pytest.raises(grpc.RpcError) as err:
-        grpc_call(service, request_of(_group_scope()))
+        grpc_call(service, request_of(_group_scope(end=6)))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # permanent: an SDK does not retry it
-    status, _, body = post(service, request_of(_group_scope()))
-    assert status == 400 and "cannot be walked" in status_pb2.Status.FromString(body).message
+    status, _, body = post(service, request_of(_group_scope(end=6)))
+    assert status == 400 and "is not valid" in status_pb2.Status.FromString(body).message
     assert service.assembler.held_spans == 0 and service.store.counts() == (0, 0)
     text = scrape(service)
     assert metric(text, "mast_collector_requests_refused_total", protocol="grpc", reason="malformed") == 1

@@ -164,10 +164,11 @@ def test_empty_element_floods_are_cheap_and_permanent(hostile: Hostile) -> None:
     assert ExportTraceServiceResponse.FromString(raw).partial_success.rejected_spans == 90_000
 
 
-def test_unknown_group_fields_are_permanent_errors(hostile: Hostile) -> None:
-    code, _, _ = hostile.grpc(request_of(_group_scope()))
+def test_group_fields_valid_are_stored_invalid_are_permanent_errors(hostile: Hostile) -> None:
+    assert hostile.grpc(request_of(_group_scope()))[0] == grpc.StatusCode.OK  # an unknown field: kept, released
+    code, _, _ = hostile.grpc(request_of(_group_scope(end=6)))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
-    body = request_of(_group_scope())
+    body = request_of(_group_scope(end=6))
     assert http_exchange(hostile.http, head(str(len(body))), body).startswith(b"HTTP/1.1 400")
 
 
