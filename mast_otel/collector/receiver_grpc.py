@@ -6,8 +6,8 @@ ExportTraceServiceRequest, or one that could not be read back once stored: never
 without retry info (over ``max_request_bytes`` or another per-request limit: do not retry it as is),
 RESOURCE_EXHAUSTED *with* ``RetryInfo`` (store full, disk full or ``memory_limit`` reached: standard SDK exporters
 wait the given delay and retry), UNAVAILABLE (the store failed: retry). gRPC itself refuses requests over twice
-``max_request_bytes`` before they reach this code, and at most ``receiver_threads`` requests run at once (more get
-RESOURCE_EXHAUSTED from gRPC).
+``max_request_bytes`` before they reach this code, and holds at most ``4 x receiver_threads`` calls at once (more
+get RESOURCE_EXHAUSTED from gRPC).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class GrpcReceiver:
                 ("grpc.max_receive_message_length", 2 * max_request_bytes),
                 ("grpc.so_reuseport", 0),
             ],
-            maximum_concurrent_rpcs=threads,  # requests waiting for a thread would hold their bytes unbounded
+            maximum_concurrent_rpcs=4 * threads,  # calls queued for a thread hold their bytes: bounded
         )
         handler = grpc.method_handlers_generic_handler(
             SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(self._export)}
