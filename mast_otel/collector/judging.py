@@ -197,6 +197,8 @@ class JudgePool:
                     status=sc.JUDGE_PARTIAL,
                     status_reason=verdict.status_reason or "conversation not finished; judged on the spans seen so far",
                 )
+            if verdict.tokens_in or verdict.tokens_out or verdict.cost_usd:  # it was paid for: never pay twice
+                persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
         return _Outcome(loaded, records, verdict, time.perf_counter() - started, called)
 
     def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
