@@ -134,7 +134,7 @@ def config(tmp: Path, name: str, **kw: Any) -> CollectorConfig:
     values: dict[str, Any] = {
         "otlp_grpc": "127.0.0.1:0", "otlp_http": "off", "metrics": "off", "store": str(tmp / f"{name}.db"),
         "export_endpoint": "http://127.0.0.1:9", "quiet_period": 3600, "max_trace_age": 7200, "judge": "none",
-        "max_pending_traces": 10_000_000, "max_pending_bytes": "64GiB",
+        "max_pending_traces": 10_000_000, "max_pending_bytes": "64GiB", "store_reserve": "1MiB",
     }  # fmt: skip
     values.update(kw)
     return CollectorConfig(**values)
@@ -307,6 +307,7 @@ def bench_delay_under_load(tmp: Path, rate: int, seconds: float, quiet: float = 
           f"conversations labelled")  # fmt: skip
     print(f"   beyond the quiet period: p50 {statistics.median(delays) * 1000:.0f} ms, p95 {q[18] * 1000:.0f} ms, "
           f"max {delays[-1] * 1000:.0f} ms; collector peak RSS {_peak_rss_mib(proc.pid):.0f} MiB")  # fmt: skip
+    print(f"   downstream Export calls: {sink.requests:,} ({len(sink.spans()) / max(1, sink.requests):.0f} spans each)")
     _stop(proc)
     sink.stop()
 

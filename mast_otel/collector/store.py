@@ -29,6 +29,7 @@ receivers answer retryable errors) while releases and exports go on in the freed
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -243,18 +244,24 @@ class SQLiteStore:
         return self._full
 
     def _take_reserve(self) -> bool:
-        """Write the reserve file (zeros: a sparse file would not hold the space); False when the disk is full."""
+        """Allocate the reserve file (blocks, not a sparse file, which would hold no space); False when the disk is
+        full."""
         if self._reserve_path is None:
             return True
         try:
             if os.path.exists(self._reserve_path) and os.path.getsize(self._reserve_path) >= self._reserve:
                 return True
-            chunk = bytes(min(self._reserve, 1 << 20))
             with open(self._reserve_path, "wb") as f:
-                left = self._reserve
-                while left > 0:
-                    left -= f.write(chunk[: min(left, len(chunk))])
-                f.flush()
+                try:
+                    os.posix_fallocate(f.fileno(), 0, self._reserve)  # no data written: fast
+                except (AttributeError, OSError) as exc:
+                    if getattr(exc, "errno", None) == errno.ENOSPC:
+                        raise
+                    chunk = bytes(min(self._reserve, 1 << 20))  # a file system without fallocate: write zeros
+                    left = self._reserve
+                    while left > 0:
+                        left -= f.write(chunk[: min(left, len(chunk))])
+                    f.flush()
                 os.fsync(f.fileno())
             return True
         except OSError:

@@ -39,7 +39,8 @@ class CollectorProcess:
             "--otlp-grpc", f"127.0.0.1:{self.grpc_port}", "--otlp-http", f"127.0.0.1:{self.http_port}",
             "--metrics", f"127.0.0.1:{self.metrics_port}", "--store", str(store or tmp / "collector.db"),
             "--export-endpoint", sink.grpc_endpoint, "--quiet-period", "0.05", "--max-trace-age", "120",
-            "--poll-interval", "0.05", "--export-backoff-max", "1", "--judge", judge, *extra,
+            "--poll-interval", "0.05", "--export-backoff-max", "1", "--judge", judge, "--store-reserve", "1MiB",
+            *extra,
         ]  # fmt: skip
         self.env = None if env is None else {**os.environ, **env}
         self.log = tmp / "collector.log"

@@ -209,7 +209,7 @@ def test_slow_clients_hold_no_thread_and_are_cut_off(hostile: Hostile) -> None:
         s.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n")  # headers never finished
         slow.append(s)
     time.sleep(0.5)
-    assert _threads(hostile.proc) <= before + 2  # the old server held one thread per connection
+    assert _threads(hostile.proc) < before + 10  # the old server held one thread per connection (60 here)
     assert hostile.refused("http", "connection_limit") >= 12
     time.sleep(TIMEOUT + 1.0)
     closed = 0
