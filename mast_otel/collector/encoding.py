@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 __all__ = [
@@ -220,10 +220,14 @@ ShallowRequest, ShallowResourceSpans = _shallow_classes()
 
 def string_value(any_value: bytes | None) -> str | None:
     """``AnyValue.string_value`` of a serialized AnyValue (a ``RawScopeSpans`` attribute); None when absent or
-    not a string. The usual encoding (one short string field) is read in place, anything else is parsed."""
+    not a string, or not a valid AnyValue (ingest then refuses the ScopeSpans, whose full parse fails). The usual
+    encoding (one short string field) is read in place, anything else is parsed."""
     if not any_value:
         return None
     if any_value[0] == 0x0A and len(any_value) >= 2 and any_value[1] < 0x80 and len(any_value) == any_value[1] + 2:
         return any_value[2:].decode("utf-8", "replace")
-    parsed = AnyValue.FromString(any_value)
+    try:
+        parsed = AnyValue.FromString(any_value)
+    except (DecodeError, RecursionError):
+        return None
     return parsed.string_value if parsed.WhichOneof("value") == "string_value" else None

@@ -291,3 +291,15 @@ def test_service_rejects_requests_over_max_request_spans(sink: OtlpSink, make_co
     assert not dict(err.value.trailing_metadata() or ()).get("google.rpc.retryinfo-bin")  # do not retry as is
     assert service.store.counts() == (0, 0)
     assert isinstance(CollectorService, type)
+
+
+def test_corrupt_attribute_value_is_malformed_not_a_store_failure(sink: OtlpSink, make_collector) -> None:
+    """Found by the fuzz tier: a conversation-id value that is not an AnyValue used to escape as a DecodeError
+    (UNAVAILABLE / 503: the client retried it forever)."""
+    service = make_collector(sink)
+    service.start(pipeline=False)
+    attribute = field(1, sc.GEN_AI_CONVERSATION_ID.encode()) + field(2, b"\x0a\x05ab")  # a string cut short
+    corrupt = field(2, span(0).SerializeToString() + field(9, attribute))
+    with pytest.raises(grpc.RpcError) as err:
+        grpc_call(service, request_of(corrupt))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
