@@ -151,11 +151,11 @@ class Ingestor:
             self._check_room(scopes, len(raw))
             duplicates = self._classify(scopes)
             stored = [s for s in scopes if s.fresh or s.late]
-            rid = self._resource_ids(stored)
-            segments = [s for s in stored if s.fresh]
-            outbox = self._outbox(stored, rid)
             tombs = self._late_tombs(scopes, now)
             try:
+                rid = self._resource_ids(stored)
+                segments = [s for s in stored if s.fresh]
+                outbox = self._outbox(stored, rid)
                 ids = self._store.write(
                     segments=[NewSegment(rid[s.resource], now, s.data, exported=not self._hold) for s in segments],
                     outbox=outbox,
@@ -187,7 +187,8 @@ class Ingestor:
 
         Each level is first read shallowly (nested messages as bytes, counted in C), so the element count is
         known and capped before any per-element Python work; then each ScopeSpans that carries valid spans is
-        parsed in full once (what release and the judge will do) and walked (what release slices spans with).
+        parsed in full once: what release and the judge will do (release's span walker accepts whatever the full
+        parse accepts; the fuzz tier checks that).
         """
         try:
             request = ShallowRequest.FromString(raw)

@@ -35,6 +35,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -364,8 +365,7 @@ class SQLiteStore:
             freed = self._give_up_reserve()
             if segments or not freed:
                 raise
-        ids = self._write(*args)
-        return ids
+        return self._write(*args)
 
     def _write(
         self,
@@ -442,8 +442,6 @@ class SQLiteStore:
 
     def quarantine(self, segment_ids: Sequence[int], stage: str, reason: str) -> int:
         """Move segments to the quarantine table (with their resource); returns the bytes taken off pending."""
-        import time
-
         moved = 0
         with self._lock:
             cur = self._db.cursor()
