@@ -171,7 +171,7 @@ def persist_verdict(store: SpanStore, trace_id: bytes, unit: str, verdict: Verdi
     """Save a fresh verdict before its release is written; a store that cannot take it only costs the guarantee."""
     try:
         store.save_verdict(trace_id, unit, verdict_to_json(verdict), at)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         _log.warning("could not save the verdict of trace %s before releasing it: %s", trace_id.hex(), exc)
 
 

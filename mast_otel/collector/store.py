@@ -16,8 +16,8 @@ Tables:
   ids released, the conversation ids and the verdict. It marks those spans as done in their segments (a restart
   skips them), drops duplicate deliveries, and tells a late span which conversation it belonged to. Kept for
   ``tombstone_ttl`` and never less than the oldest held segment needs.
-- ``verdict``: a verdict reached but not yet written with its release, so a crash in between never judges (or
-  bills) the conversation twice; deleted by the release that carries it.
+- (not a table) ``STORE.verdicts``: verdicts reached but not yet written with their release (see
+  :mod:`.verdicts`), so a crash in between never judges (or bills) the conversation twice.
 - ``quarantine``: segments that could not be read back (a corrupted row), set aside with the reason instead of
   being retried forever; they are counted and logged, and stay for an operator to inspect.
 
@@ -40,6 +40,8 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from .verdicts import VerdictJournal
 
 __all__ = ["NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoreError", "StoredSegment", "Tomb"]
 
@@ -138,9 +140,6 @@ CREATE TABLE IF NOT EXISTS tomb (
     verdict TEXT, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS tomb_trace ON tomb(trace_id);
 CREATE INDEX IF NOT EXISTS tomb_at ON tomb(at);
-CREATE TABLE IF NOT EXISTS verdict (
-    trace_id BLOB NOT NULL, unit TEXT NOT NULL, verdict TEXT NOT NULL, at REAL NOT NULL,
-    PRIMARY KEY (trace_id, unit));
 CREATE TABLE IF NOT EXISTS quarantine (
     id INTEGER PRIMARY KEY, segment INTEGER NOT NULL, at REAL NOT NULL, stage TEXT NOT NULL, reason TEXT NOT NULL,
     resource BLOB, data BLOB);
@@ -238,6 +237,7 @@ class SQLiteStore:
         for trace_id, at in self._db.execute("SELECT trace_id, at FROM tomb"):
             self._filter.add(bytes(trace_id), float(at))
         self._bytes = int(seg_bytes) + int(out_bytes)
+        self._verdicts = VerdictJournal(None if self._memory else self.path + ".verdicts")
 
     # -- disk space ----------------------------------------------------------------------------------------------
     @property
@@ -395,8 +395,6 @@ class SQLiteStore:
                         "INSERT INTO tomb (trace_id, unit, span_ids, conv_ids, verdict, at) VALUES (?,?,?,?,?,?)",
                         (t.trace_id, t.unit, t.span_ids, t.conv_ids, t.verdict, t.at),
                     )
-                    if t.unit is not None:
-                        cur.execute("DELETE FROM verdict WHERE trace_id = ? AND unit = ?", (t.trace_id, t.unit))
                 freed = 0
                 for sid in drop_segments:
                     row = cur.execute("DELETE FROM segment WHERE id = ? RETURNING length(data)", (sid,)).fetchone()
@@ -416,6 +414,8 @@ class SQLiteStore:
                 raise
             for t in tombs:
                 self._filter.add(t.trace_id, t.at)
+                if t.unit is not None:
+                    self._verdicts.released(t.trace_id, t.unit)
             self._bytes += sum(len(s.data) for s in segments) + sum(len(o.data) for o in outbox) - freed
             self._queued += sum(o.spans for o in outbox) - unqueued
             if self._full and not self._memory:  # give the WAL's space back at once: every page counts now
@@ -427,18 +427,10 @@ class SQLiteStore:
 
     # -- verdicts and quarantine ---------------------------------------------------------------------------------
     def save_verdict(self, trace_id: bytes, unit: str, verdict: str, at: float) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO verdict (trace_id, unit, verdict, at) VALUES (?,?,?,?)",
-                (trace_id, unit, verdict, at),
-            )
+        self._verdicts.save(trace_id, unit, verdict, at)  # not behind the store's lock: see .verdicts
 
     def verdict(self, trace_id: bytes, unit: str) -> str | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT verdict FROM verdict WHERE trace_id = ? AND unit = ?", (trace_id, unit)
-            ).fetchone()
-        return None if row is None else str(row[0])
+        return self._verdicts.get(trace_id, unit)
 
     def quarantine(self, segment_ids: Sequence[int], stage: str, reason: str) -> int:
         """Move segments to the quarantine table (with their resource); returns the bytes taken off pending."""
@@ -517,7 +509,7 @@ class SQLiteStore:
             oldest = self._db.execute("SELECT min(received) FROM segment").fetchone()[0]
             horizon = before if oldest is None else min(before, float(oldest) - 1.0)
             removed = int(self._db.execute("DELETE FROM tomb WHERE at < ?", (horizon,)).rowcount)
-            self._db.execute("DELETE FROM verdict WHERE at < ?", (horizon,))
+            self._verdicts.compact(horizon)
             self._filter.collected(horizon)
             # Resources no stored span uses any more (the caller holds the pipeline lock: no ingest in between).
             unused = self._db.execute(
@@ -550,3 +542,4 @@ class SQLiteStore:
             except sqlite3.Error:
                 pass
             self._db.close()
+        self._verdicts.close()
