@@ -8,7 +8,12 @@
 2. Memory held per 10,000 pending traces (Python heap by tracemalloc, and RSS), at 10k/20k/30k pending, and after
    all were released and exported (flat = back to the start).
 3. Delay from a root span's end to its labelled export downstream, beyond the quiet period (real threads, real
-   SDK exporter, RulesJudge, an in-process OTLP sink).
+   SDK exporter, RulesJudge, an in-process OTLP sink), idle: a few conversations.
+4. The same delay under sustained load: a collector *process* (``mast-otel collector``, rules judge) fed
+   ``--rate`` spans/s for ``--seconds`` by a paced gRPC client, exporting to an OTLP sink; p50/p95/max over every
+   conversation, and the collector's peak RSS.
+5. Peak RSS of a collector process under hostile load vs its ``memory_limit``: concurrent requests of the most
+   amplifying kinds (empty spans, empty attributes, OTLP JSON of tiny objects) at ``max_request_bytes``.
 """
 
 from __future__ import annotations
@@ -129,7 +134,7 @@ def config(tmp: Path, name: str, **kw: Any) -> CollectorConfig:
     values: dict[str, Any] = {
         "otlp_grpc": "127.0.0.1:0", "otlp_http": "off", "metrics": "off", "store": str(tmp / f"{name}.db"),
         "export_endpoint": "http://127.0.0.1:9", "quiet_period": 3600, "max_trace_age": 7200, "judge": "none",
-        "max_pending_traces": 10_000_000, "max_pending_bytes": "64GiB",
+        "max_pending_traces": 10_000_000, "max_pending_bytes": "64GiB", "store_reserve": "1MiB",
     }  # fmt: skip
     values.update(kw)
     return CollectorConfig(**values)
@@ -175,7 +180,7 @@ def bench_memory(tmp: Path, step: int = 10_000) -> None:
     def feed(n_traces: int) -> None:
         for _ in range(n_traces // per_batch):
             b = make_batch()  # built on the fly: only the collector's memory stays
-            service.ingestor.ingest(ExportTraceServiceRequest.FromString(b), "grpc", len(b), b)
+            service.ingestor.ingest(b, "grpc")
 
     gc.collect()
     tracemalloc.start()
@@ -236,16 +241,149 @@ def bench_delay(tmp: Path, n: int = 40, quiet: float = 1.0) -> None:
     sink.stop()
 
 
+def _collector_process(tmp: Path, name: str, sink_endpoint: str, *extra: str) -> tuple[Any, int, int]:
+    """``mast-otel collector`` as a subprocess on free ports: (process, gRPC port, HTTP port)."""
+    import subprocess
+
+    from tests.servers import free_port, wait_http
+
+    grpc_port, http_port, metrics_port = free_port(), free_port(), free_port()
+    cmd = [sys.executable, "-m", "mast_otel.cli", "collector", "--otlp-grpc", f"127.0.0.1:{grpc_port}",
+           "--otlp-http", f"127.0.0.1:{http_port}", "--metrics", f"127.0.0.1:{metrics_port}",
+           "--store", str(tmp / f"{name}.db"), "--export-endpoint", sink_endpoint, "--log-level", "warning",
+           *extra]  # fmt: skip
+    log = open(tmp / f"{name}.log", "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    wait_http(f"http://127.0.0.1:{metrics_port}/healthz", timeout=60, proc=proc)
+    return proc, grpc_port, http_port
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _stop(proc: Any) -> None:
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except Exception:
+        proc.kill()
+        proc.wait(5)
+
+
+def bench_delay_under_load(tmp: Path, rate: int, seconds: float, quiet: float = 1.0) -> None:
+    print(f"== 4. label delay under sustained load: {rate:,} spans/s for {seconds:g}s, quiet_period={quiet}s, "
+          "collector process, rules judge")  # fmt: skip
+    from tests.collector.sink import OtlpSink
+
+    sink = OtlpSink().start()
+    proc, grpc_port, _ = _collector_process(tmp, "load", sink.grpc_endpoint, "--quiet-period", str(quiet))
+    tick = 0.1
+    per_tick = max(SPANS_PER_TRACE, int(rate * tick) // SPANS_PER_TRACE * SPANS_PER_TRACE)
+    sent = late = 0
+    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as ch:
+        call = ch.unary_unary(EXPORT)
+        started = time.monotonic()
+        next_at = started
+        while time.monotonic() - started < seconds:
+            call(make_batch(per_tick), timeout=30)  # roots end now: their quiet period starts now
+            sent += per_tick
+            next_at += tick
+            pause = next_at - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            else:
+                late += 1
+        achieved = sent / (time.monotonic() - started)
+    n_roots = sent // SPANS_PER_TRACE
+    roots = sink.wait_for(lambda spans: sum(1 for s in spans if s.attributes.get(sc.JUDGE_STATUS)) >= n_roots,
+                          timeout=120 + seconds)  # fmt: skip
+    delays = sorted(s.arrived - s.end_ns / 1e9 - quiet for s in roots if s.attributes.get(sc.JUDGE_STATUS))
+    q = statistics.quantiles(delays, n=20)
+    print(f"   sent {sent:,} spans at {achieved:,.0f} spans/s ({late} ticks behind schedule); {len(delays):,} "
+          f"conversations labelled")  # fmt: skip
+    print(f"   beyond the quiet period: p50 {statistics.median(delays) * 1000:.0f} ms, p95 {q[18] * 1000:.0f} ms, "
+          f"max {delays[-1] * 1000:.0f} ms; collector peak RSS {_peak_rss_mib(proc.pid):.0f} MiB")  # fmt: skip
+    print(f"   downstream Export calls: {sink.requests:,} ({len(sink.spans()) / max(1, sink.requests):.0f} spans each)")
+    _stop(proc)
+    sink.stop()
+
+
+def bench_hostile_rss(tmp: Path, memory_limit_mib: int = 512, max_request_mib: int = 4, clients: int = 8) -> None:
+    print(f"== 5. peak RSS under amplifying requests: {clients} concurrent clients x 3 kinds x "
+          f"{max_request_mib} MiB, memory_limit={memory_limit_mib} MiB")  # fmt: skip
+    import json as jsonlib
+    import socket
+
+    from mast_otel.collector.encoding import field
+    from tests.collector.sink import OtlpSink
+
+    sink = OtlpSink().start()
+    size = max_request_mib * 2**20
+    proc, grpc_port, http_port = _collector_process(
+        tmp, "rss", sink.grpc_endpoint, "--memory-limit", f"{memory_limit_mib}MiB", "--max-request-bytes",
+        f"{max_request_mib}MiB", "--max-request-spans", "10000000",
+    )  # fmt: skip
+    base = _peak_rss_mib(proc.pid)
+    ids = field(1, os.urandom(16)) + field(2, os.urandom(8))
+    empty_spans = field(1, field(2, b"\x12\x00" * (size // 2 - 64)))
+    empty_attrs = field(1, field(2, field(2, ids + b"\x4a\x00" * (size // 2 - 64))))
+    json_body = (b'{"resourceSpans":[' + b"{}," * (size // 3 - 10) + b"{}]}")
+    codes: dict[str, int] = {}
+
+    def grpc_send(payload: bytes) -> None:
+        options = [("grpc.max_send_message_length", 64 << 20)]
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}", options=options) as ch:
+            try:
+                ch.unary_unary(EXPORT)(payload, timeout=60)
+                key = "OK"
+            except grpc.RpcError as err:
+                key = err.code().name
+        codes[key] = codes.get(key, 0) + 1
+
+    def http_send(body: bytes) -> None:
+        head = (f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+        with socket.create_connection(("127.0.0.1", http_port), timeout=60) as s:
+            s.sendall(head + body)
+            key = "HTTP " + s.recv(64).split(b" ")[1].decode()
+        codes[key] = codes.get(key, 0) + 1
+
+    jobs = [(grpc_send, empty_spans), (grpc_send, empty_attrs), (http_send, json_body)] * clients
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        list(pool.map(lambda job: job[0](job[1]), jobs))
+    peak = _peak_rss_mib(proc.pid)
+    print(f"   answers: {dict(sorted(codes.items()))} (refusals are memory_limit: retry later)")
+    print(f"   peak RSS {peak:.0f} MiB = startup {base:.0f} MiB + {peak - base:.0f} MiB "
+          f"(memory_limit {memory_limit_mib} MiB); {jsonlib.dumps(proc.poll() is None)} = still running")  # fmt: skip
+    _stop(proc)
+    sink.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="fewer batches and traces (a smoke run)")
+    parser.add_argument("--rate", type=int, default=6000, help="spans/s for the sustained-load delay (4.)")
+    parser.add_argument("--seconds", type=float, default=60.0, help="how long the sustained load lasts (4.)")
+    parser.add_argument("--only", type=int, nargs="*", help="run only these sections (1-5)")
     args = parser.parse_args()
+    only = set(args.only or range(1, 6))
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        bench_throughput(tmp, 30 if args.quick else args.batches)
-        bench_memory(tmp, 2_000 if args.quick else 10_000)
-        bench_delay(tmp, 10 if args.quick else 40)
+        if 1 in only:
+            bench_throughput(tmp, 30 if args.quick else args.batches)
+        if 2 in only:
+            bench_memory(tmp, 2_000 if args.quick else 10_000)
+        if 3 in only:
+            bench_delay(tmp, 10 if args.quick else 40)
+        if 4 in only:
+            bench_delay_under_load(tmp, args.rate, 10 if args.quick else args.seconds)
+        if 5 in only:
+            bench_hostile_rss(tmp)
 
 
 if __name__ == "__main__":

@@ -216,7 +216,6 @@ class Assembler:
         self._held += len(locations)
         for _, segment, _ in locations:
             self._segment_left[segment] = self._segment_left.get(segment, 0) + 1
-        self._held += 1
 
     def inflight_unit(self, trace_id: bytes, parent_id: bytes, conv_id: str | None) -> Unit | None:
         """The conversation being judged that a newly arrived span belongs to (by parent or conversation id)."""

@@ -98,13 +98,14 @@ def run(args: argparse.Namespace) -> int:
     import prometheus_client
 
     from .service import CollectorService
+    from .store import StoreError
 
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series are noise
 
     try:
         service = CollectorService(config)
         service.start()
-    except (ConfigError, OSError) as exc:
+    except (ConfigError, OSError, StoreError) as exc:
         print(f"mast-otel collector: cannot start: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()

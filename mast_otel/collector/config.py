@@ -33,6 +33,7 @@ from ._values import (
     text,
     text_list,
 )
+from .limits import DECODE_AMPLIFICATION
 
 __all__ = ["ENV_PREFIX", "CollectorConfig", "ConfigError", "load_config", "option_fields", "parse_hostport"]
 
@@ -92,7 +93,21 @@ class CollectorConfig:
     max_request_bytes: int = _opt(DEFAULT_MAX_REQUEST_BYTES, size, "Largest Export request accepted (after "
                                   "decompression); larger ones get 413 / RESOURCE_EXHAUSTED without retry info.",
                                   metavar="SIZE")  # fmt: skip
-    receiver_threads: int = _opt(8, integer, "Worker threads of each receiver.", metavar="N")
+    receiver_threads: int = _opt(8, integer, "Worker threads of each receiver (requests decoded at once).",
+                                 metavar="N")  # fmt: skip
+    max_request_spans: int = _opt(200_000, integer, "Most spans in one Export request (its ResourceSpans and "
+                                  "ScopeSpans count too); larger ones get 413 / RESOURCE_EXHAUSTED without retry "
+                                  "info.", metavar="N")  # fmt: skip
+    memory_limit: int = _opt(0, size, "Bytes that Export requests being received and decoded may take together, "
+                             "each charged its size times the decoder's worst-case amplification; past it requests "
+                             "get 503 / RESOURCE_EXHAUSTED with retry advice. 0 = a quarter of the machine's memory, "
+                             "between 512MiB and 4GiB, and at least one max-size request's charge.",
+                             metavar="SIZE")  # fmt: skip
+    receiver_timeout: float = _opt(30.0, seconds, "Longest an OTLP/HTTP client may take to send a request's "
+                                   "headers and body; slower ones get 408 and are disconnected.",
+                                   metavar="SECONDS")  # fmt: skip
+    receiver_max_connections: int = _opt(256, integer, "Open OTLP/HTTP connections at most; more are closed at once.",
+                                         metavar="N")  # fmt: skip
     retry_after: float = _opt(1.0, seconds, "Delay suggested to clients refused by backpressure (Retry-After / "
                               "RetryInfo).", metavar="SECONDS")  # fmt: skip
 
@@ -119,6 +134,10 @@ class CollectorConfig:
                       "non-durable store.", metavar="PATH")  # fmt: skip
     store_sync: str = _opt("normal", choice(*STORE_SYNC), "SQLite synchronous level: normal survives a killed "
                            "process, full also survives power loss (an fsync per Export).")  # fmt: skip
+    store_reserve: int = _opt(64 * 1024 * 1024, size, "Disk space set aside next to the store (a file "
+                              "STORE.reserve); when the disk fills, receivers refuse with retryable errors and the "
+                              "reserve is given up so judging and delivery go on. 0 disables.",
+                              metavar="SIZE")  # fmt: skip
     tombstone_ttl: float = _opt(900.0, seconds, "How long released spans and verdicts are remembered, to drop "
                                 "duplicate deliveries and to recognise late spans.", metavar="SECONDS")  # fmt: skip
 
@@ -197,6 +216,15 @@ class CollectorConfig:
         need(self.max_pending_traces >= 1, "max_pending_traces", "must be >= 1")
         need(self.max_pending_bytes >= self.max_request_bytes, "max_pending_bytes", "must be >= max_request_bytes")
         need(self.receiver_threads >= 1, "receiver_threads", "must be >= 1")
+        need(self.max_request_spans >= 1, "max_request_spans", "must be >= 1")
+        need(self.memory_limit >= 0, "memory_limit", "must be >= 0")
+        need(self.memory_limit == 0 or self.memory_limit >= self.max_request_bytes * DECODE_AMPLIFICATION,
+             "memory_limit", f"must be 0 (auto) or hold one request of max_request_bytes, decoded: at least "
+             f"{DECODE_AMPLIFICATION} x max_request_bytes = "
+             f"{self.max_request_bytes * DECODE_AMPLIFICATION}")  # fmt: skip
+        need(self.receiver_timeout > 0, "receiver_timeout", "must be > 0")
+        need(self.receiver_max_connections >= 1, "receiver_max_connections", "must be >= 1")
+        need(self.store_reserve >= 0, "store_reserve", "must be >= 0")
         need(self.judge_concurrency >= 1, "judge_concurrency", "must be >= 1")
         need(self.judge_timeout > 0, "judge_timeout", "must be > 0")
         need(self.judge_shutdown_grace >= 0, "judge_shutdown_grace", "must be >= 0")

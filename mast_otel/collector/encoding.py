@@ -12,16 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 __all__ = [
-    "RawScopeSpans", "ScopeSpansView", "encode_request", "field", "scope_spans", "scope_spans_slices",
-    "string_value", "walk",
+    "RawScopeSpans", "ScopeSpansView", "ShallowRequest", "ShallowResourceSpans", "encode_request", "field",
+    "scope_spans", "string_value", "walk",
 ]  # fmt: skip
 
 
-def _varint(n: int) -> bytes:
+def _encode_varint(n: int) -> bytes:
     out = bytearray()
     while True:
         byte = n & 0x7F
@@ -35,7 +35,7 @@ def _varint(n: int) -> bytes:
 
 def field(number: int, payload: bytes) -> bytes:
     """A length-delimited field: tag, length, payload."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +49,14 @@ class ScopeSpansView:
 
     @classmethod
     def parse(cls, data: bytes) -> ScopeSpansView:
+        """Raises ValueError for bytes no protobuf parser accepts; wherever ``ScopeSpans.FromString`` succeeds
+        this succeeds too and finds the same spans (tests/collector/test_fuzz.py holds it to that)."""
         scope = schema = b""
         spans: list[tuple[int, int]] = []
         for number, start, body, end in walk(data):
             if number == 2:
-                spans.append((body, end))
+                if body >= 0:  # a span field of another wire type is an unknown field to protobuf: skipped too
+                    spans.append((body, end))
             elif number == 1:
                 scope = data[start:end]
             elif number == 3:
@@ -61,59 +64,71 @@ class ScopeSpansView:
         return cls(scope, schema, spans)
 
 
+_MAX_GROUP_DEPTH = 100  # protobuf's own recursion limit
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, i
+        shift += 7
+
+
+def _skip(data: bytes, i: int, wire: int, number: int, depth: int) -> int:
+    """The end of a field's value starting at ``i`` (after its tag)."""
+    if wire == 2:
+        length, i = _varint(data, i)
+        return i + length
+    if wire == 0:
+        while data[i] & 0x80:
+            i += 1
+        return i + 1
+    if wire == 1:
+        return i + 8
+    if wire == 5:
+        return i + 4
+    if wire == 3:  # a group (deprecated, but valid protobuf): fields until the matching end-group tag
+        if depth >= _MAX_GROUP_DEPTH:
+            raise ValueError("groups nested too deep")
+        while True:
+            tag, i = _varint(data, i)
+            if tag & 7 == 4:
+                if tag >> 3 != number:
+                    raise ValueError("mismatched end-group tag")
+                return i
+            i = _skip(data, i, tag & 7, tag >> 3, depth + 1)
+    raise ValueError(f"unsupported wire type {wire}")
+
+
 def walk(data: bytes) -> list[tuple[int, int, int, int]]:
     """The top-level fields of a serialized message: ``(field number, field start, payload start, end)``.
 
-    Length-delimited fields give their payload; other wire types are stepped over. Raises ValueError when the
-    bytes end inside a field.
+    Length-delimited fields give their payload start; other wire types (groups included) are stepped over and
+    give -1. Raises ValueError when the bytes are not a protobuf message (truncated, bad wire type).
     """
     out: list[tuple[int, int, int, int]] = []
     i, n = 0, len(data)
-    while i < n:
-        start = i
-        tag = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            tag |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-        wire = tag & 7
-        if wire == 2:
-            length = shift = 0
-            while True:
-                b = data[i]
-                i += 1
-                length |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
-            end = i + length
-        elif wire == 0:
-            while data[i] & 0x80:
-                i += 1
-            end = i + 1
-        elif wire == 1:
-            end = i + 8
-        elif wire == 5:
-            end = i + 4
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-        out.append((tag >> 3, start, i, end))
-        i = end
+    try:
+        while i < n:
+            start = i
+            tag, i = _varint(data, i)
+            wire = tag & 7
+            if wire == 2:
+                length, i = _varint(data, i)
+                end = i + length
+                out.append((tag >> 3, start, i, end))
+            else:
+                end = _skip(data, i, wire, tag >> 3, 0)
+                out.append((tag >> 3, start, -1, end))
+            i = end
+    except IndexError:
+        raise ValueError("truncated message") from None
     if i != n:
         raise ValueError("truncated message")
-    return out
-
-
-def scope_spans_slices(request: bytes) -> list[list[bytes]]:
-    """Per ResourceSpans of a serialized ExportTraceServiceRequest, its ScopeSpans as byte slices, in order."""
-    out = []
-    for number, _, body, end in walk(request):
-        if number == 1:
-            rs = request[body:end]
-            out.append([rs[b:e] for num, _, b, e in walk(rs) if num == 2])
     return out
 
 
@@ -174,12 +189,45 @@ def _raw_scope_spans_class() -> type[Message]:
 RawScopeSpans: Any = _raw_scope_spans_class()
 
 
+def _shallow_classes() -> tuple[type[Message], type[Message]]:
+    """``ExportTraceServiceRequest`` and ``ResourceSpans`` with their nested messages as bytes.
+
+    Parsing one costs a few bytes per element (the C parser keeps slices, builds no message per element), so
+    ingest learns how many elements a request holds, and caps them, before the per-element work; a request of
+    millions of empty ResourceSpans or spans costs a fraction of its full decode. Same wire format, so the bytes
+    read are exactly what a full parse would read.
+    """
+    fp = descriptor_pb2.FileDescriptorProto(name="mast_otel_collector_shallow.proto", package="mast_otel.shallow")
+    fp.syntax = "proto3"
+    F = descriptor_pb2.FieldDescriptorProto
+    request = fp.message_type.add(name="Request")
+    request.field.add(name="resource_spans", number=1, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
+    rs = fp.message_type.add(name="ResourceSpans")
+    rs.field.add(name="resource", number=1, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    rs.field.add(name="scope_spans", number=2, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
+    rs.field.add(name="schema_url", number=3, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fp)
+    get = message_factory.GetMessageClass
+    return (get(pool.FindMessageTypeByName("mast_otel.shallow.Request")),
+            get(pool.FindMessageTypeByName("mast_otel.shallow.ResourceSpans")))  # fmt: skip
+
+
+ShallowRequest: Any
+ShallowResourceSpans: Any
+ShallowRequest, ShallowResourceSpans = _shallow_classes()
+
+
 def string_value(any_value: bytes | None) -> str | None:
     """``AnyValue.string_value`` of a serialized AnyValue (a ``RawScopeSpans`` attribute); None when absent or
-    not a string. The usual encoding (one short string field) is read in place, anything else is parsed."""
+    not a string, or not a valid AnyValue (ingest then refuses the ScopeSpans, whose full parse fails). The usual
+    encoding (one short string field) is read in place, anything else is parsed."""
     if not any_value:
         return None
     if any_value[0] == 0x0A and len(any_value) >= 2 and any_value[1] < 0x80 and len(any_value) == any_value[1] + 2:
         return any_value[2:].decode("utf-8", "replace")
-    parsed = AnyValue.FromString(any_value)
+    try:
+        parsed = AnyValue.FromString(any_value)
+    except (DecodeError, RecursionError):
+        return None
     return parsed.string_value if parsed.WhichOneof("value") == "string_value" else None

@@ -234,6 +234,8 @@ class Exporter:
                 self._metrics.spans_dropped.labels(DROP_EXPORT_PARTIAL).inc(result.rejected)
                 _log.warning("downstream rejected %d of %d spans: %s", result.rejected, n, result.message)
             self._recovered()
+            if self._limit < self._batch_spans:  # a 413 halved the batch once; grow back while it is accepted
+                self._limit = min(self._batch_spans, self._limit * 2)
             return 0.0
         if result.too_large and (len(rows) > 1 or rows[0].spans > 1):
             if len(rows) == 1:

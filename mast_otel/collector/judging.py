@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import queue
 import threading
@@ -41,7 +40,16 @@ from .encoding import field
 from .judges import judge_name
 from .labeller import label_spans, verdict_span
 from .metrics import CollectorMetrics
-from .release import Loaded, SegmentCache, commit_release
+from .release import (
+    Loaded,
+    SegmentCache,
+    commit_release,
+    is_unreadable,
+    persist_verdict,
+    quarantine_release,
+    verdict_from_json,
+    verdict_to_json,
+)
 from .store import OutRow, SpanStore, Tomb
 
 __all__ = ["COLLECTOR_SCOPE", "JudgePool"]
@@ -177,6 +185,9 @@ class JudgePool:
         loaded = Loaded.read(self._cache, job.unit.locations)
         records = loaded.records(self._store)
         verdict = self._sample(job.unit, records)
+        saved = self._store.verdict(job.unit.trace_id, job.unit.key) if verdict is None else None
+        if saved is not None:  # judged before a crash: never judge (or bill) a conversation twice
+            verdict = verdict_from_json(saved)
         called = verdict is None
         if verdict is None:
             verdict = self.judge.judge(records, partial=job.unit.partial)
@@ -188,6 +199,8 @@ class JudgePool:
                     status=sc.JUDGE_PARTIAL,
                     status_reason=verdict.status_reason or "conversation not finished; judged on the spans seen so far",
                 )
+            if verdict.tokens_in or verdict.tokens_out or verdict.cost_usd:  # it was paid for: never pay twice
+                persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
         return _Outcome(loaded, records, verdict, time.perf_counter() - started, called)
 
     def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
@@ -276,9 +289,15 @@ class JudgePool:
         for job, verdict in retry:
             self._finish(job, verdict, None)
 
+    def _keep(self, job: _Job, verdict: Verdict, outcome: _Outcome | None) -> None:
+        """The release cannot be written now: keep a fresh verdict so a restart does not judge (bill) it again."""
+        if outcome is not None and outcome.called_judge:
+            persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
+
     def _finish(self, job: _Job, verdict: Verdict, outcome: _Outcome | None) -> None:
         if self._stopping:
-            return  # the spans stay held in the store; the next start judges them again
+            self._keep(job, verdict, outcome)
+            return  # the spans stay held in the store; the next start uses the kept verdict
         unit = job.unit
         try:
             if outcome is None:
@@ -289,12 +308,22 @@ class JudgePool:
             outbox, tomb, service, framework = self._release(job, verdict, loaded, records)
             with self._lock:  # shutdown sets _stopping under this lock, then closes the store
                 if self._stopping:
+                    self._keep(job, verdict, outcome)
                     return
                 commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
                                locations=unit.locations, outbox=outbox, tomb=tomb)  # fmt: skip
-        except Exception:
+        except Exception as exc:
+            if is_unreadable(exc):  # the stored bytes cannot be read back: retrying would never succeed
+                quarantine_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
+                                   metrics=self._metrics, locations=unit.locations, trace_id=unit.trace_id, exc=exc)
+                with self._jobs_lock:
+                    self._jobs.pop(id(job), None)
+                with self._lock:
+                    self._assembler.finished(unit)
+                return
             self._metrics.judge_errors.labels("store").inc()
             _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
+            self._keep(job, verdict, outcome)
             with self._jobs_lock:
                 self._retry.append((job, verdict))
             return
@@ -342,7 +371,7 @@ class JudgePool:
             outbox.append(OutRow(group.segment.resource, field(1, self._scope) + field(2, body), 1))
         tomb = Tomb(
             trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now, unit=unit.key,
-            conv_ids=",".join(unit.conv_ids), verdict=json.dumps(dataclasses.asdict(verdict), default=str),
+            conv_ids=",".join(unit.conv_ids), verdict=verdict_to_json(verdict),
         )  # fmt: skip
         return outbox, tomb, service, framework
 

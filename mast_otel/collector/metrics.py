@@ -47,6 +47,10 @@ class MetricNames:
     PENDING_BYTES = "mast_collector_pending_bytes"
     LIMIT = "mast_collector_limit"  # {name}
     LABELS_OVERFLOWED = "mast_collector_metric_labels_overflowed_total"
+    ATTRIBUTES_REMOVED = "mast_collector_attributes_removed_total"  # client-set attributes in the collector's namespace
+    SEGMENTS_QUARANTINED = "mast_collector_segments_quarantined_total"  # {stage}
+    MEMORY_IN_FLIGHT = "mast_collector_memory_in_flight_bytes"
+    STORE_DISK_FULL = "mast_collector_store_disk_full"
 
 
 PROTOCOLS = ("grpc", "http")
@@ -58,6 +62,10 @@ REFUSE_UNAUTHENTICATED = "unauthenticated"
 REFUSE_BACKPRESSURE = "backpressure"
 REFUSE_NOT_FOUND = "not_found"
 REFUSE_INTERNAL = "internal_error"
+REFUSE_MEMORY_LIMIT = "memory_limit"  # bytes in flight over memory_limit: retryable
+REFUSE_DISK_FULL = "disk_full"  # the store's disk is full: retryable
+REFUSE_TIMEOUT = "timeout"  # a client too slow to send its request (HTTP)
+REFUSE_CONNECTION_LIMIT = "connection_limit"  # HTTP connections over the cap, closed at once
 REFUSE_REASONS = (
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
@@ -66,6 +74,10 @@ REFUSE_REASONS = (
     REFUSE_BACKPRESSURE,
     REFUSE_NOT_FOUND,
     REFUSE_INTERNAL,
+    REFUSE_MEMORY_LIMIT,
+    REFUSE_DISK_FULL,
+    REFUSE_TIMEOUT,
+    REFUSE_CONNECTION_LIMIT,
 )
 # Why a decoded span was refused (the client is told; backpressure ones are retried by the SDK).
 SPAN_REFUSE_REASONS = (REFUSE_BACKPRESSURE, "invalid_id")
@@ -77,6 +89,8 @@ UNASSIGNED_REASONS = (UNASSIGNED_NO_CONVERSATION, UNASSIGNED_PARENT_TIMEOUT)
 DROP_EXPORT_REJECTED = "export_rejected"
 DROP_EXPORT_PARTIAL = "export_partial"
 DROP_REASONS = (DROP_EXPORT_REJECTED, DROP_EXPORT_PARTIAL)
+# Where stored bytes that cannot be read back were set aside (never retried forever).
+QUARANTINE_STAGES = ("release", "recovery")
 RETRY_REASONS = ("unavailable", "throttled", "timeout", "error")
 JUDGE_ERROR_REASONS = ("timeout", "exception", "store")
 STATUSES = (sc.JUDGE_OK, sc.JUDGE_ERROR, sc.JUDGE_SKIPPED, sc.JUDGE_TRUNCATED, sc.JUDGE_PARTIAL)
@@ -156,6 +170,22 @@ class CollectorMetrics:
             "Verdicts counted under service=other because metrics_max_services was reached.",
             registry=r,
         )
+        self.attributes_removed = Counter(
+            "mast_collector_attributes_removed", "Attributes in the collector's own namespace (mast.judge.*, "
+            "mast.fm.*, ...) that a client set on incoming spans; removed before storing.", registry=r,
+        )  # fmt: skip
+        self.segments_quarantined = Counter(
+            "mast_collector_segments_quarantined", "Stored ScopeSpans that could not be read back, set aside in "
+            "the store's quarantine table instead of being retried forever.", ["stage"], registry=r,
+        )  # fmt: skip
+        self.memory_in_flight = Gauge(
+            "mast_collector_memory_in_flight_bytes", "Bytes charged to memory_limit by requests being decoded.",
+            registry=r,
+        )  # fmt: skip
+        self.store_disk_full = Gauge(
+            "mast_collector_store_disk_full", "1 while the store's disk is full (receivers refuse, delivery goes on "
+            "using the reserved space).", registry=r,
+        )  # fmt: skip
         self._lock = threading.Lock()
         self._pairs: set[tuple[str, str]] = set()
         self._max_pairs = max_services
@@ -185,6 +215,8 @@ class CollectorMetrics:
             self.judge_duration.labels(source)
         for state in ("held", "queued"):
             self.spans_pending.labels(state)
+        for stage in QUARANTINE_STAGES:
+            self.segments_quarantined.labels(stage)
 
     def label_pair(self, service: str | None, framework: str | None) -> tuple[str, str]:
         """The (service, framework) label values to count under; new pairs get every series at 0 first."""

@@ -1,10 +1,13 @@
 """OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export``.
 
 The method is registered with raw-bytes (de)serializers so the collector decodes, and so can tell the client
-*why* a request fails and count it: UNAUTHENTICATED (bad or missing bearer token), RESOURCE_EXHAUSTED without
-retry info (request over ``max_request_bytes``: do not retry it), INVALID_ARGUMENT (not an
-ExportTraceServiceRequest), RESOURCE_EXHAUSTED *with* ``RetryInfo`` (store full: standard SDK exporters wait the
-given delay and retry). gRPC itself refuses requests over twice ``max_request_bytes`` before they reach this code.
+*why* a request fails and count it: UNAUTHENTICATED (bad or missing bearer token), INVALID_ARGUMENT (not an
+ExportTraceServiceRequest, or one that could not be read back once stored: never retry it), RESOURCE_EXHAUSTED
+without retry info (over ``max_request_bytes`` or another per-request limit: do not retry it as is),
+RESOURCE_EXHAUSTED *with* ``RetryInfo`` (store full, disk full or ``memory_limit`` reached: standard SDK exporters
+wait the given delay and retry), UNAVAILABLE (the store failed: retry). gRPC itself refuses requests over twice
+``max_request_bytes`` before they reach this code, and holds at most ``4 x receiver_threads`` calls at once (more
+get RESOURCE_EXHAUSTED from gRPC).
 """
 
 from __future__ import annotations
@@ -16,19 +19,16 @@ from typing import Any
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
-from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .auth import bearer_ok
-from .ingest import Backpressure, IngestResult
+from .ingest import Backpressure, IngestResult, Malformed, TooLarge
+from .limits import MemoryLimiter, OverLimit
 from .metrics import (
-    REFUSE_BACKPRESSURE,
     REFUSE_INTERNAL,
     REFUSE_MALFORMED,
+    REFUSE_MEMORY_LIMIT,
     REFUSE_TOO_LARGE,
     REFUSE_UNAUTHENTICATED,
     CollectorMetrics,
@@ -50,22 +50,27 @@ class GrpcReceiver:
         host: str,
         port: int,
         *,
-        ingest: Callable[[ExportTraceServiceRequest, str, int, bytes | None], IngestResult],
+        ingest: Callable[[bytes, str], IngestResult],
         metrics: CollectorMetrics,
         token: str | None,
         max_request_bytes: int,
         threads: int,
+        limiter: MemoryLimiter,
+        retry_after: float = 1.0,
     ) -> None:
         self._ingest = ingest
         self._metrics = metrics
         self._token = token
         self._max = max_request_bytes
+        self._limiter = limiter
+        self._retry_after = retry_after
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="otlp-grpc"),
             options=[
                 ("grpc.max_receive_message_length", 2 * max_request_bytes),
                 ("grpc.so_reuseport", 0),
             ],
+            maximum_concurrent_rpcs=4 * threads,  # calls queued for a thread hold their bytes: bounded
         )
         handler = grpc.method_handlers_generic_handler(
             SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(self._export)}
@@ -91,6 +96,11 @@ class GrpcReceiver:
         self._metrics.requests_refused.labels("grpc", reason).inc()
         context.abort(code, message)
 
+    def _retry(self, context: Any, reason: str, message: str, delay: float) -> None:
+        self._metrics.requests_refused.labels("grpc", reason).inc()
+        context.set_trailing_metadata(_retry_trailers(message, delay))
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
     def _export(self, raw: bytes, context: Any) -> bytes:
         if self._token is not None:
             auth = dict(context.invocation_metadata()).get("authorization")
@@ -102,16 +112,22 @@ class GrpcReceiver:
                 f"request of {len(raw)} bytes exceeds max_request_bytes={self._max}; send smaller batches",
             )  # fmt: skip
         try:
-            request = ExportTraceServiceRequest.FromString(raw)
-        except DecodeError as exc:
-            self._refuse(context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, f"not an OTLP request: {exc}")
-            raise  # unreachable: abort raises
+            charged = self._limiter.acquire(self._limiter.cost(len(raw)))
+        except OverLimit as exc:
+            if exc.permanent:
+                self._refuse(context, REFUSE_TOO_LARGE, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            self._retry(context, REFUSE_MEMORY_LIMIT, str(exc), self._retry_after)
+            raise  # unreachable
         try:
-            result = self._ingest(request, "grpc", len(raw), raw)
+            result = self._ingest(raw, "grpc")
+        except Malformed as exc:
+            self._refuse(context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            raise  # unreachable: abort raises
+        except TooLarge as exc:
+            self._refuse(context, REFUSE_TOO_LARGE, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            raise  # unreachable
         except Backpressure as exc:
-            self._metrics.requests_refused.labels("grpc", REFUSE_BACKPRESSURE).inc()
-            context.set_trailing_metadata(_retry_trailers(str(exc), exc.retry_after))
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            self._retry(context, exc.reason, str(exc), exc.retry_after)
             raise  # unreachable
         except Exception as exc:  # the store failed: nothing was acknowledged, so the client must retry
             _log.exception("could not store an Export request")
@@ -119,6 +135,8 @@ class GrpcReceiver:
                 context, REFUSE_INTERNAL, grpc.StatusCode.UNAVAILABLE, f"could not store: {type(exc).__name__}"
             )
             raise  # unreachable
+        finally:
+            self._limiter.release(charged)
         response = ExportTraceServiceResponse()
         if result.rejected:
             response.partial_success.rejected_spans = result.rejected

@@ -1,23 +1,35 @@
 """OTLP/HTTP receiver: ``POST /v1/traces`` with ``application/x-protobuf`` or ``application/json`` bodies.
 
+The HTTP server is uvicorn (h11): a maintained parser for Content-Length and chunked bodies (a negative or
+malformed length is a 400 before any byte of body is read), one event loop instead of a thread per connection,
+and these limits on top: at most ``receiver_max_connections`` connections (more are closed at once, counted), a
+request's headers and body must arrive within ``receiver_timeout`` (else 408 and the connection is closed), a
+body is read in chunks and refused (413) the moment it passes ``max_request_bytes``, and decoding runs on
+``receiver_threads`` threads, charged to the shared :class:`~.limits.MemoryLimiter`.
+
 Status codes follow the OTLP/HTTP spec, so standard exporters retry exactly what is worth retrying: 200 (with
-partial success when some spans were rejected), 400 malformed body, 401 bad or missing bearer token, 404 other
-path, 405 other method, 411 no Content-Length, 413 over ``max_request_bytes`` (checked on the declared length and
-again after gzip/deflate decompression), 415 other content type or encoding, 503 + ``Retry-After`` when the store
-is full. Error bodies are a ``google.rpc.Status`` in the request's encoding.
+partial success when some spans were rejected), 400 malformed or unreadable body, 401 bad or missing bearer
+token, 404 other path, 405 other method, 408 too slow, 413 over ``max_request_bytes`` (checked on the declared
+length, while reading, and after gzip/deflate decompression) or another per-request limit, 415 other content
+type or encoding, 503 + ``Retry-After`` when the store or its disk is full, ``memory_limit`` is reached or the
+store failed. Error bodies are a ``google.rpc.Status`` in the request's encoding.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
+import socket
 import threading
+import time
 import zlib
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import uvicorn
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
@@ -25,15 +37,19 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .auth import bearer_ok
-from .ingest import Backpressure, IngestResult
+from .ingest import Backpressure, IngestResult, Malformed, TooLarge
+from .limits import MemoryLimiter, OverLimit
 from .metrics import (
-    REFUSE_BACKPRESSURE,
+    REFUSE_CONNECTION_LIMIT,
     REFUSE_INTERNAL,
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
+    REFUSE_MEMORY_LIMIT,
     REFUSE_NOT_FOUND,
+    REFUSE_TIMEOUT,
     REFUSE_TOO_LARGE,
     REFUSE_UNAUTHENTICATED,
     CollectorMetrics,
@@ -45,13 +61,18 @@ _log = logging.getLogger(__name__)
 PATH = "/v1/traces"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-_DRAIN_LIMIT = 64 * 1024  # refused bodies up to this size are read so the connection can be kept alive
+_Scope = MutableMapping[str, Any]
+_Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+_Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+_CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 404: code_pb2.NOT_FOUND,
+          405: code_pb2.UNIMPLEMENTED, 408: code_pb2.DEADLINE_EXCEEDED, 413: code_pb2.RESOURCE_EXHAUSTED,
+          415: code_pb2.INVALID_ARGUMENT, 503: code_pb2.UNAVAILABLE}  # fmt: skip
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, reason: str, message: str, *, close: bool = False) -> None:
+    def __init__(self, status: int, reason: str, message: str, *, close: bool = False, retry: float = 0) -> None:
         super().__init__(message)
-        self.status, self.reason, self.close = status, reason, close
+        self.status, self.reason, self.close, self.retry = status, reason, close, retry
 
 
 def decode_json_request(body: bytes) -> ExportTraceServiceRequest:
@@ -59,15 +80,20 @@ def decode_json_request(body: bytes) -> ExportTraceServiceRequest:
     data = json.loads(body)
     if not isinstance(data, dict):
         raise ValueError("the body is not a JSON object")
-    for rs in data.get("resourceSpans") or ():
-        for ss in rs.get("scopeSpans") or ():
-            for span in ss.get("spans") or ():
+    for rs in _objects(data.get("resourceSpans")):
+        for ss in _objects(rs.get("scopeSpans")):
+            for span in _objects(ss.get("spans")):
                 _ids_to_b64(span)
-                for link in span.get("links") or ():
+                for link in _objects(span.get("links")):
                     _ids_to_b64(link)
     request = ExportTraceServiceRequest()
     json_format.ParseDict(data, request, ignore_unknown_fields=True)
     return request
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects of a list field (anything else is left for ParseDict to refuse)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _ids_to_b64(obj: dict[str, Any]) -> None:
@@ -77,175 +103,296 @@ def _ids_to_b64(obj: dict[str, Any]) -> None:
             obj[key] = base64.b64encode(bytes.fromhex(value)).decode()
 
 
+def _to_protobuf(body: bytes, as_json: bool) -> bytes:
+    """The request as protobuf bytes (JSON is decoded and re-encoded; protobuf passes as is)."""
+    if not as_json:
+        return body
+    try:
+        return bytes(decode_json_request(body).SerializeToString())
+    except (DecodeError, json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+        raise Malformed(f"the body is not OTLP JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+class _Charge:
+    """What one request holds of the memory limit; grows as the body arrives and once more before decoding."""
+
+    def __init__(self, limiter: MemoryLimiter) -> None:
+        self._limiter = limiter
+        self.held = 0
+
+    def grow_to(self, amount: int) -> None:
+        if amount > self.held:
+            self.held += self._limiter.acquire(amount - self.held)
+
+    def release(self) -> None:
+        self._limiter.release(self.held)
+        self.held = 0
+
+
+class _QuietProtocolErrors(logging.Filter):
+    """uvicorn logs every unparseable request at WARNING; they are counted instead (a flood would flood logs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Invalid HTTP request received."
+
+
+_server_log = logging.getLogger(__name__ + ".server")
+_server_log.addFilter(_QuietProtocolErrors())
+
+
 class HttpReceiver:
-    """A ``ThreadingHTTPServer`` on ``host:port`` (port 0 = any free port; see :attr:`port`)."""
+    """uvicorn on ``host:port`` (port 0 = any free port; see :attr:`port`), served from its own thread."""
 
     def __init__(
         self,
         host: str,
         port: int,
         *,
-        ingest: Callable[[ExportTraceServiceRequest, str, int, bytes | None], IngestResult],
+        ingest: Callable[[bytes, str], IngestResult],
         metrics: CollectorMetrics,
         token: str | None,
         max_request_bytes: int,
+        limiter: MemoryLimiter,
+        threads: int = 8,
+        max_connections: int = 256,
+        timeout: float = 30.0,
+        retry_after: float = 1.0,
     ) -> None:
-        receiver = self
-
-        class Handler(_Handler):
-            owner = receiver
-
         self.ingest = ingest
         self.metrics = metrics
         self.token = token
         self.max_request_bytes = max_request_bytes
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        self.limiter = limiter
+        self.max_connections = max_connections
+        self.timeout = timeout
+        self.retry_after = retry_after
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._socket.bind((host, port))
+        except OSError as exc:
+            self._socket.close()
+            raise OSError(f"cannot bind OTLP/HTTP receiver to {host}:{port}: {exc.strerror}") from None
+        self._socket.listen(128)
+        self._socket.setblocking(False)
         self.host = host
-        self.port: int = self._server.server_address[1]
+        self.port: int = self._socket.getsockname()[1]
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="otlp-http")
+        config = uvicorn.Config(
+            self._app, http=_protocol(self), interface="asgi3", lifespan="off", log_config=None, access_log=False,
+            proxy_headers=False,
+            timeout_keep_alive=max(1, min(5, int(timeout))), server_header=False, date_header=False,
+            h11_max_incomplete_event_size=64 * 1024, timeout_graceful_shutdown=2,
+        )  # fmt: skip
+        self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="otlp-http", daemon=True)
+        self._thread = threading.Thread(target=self._server.run, args=([self._socket],), name="otlp-http", daemon=True)
         self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(5)
+        self._socket.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    owner: HttpReceiver
-
-    def log_message(self, format: str, *args: Any) -> None:
-        _log.debug("otlp-http %s " + format, self.client_address[0], *args)
-
-    def do_GET(self) -> None:
-        self._fail(_Refused(405, REFUSE_NOT_FOUND, "only POST /v1/traces"), json_body=False)
-
-    do_PUT = do_DELETE = do_PATCH = do_GET
-
-    def do_POST(self) -> None:
-        self._consumed = False
-        media = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    # -- the ASGI application ------------------------------------------------------------------------------------
+    async def _app(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        media = headers.get("content-type", "").split(";")[0].strip().lower()
         as_json = media == JSON
+        charge = _Charge(self.limiter)
         try:
-            body = self._read_body(media)
-            request = self._decode(body, as_json)
-            result = self.owner.ingest(request, "http", len(body), None if as_json else body)
+            declared = self._check(scope, headers, media)
+            body = await self._read_body(receive, declared, charge)
+            body = self._inflate(body, headers.get("content-encoding", "identity").strip().lower())
+            charge.grow_to(self.limiter.cost(len(body)))
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(self._pool, self._decode_and_ingest, body, as_json)
+        except _Disconnected:
+            return  # the client hung up: nobody to answer
         except _Refused as refused:
-            self._fail(refused, json_body=as_json)
+            await self._fail(send, refused, as_json)
             return
-        except Backpressure as exc:
-            self.owner.metrics.requests_refused.labels("http", REFUSE_BACKPRESSURE).inc()
-            retry = max(1, round(exc.retry_after))
-            self._reply(503, _status(code_pb2.UNAVAILABLE, str(exc)), as_json, {"Retry-After": str(retry)})
+        except OverLimit as exc:
+            status, reason = (413, REFUSE_TOO_LARGE) if exc.permanent else (503, REFUSE_MEMORY_LIMIT)
+            await self._fail(send, _Refused(status, reason, str(exc), close=True, retry=self.retry_after), as_json)
             return
-        except Exception as exc:  # the store failed: nothing was acknowledged, so the client must retry
-            _log.exception("could not store an Export request")
-            self.owner.metrics.requests_refused.labels("http", REFUSE_INTERNAL).inc()
-            message = f"could not store the spans: {type(exc).__name__}"
-            self._reply(503, _status(code_pb2.UNAVAILABLE, message), as_json, {"Retry-After": "1"})
-            return
+        finally:
+            charge.release()
         response = ExportTraceServiceResponse()
         if result.rejected:
             response.partial_success.rejected_spans = result.rejected
             response.partial_success.error_message = result.message
-        self._reply(200, response, as_json)
+        await _reply(send, 200, response, as_json)
 
-    def _read_body(self, media: str) -> bytes:
-        owner = self.owner
-        if self.path.split("?")[0] != PATH:
-            raise _Refused(404, REFUSE_NOT_FOUND, f"unknown path {self.path.split('?')[0]!r}; POST {PATH}")
-        if not bearer_ok(self.headers.get("Authorization"), owner.token):
+    def _check(self, scope: _Scope, headers: dict[str, str], media: str) -> int | None:
+        """Everything decidable from the headers; returns the declared length (None: chunked)."""
+        if scope["path"] != PATH:
+            raise _Refused(404, REFUSE_NOT_FOUND, f"unknown path {scope['path']!r}; POST {PATH}", close=True)
+        if scope["method"] != "POST":
+            raise _Refused(405, REFUSE_NOT_FOUND, f"only POST {PATH}", close=True)
+        if not bearer_ok(headers.get("authorization"), self.token):
             raise _Refused(401, REFUSE_UNAUTHENTICATED, "missing or bad bearer token", close=True)
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            raise _Refused(411, REFUSE_MALFORMED, "Content-Length is required", close=True)
-        try:
-            length = int(length_header)
-        except ValueError:
-            raise _Refused(400, REFUSE_MALFORMED, "bad Content-Length", close=True) from None
-        if length > owner.max_request_bytes:
-            raise _Refused(
-                413, REFUSE_TOO_LARGE, f"request of {length} bytes exceeds max_request_bytes={owner.max_request_bytes}",
-                close=True,
-            )  # fmt: skip
-        body = self.rfile.read(length)
-        self._consumed = True
         if media not in (PROTOBUF, JSON):
-            raise _Refused(415, REFUSE_MEDIA_TYPE, f"Content-Type must be {PROTOBUF} or {JSON}, not {media!r}")
-        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
-        if encoding in ("gzip", "deflate"):
-            body = self._inflate(body, encoding)
-        elif encoding != "identity":
-            raise _Refused(415, REFUSE_MEDIA_TYPE, f"Content-Encoding {encoding!r} is not supported (gzip, deflate)")
-        return body
+            raise _Refused(415, REFUSE_MEDIA_TYPE, f"Content-Type must be {PROTOBUF} or {JSON}, not {media!r}",
+                           close=True)  # fmt: skip
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", "gzip", "deflate"):
+            raise _Refused(415, REFUSE_MEDIA_TYPE, f"Content-Encoding {encoding!r} is not supported (gzip, deflate)",
+                           close=True)  # fmt: skip
+        length = headers.get("content-length")
+        if length is None:
+            return None  # chunked (h11 refuses a body with neither)
+        declared = int(length)  # h11 accepted it: digits only
+        if declared > self.max_request_bytes:
+            raise _Refused(413, REFUSE_TOO_LARGE, f"request of {declared} bytes exceeds max_request_bytes="
+                           f"{self.max_request_bytes}", close=True)  # fmt: skip
+        return declared
+
+    async def _read_body(self, receive: _Receive, declared: int | None, charge: _Charge) -> bytes:
+        """The body, chunk by chunk: never more than max_request_bytes, never slower than the timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        chunks: list[bytes] = []
+        size = 0
+        if declared is not None:
+            charge.grow_to(declared)
+        while True:
+            remaining = deadline - loop.time()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                message = await asyncio.wait_for(receive(), remaining)
+            except (TimeoutError, asyncio.TimeoutError):
+                raise _Refused(408, REFUSE_TIMEOUT, f"the request did not arrive within {self.timeout:g}s",
+                               close=True) from None  # fmt: skip
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_request_bytes:
+                raise _Refused(413, REFUSE_TOO_LARGE, f"request exceeds max_request_bytes={self.max_request_bytes}",
+                               close=True)  # fmt: skip
+            charge.grow_to(size)
+            if chunk:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     def _inflate(self, body: bytes, encoding: str) -> bytes:
-        limit = self.owner.max_request_bytes
+        if encoding not in ("gzip", "deflate"):
+            return body
+        limit = self.max_request_bytes
         inflater = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
         try:
             out = inflater.decompress(body, limit + 1)
         except zlib.error as exc:
             raise _Refused(400, REFUSE_MALFORMED, f"bad {encoding} body: {exc}") from None
         if len(out) > limit:
-            raise _Refused(413, REFUSE_TOO_LARGE, f"decompressed request exceeds max_request_bytes={limit}")
+            raise _Refused(413, REFUSE_TOO_LARGE, f"decompressed request exceeds max_request_bytes={limit}",
+                           close=True)  # fmt: skip
         return out
 
-    @staticmethod
-    def _decode(body: bytes, as_json: bool) -> ExportTraceServiceRequest:
+    def _decode_and_ingest(self, body: bytes, as_json: bool) -> IngestResult:
+        """On a receiver thread: decode, store; every failure becomes the answer the client should get."""
         try:
-            if as_json:
-                return decode_json_request(body)
-            return ExportTraceServiceRequest.FromString(body)
-        except (DecodeError, json_format.ParseError, ValueError, TypeError, AttributeError) as exc:
-            kind = "OTLP JSON" if as_json else "an OTLP protobuf request"
-            raise _Refused(400, REFUSE_MALFORMED, f"the body is not {kind}: {exc}") from None
+            return self.ingest(_to_protobuf(body, as_json), "http")
+        except Malformed as exc:
+            raise _Refused(400, REFUSE_MALFORMED, str(exc)) from None
+        except TooLarge as exc:
+            raise _Refused(413, REFUSE_TOO_LARGE, str(exc)) from None
+        except Backpressure as exc:
+            raise _Refused(503, exc.reason, str(exc), retry=exc.retry_after) from None
+        except Exception as exc:  # the store failed: nothing was acknowledged, so the client must retry
+            _log.exception("could not store an Export request")
+            raise _Refused(503, REFUSE_INTERNAL, f"could not store the spans: {type(exc).__name__}", retry=1) from None
 
-    def _fail(self, refused: _Refused, *, json_body: bool) -> None:
-        self.owner.metrics.requests_refused.labels("http", refused.reason).inc()
+    async def _fail(self, send: _Send, refused: _Refused, as_json: bool) -> None:
+        self.metrics.requests_refused.labels("http", refused.reason).inc()
+        headers: dict[str, str] = {}
+        if refused.retry:
+            headers["retry-after"] = str(max(1, round(refused.retry)))
         if refused.close:
-            self.close_connection = True
-        else:
-            self._drain()
-        code = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 404: code_pb2.NOT_FOUND,
-                413: code_pb2.RESOURCE_EXHAUSTED}.get(refused.status, code_pb2.INVALID_ARGUMENT)  # fmt: skip
-        self._reply(refused.status, _status(code, str(refused)), json_body)
+            headers["connection"] = "close"
+        status = _status(_CODES.get(refused.status, code_pb2.INVALID_ARGUMENT), str(refused))
+        await _reply(send, refused.status, status, as_json, headers)
 
-    def _drain(self) -> None:
-        """Read what is left of a refused body so the keep-alive connection stays usable; else close it."""
-        try:
-            remaining = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            remaining = 0
-        if getattr(self, "_consumed", False) or not remaining:
-            return
-        if remaining > _DRAIN_LIMIT:
-            self.close_connection = True
-        else:
-            self._consumed = True
-            self.rfile.read(remaining)
 
-    def _reply(self, status: int, message: Message, as_json: bool, headers: dict[str, str] | None = None) -> None:
-        if as_json:
-            payload = json_format.MessageToJson(message, indent=None).encode()
-        else:
-            payload = message.SerializeToString()
-        self.send_response(status)
-        self.send_header("Content-Type", JSON if as_json else PROTOBUF)
-        self.send_header("Content-Length", str(len(payload)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(payload)
+class _Disconnected(Exception):
+    pass
+
+
+async def _reply(
+    send: _Send, status: int, message: Message, as_json: bool, extra: dict[str, str] | None = None
+) -> None:
+    payload = json_format.MessageToJson(message, indent=None).encode() if as_json else message.SerializeToString()
+    headers = [(b"content-type", (JSON if as_json else PROTOBUF).encode()),
+               (b"content-length", str(len(payload)).encode())]  # fmt: skip
+    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
 
 
 def _status(code: int, message: str) -> Message:
     status: Message = status_pb2.Status(code=code, message=message)
     return status
+
+
+def _protocol(receiver: HttpReceiver) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a connection cap and a deadline for a request's headers."""
+
+    class Protocol(H11Protocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.logger = _server_log
+            self._deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if len(self.connections) >= receiver.max_connections:
+                self.transport = transport
+                receiver.metrics.requests_refused.labels("http", REFUSE_CONNECTION_LIMIT).inc()
+                transport.abort()
+                return
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            if self.flow is None:  # refused in connection_made: nothing else was set up
+                return
+            super().connection_lost(exc)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def send_400_response(self, msg: str) -> None:
+            receiver.metrics.requests_refused.labels("http", REFUSE_MALFORMED).inc()
+            super().send_400_response(msg)
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = self.loop.call_later(receiver.timeout, self._expire)
+
+        def _expire(self) -> None:
+            """No request under way ``timeout`` after connecting or the last response: close (slow headers)."""
+            self._deadline = None
+            if self.cycle is not None and not self.cycle.response_complete:
+                return  # a request is being read or handled: the application enforces its own deadline
+            if not self.transport.is_closing():
+                if self.conn.trailing_data[0]:  # headers half sent
+                    receiver.metrics.requests_refused.labels("http", REFUSE_TIMEOUT).inc()
+                self.transport.close()
+
+    return Protocol

@@ -30,10 +30,11 @@ from .exporter import Exporter, Sender, make_sender
 from .ingest import Ingestor, span_facts
 from .judges import build_judge
 from .judging import JudgePool
+from .limits import DECODE_AMPLIFICATION, MemoryLimiter, default_memory_limit
 from .metrics import CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
-from .release import Loaded, SegmentCache, commit_release
+from .release import Loaded, SegmentCache, commit_release, is_unreadable, quarantine_release
 from .store import SpanStore, SQLiteStore, Tomb
 
 __all__ = ["CollectorService"]
@@ -59,7 +60,11 @@ class CollectorService:
         self.hold = config.mode == "hold"
         self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services)
         self.judge = judge if judge is not None else build_judge(config)
-        self.store: SpanStore = store if store is not None else SQLiteStore(config.store, sync=config.store_sync)
+        self.store: SpanStore = store if store is not None else SQLiteStore(
+            config.store, sync=config.store_sync, reserve=config.store_reserve
+        )  # fmt: skip
+        auto = max(default_memory_limit(), config.max_request_bytes * DECODE_AMPLIFICATION)  # any valid request fits
+        self.limiter = MemoryLimiter(config.memory_limit or auto)
         self.lock = threading.RLock()
         self.assembler = Assembler(quiet_period=config.quiet_period, max_age=config.max_trace_age)
         self.cache = SegmentCache(self.store)
@@ -84,9 +89,10 @@ class CollectorService:
         self.ingestor = Ingestor(
             store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics, hold=self.hold,
             max_pending_traces=config.max_pending_traces, max_pending_bytes=config.max_pending_bytes,
-            retry_after=config.retry_after, clock=clock,
+            retry_after=config.retry_after, clock=clock, max_request_spans=config.max_request_spans,
         )  # fmt: skip
         self.ingestor.on_queued = self.exporter.wake
+        self.ingestor.disk_full = lambda: self.store.disk_full
         self._untouched_retry: list[Untouched] = []
         self._last_gc = clock()
         self._stop = threading.Event()
@@ -105,21 +111,30 @@ class CollectorService:
         m.spans_pending.labels("queued").set_function(lambda: self.store.counts()[0])
         m.pending_bytes.set_function(lambda: self.store.counts()[1])
         m.judge_in_flight.set_function(lambda: self.judges.in_flight)
+        m.memory_in_flight.set_function(lambda: self.limiter.in_flight)
+        m.store_disk_full.set_function(lambda: float(self.store.disk_full))
         m.set_limits({
             "max_pending_traces": c.max_pending_traces, "max_pending_bytes": c.max_pending_bytes,
             "max_request_bytes": c.max_request_bytes, "quiet_period_seconds": c.quiet_period,
             "max_trace_age_seconds": c.max_trace_age, "judge_concurrency": c.judge_concurrency,
             "judge_timeout_seconds": c.judge_timeout, "judge_fraction": c.judge_fraction,
+            "memory_limit": self.limiter.limit, "max_request_spans": c.max_request_spans,
         })  # fmt: skip
 
     def _recover(self) -> None:
-        """Reload held segments into the assembler, skipping spans a tombstone says were released."""
+        """Reload held segments into the assembler, skipping spans a tombstone says were released. A segment that
+        cannot be read back is quarantined (counted, logged) and the others load as usual."""
         held = 0
         released: dict[bytes, set[bytes]] = {}
         with self.lock:
             for segment in self.store.segments():
+                try:
+                    spans = RawScopeSpans.FromString(segment.data).spans
+                except Exception as exc:
+                    self._quarantine_segment(segment.id, exc)
+                    continue
                 kept = 0
-                for index, span in enumerate(RawScopeSpans.FromString(segment.data).spans):
+                for index, span in enumerate(spans):
                     tid, sid = span.trace_id, span.span_id
                     if len(tid) != 16 or len(sid) != 8:
                         continue
@@ -140,6 +155,12 @@ class CollectorService:
             _log.info("resuming: %d spans held in %d traces, %d spans queued for export", held,
                       self.assembler.pending_traces, queued)  # fmt: skip
 
+    def _quarantine_segment(self, segment_id: int, exc: BaseException) -> None:
+        reason = f"{type(exc).__name__}: {exc}"
+        self.store.quarantine([segment_id], "recovery", reason)
+        self.metrics.segments_quarantined.labels("recovery").inc()
+        _log.error("stored segment %d cannot be read back (%s); moved to the quarantine table", segment_id, reason)
+
     def start(self, *, pipeline: bool = True) -> None:
         """Bind the receivers and the metrics endpoint, then start the pipeline and exporter threads.
 
@@ -150,13 +171,15 @@ class CollectorService:
             host, port = parse_hostport(c.otlp_grpc)
             self.grpc = GrpcReceiver(
                 host, port, ingest=self.ingestor.ingest, metrics=self.metrics, token=c.auth_token,
-                max_request_bytes=c.max_request_bytes, threads=c.receiver_threads,
+                max_request_bytes=c.max_request_bytes, threads=c.receiver_threads, limiter=self.limiter,
+                retry_after=c.retry_after,
             )  # fmt: skip
         if c.otlp_http:
             host, port = parse_hostport(c.otlp_http)
             self.http = HttpReceiver(
                 host, port, ingest=self.ingestor.ingest, metrics=self.metrics, token=c.auth_token,
-                max_request_bytes=c.max_request_bytes,
+                max_request_bytes=c.max_request_bytes, limiter=self.limiter, threads=c.receiver_threads,
+                max_connections=c.receiver_max_connections, timeout=c.receiver_timeout, retry_after=c.retry_after,
             )  # fmt: skip
         if c.metrics:
             host, port = parse_hostport(c.metrics)
@@ -233,6 +256,8 @@ class CollectorService:
             else:
                 self._release_untouched(d, now)
         self.judges.check(now)
+        if self.store.disk_full:
+            self.store.reclaim()
         if now - self._last_gc >= _GC_INTERVAL_S:
             self._gc(now)
         return len(decisions)
@@ -268,7 +293,13 @@ class CollectorService:
             tomb = Tomb(d.trace_id, b"".join(d.span_ids), now)
             commit_release(store=self.store, assembler=self.assembler, lock=self.lock, cache=self.cache,
                            locations=d.locations, outbox=loaded.outbox({}), tomb=tomb)  # fmt: skip
-        except Exception:
+        except Exception as exc:
+            if is_unreadable(exc):  # the stored bytes cannot be read back: retrying would never succeed
+                quarantine_release(
+                    store=self.store, assembler=self.assembler, lock=self.lock, cache=self.cache,
+                    metrics=self.metrics, locations=d.locations, trace_id=d.trace_id, exc=exc,
+                )  # fmt: skip
+                return
             _log.exception("could not release %d spans of trace %s; retrying", len(d.span_ids), d.trace_id.hex())
             self._untouched_retry.append(d)
             return
@@ -277,7 +308,8 @@ class CollectorService:
 
     def _gc(self, now: float) -> None:
         self._last_gc = now
-        removed = self.store.gc(now - self.config.tombstone_ttl)
+        with self.lock:  # resources no span uses are deleted: no ingest may pick one up meanwhile
+            removed = self.store.gc(now - self.config.tombstone_ttl)
         if removed:
             _log.debug("forgot %d tombstones older than %gs", removed, self.config.tombstone_ttl)
 

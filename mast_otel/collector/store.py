@@ -16,18 +16,45 @@ Tables:
   ids released, the conversation ids and the verdict. It marks those spans as done in their segments (a restart
   skips them), drops duplicate deliveries, and tells a late span which conversation it belonged to. Kept for
   ``tombstone_ttl`` and never less than the oldest held segment needs.
+- (not a table) ``STORE.verdicts``: verdicts reached but not yet written with their release (see
+  :mod:`.verdicts`), so a crash in between never judges (or bills) the conversation twice.
+- ``quarantine``: segments that could not be read back (a corrupted row), set aside with the reason instead of
+  being retried forever; they are counted and logged, and stay for an operator to inspect.
+
+A full disk: a reserve file (``STORE.reserve``, ``reserve`` bytes) is kept next to the database. When a write
+fails for lack of space the reserve is given up and :attr:`SQLiteStore.disk_full` is set: ingest refuses (the
+receivers answer retryable errors) while releases and exports go on in the freed space, emptying the store;
+:meth:`SQLiteStore.reclaim` gives the freed pages back to the file system and takes the reserve again.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import logging
+import os
 import sqlite3
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoredSegment", "Tomb"]
+from .verdicts import VerdictJournal
+
+__all__ = ["NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoreError", "StoredSegment", "Tomb"]
+
+_log = logging.getLogger(__name__)
+_RESOURCE_CACHE = 4096
+
+
+class StoreError(Exception):
+    """The store file cannot be opened or read (corrupt, not a database, unreadable): one line for the operator."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +118,12 @@ class SpanStore(Protocol):
     def outbox(self, max_spans: int, max_bytes: int) -> list[OutRow]: ...
     def counts(self) -> tuple[int, int]: ...
     def gc(self, before: float) -> int: ...
+    def quarantine(self, segment_ids: Sequence[int], stage: str, reason: str) -> int: ...
+    def save_verdict(self, trace_id: bytes, unit: str, verdict: str, at: float) -> None: ...
+    def verdict(self, trace_id: bytes, unit: str) -> str | None: ...
+    @property
+    def disk_full(self) -> bool: ...
+    def reclaim(self) -> bool: ...
     def close(self) -> None: ...
 
 
@@ -107,6 +140,9 @@ CREATE TABLE IF NOT EXISTS tomb (
     verdict TEXT, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS tomb_trace ON tomb(trace_id);
 CREATE INDEX IF NOT EXISTS tomb_at ON tomb(at);
+CREATE TABLE IF NOT EXISTS quarantine (
+    id INTEGER PRIMARY KEY, segment INTEGER NOT NULL, at REAL NOT NULL, stage TEXT NOT NULL, reason TEXT NOT NULL,
+    resource BLOB, data BLOB);
 """
 
 
@@ -157,10 +193,27 @@ class SQLiteStore:
     also against power loss, at one fsync per commit.
     """
 
-    def __init__(self, path: str, *, sync: str = "normal") -> None:
+    def __init__(self, path: str, *, sync: str = "normal", reserve: int = 0) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._memory = path == ":memory:" or path.startswith("file::memory:")
+        self._reserve_path = None if self._memory or not reserve else path + ".reserve"
+        self._reserve = reserve
+        self._full = False
+        try:
+            self._open(sync)
+        except sqlite3.OperationalError as exc:
+            if not is_disk_full(exc) or not self._give_up_reserve():
+                raise StoreError(f"cannot open the store {path}: {exc}") from None
+            self._open(sync)  # the reserve's space lets the store open; it starts in disk-full mode
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the store {path}: {exc} (move the file away to start empty)") from None
+        if not self._full:
+            self._take_reserve()
+
+    def _open(self, sync: str) -> None:
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # new files only: lets reclaim() shrink the file
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
         self._db.execute("PRAGMA temp_store=MEMORY")
@@ -171,14 +224,12 @@ class SQLiteStore:
         # second connection does them in the background instead (PASSIVE: never blocks the writer).
         self._stop = threading.Event()
         self._checkpointer: threading.Thread | None = None
-        if path != ":memory:" and not path.startswith("file::memory:"):
+        if not self._memory:
             self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="sqlite-checkpoint", daemon=True)
             self._checkpointer.start()
-        self._resources: dict[bytes, int] = {
-            bytes(d): int(i) for i, d in self._db.execute("SELECT id, digest FROM resource")
-        }
-        self._resource_rows: dict[int, tuple[bytes, str]] = {}
+        self._resources: OrderedDict[bytes, int] = OrderedDict()
+        self._resource_rows: OrderedDict[int, tuple[bytes, str]] = OrderedDict()
         seg_bytes = self._db.execute("SELECT total(length(data)) FROM segment").fetchone()[0]
         out_spans, out_bytes = self._db.execute("SELECT total(spans), total(length(data)) FROM outbox").fetchone()
         self._queued = int(out_spans)
@@ -186,33 +237,110 @@ class SQLiteStore:
         for trace_id, at in self._db.execute("SELECT trace_id, at FROM tomb"):
             self._filter.add(bytes(trace_id), float(at))
         self._bytes = int(seg_bytes) + int(out_bytes)
+        self._verdicts = VerdictJournal(None if self._memory else self.path + ".verdicts")
+
+    # -- disk space ----------------------------------------------------------------------------------------------
+    @property
+    def disk_full(self) -> bool:
+        return self._full
+
+    def _take_reserve(self) -> bool:
+        """Allocate the reserve file (blocks, not a sparse file, which would hold no space); False when the disk is
+        full."""
+        if self._reserve_path is None:
+            return True
+        try:
+            if os.path.exists(self._reserve_path) and os.path.getsize(self._reserve_path) >= self._reserve:
+                return True
+            with open(self._reserve_path, "wb") as f:
+                try:
+                    os.posix_fallocate(f.fileno(), 0, self._reserve)  # no data written: fast
+                except (AttributeError, OSError) as exc:
+                    if getattr(exc, "errno", None) == errno.ENOSPC:
+                        raise
+                    chunk = bytes(min(self._reserve, 1 << 20))  # a file system without fallocate: write zeros
+                    left = self._reserve
+                    while left > 0:
+                        left -= f.write(chunk[: min(left, len(chunk))])
+                    f.flush()
+                os.fsync(f.fileno())
+            return True
+        except OSError:
+            try:
+                os.remove(self._reserve_path)
+            except OSError:
+                pass
+            return False
+
+    def _give_up_reserve(self) -> bool:
+        """The disk is full: free the reserve so releases and exports can proceed. False if there was none."""
+        if not self._full:
+            _log.error("the store's disk is full: refusing new spans (retryable) and delivering the stored "
+                       "ones using the %d-byte reserve; free disk space or restore the downstream",
+                       self._reserve)  # fmt: skip
+        self._full = True
+        if self._reserve_path is None or not os.path.exists(self._reserve_path):
+            return False
+        os.remove(self._reserve_path)
+        return True
+
+    def reclaim(self) -> bool:
+        """While the disk is full: return freed pages to the file system, then retake the reserve once twice its
+        size is free again (so new spans have room). True when the store accepts spans again."""
+        if not self._full:
+            return True
+        with self._lock:
+            try:
+                self._db.execute("PRAGMA incremental_vacuum").fetchall()
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error:
+                return False
+        if self._reserve_path is None:
+            self._full = False
+            return True
+        stat = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        if stat.f_bavail * stat.f_frsize < 2 * self._reserve or not self._take_reserve():
+            return False
+        self._full = False
+        _log.info("the store's disk has room again; accepting spans")
+        return True
 
     # -- resources -----------------------------------------------------------------------------------------------
     def resource_id(self, resource: bytes, schema: str) -> int:
         digest = hashlib.blake2b(resource + b"\x00" + schema.encode(), digest_size=16).digest()
-        found = self._resources.get(digest)
-        if found is not None:
-            return found
         with self._lock:
+            found = self._resources.get(digest)
+            if found is not None:
+                self._resources.move_to_end(digest)
+                return found
             self._db.execute(
                 "INSERT OR IGNORE INTO resource (digest, resource, schema) VALUES (?,?,?)", (digest, resource, schema)
             )
             (row_id,) = self._db.execute("SELECT id FROM resource WHERE digest = ?", (digest,)).fetchone()
-            self._resources[digest] = int(row_id)
-            self._resource_rows[int(row_id)] = (resource, schema)
+            self._remember(digest, int(row_id), (resource, schema))
             return int(row_id)
 
+    def _remember(self, digest: bytes | None, row_id: int, row: tuple[bytes, str]) -> None:
+        if digest is not None:
+            self._resources[digest] = row_id
+            while len(self._resources) > _RESOURCE_CACHE:
+                self._resources.popitem(last=False)
+        self._resource_rows[row_id] = row
+        while len(self._resource_rows) > _RESOURCE_CACHE:
+            self._resource_rows.popitem(last=False)
+
     def resource(self, resource_id: int) -> tuple[bytes, str]:
-        found = self._resource_rows.get(resource_id)
-        if found is not None:
-            return found
         with self._lock:
+            found = self._resource_rows.get(resource_id)
+            if found is not None:
+                self._resource_rows.move_to_end(resource_id)
+                return found
             row = self._db.execute("SELECT resource, schema FROM resource WHERE id = ?", (resource_id,)).fetchone()
-        if row is None:
-            raise KeyError(f"resource {resource_id} is not in the store")
-        found = (bytes(row[0]), str(row[1]))
-        self._resource_rows[resource_id] = found
-        return found
+            if row is None:
+                raise KeyError(f"resource {resource_id} is not in the store")
+            found = (bytes(row[0]), str(row[1]))
+            self._remember(None, resource_id, found)
+            return found
 
     # -- the one write path ----------------------------------------------------------------------------------------
     def write(
@@ -224,7 +352,29 @@ class SQLiteStore:
         drop_segments: Sequence[int] = (),
         drop_outbox: Sequence[int] = (),
     ) -> list[int]:
-        """Insert and delete in one transaction; returns the new segment ids, in order."""
+        """Insert and delete in one transaction; returns the new segment ids, in order.
+
+        When the disk is full, new spans (segments) are refused; anything else (a release, an export) gives up the
+        reserve and is tried once more in the space it freed."""
+        args = (segments, outbox, tombs, drop_segments, drop_outbox)
+        try:
+            return self._write(*args)
+        except sqlite3.OperationalError as exc:
+            if not is_disk_full(exc):
+                raise
+            freed = self._give_up_reserve()
+            if segments or not freed:
+                raise
+        return self._write(*args)
+
+    def _write(
+        self,
+        segments: Sequence[NewSegment],
+        outbox: Sequence[OutRow],
+        tombs: Sequence[Tomb],
+        drop_segments: Sequence[int],
+        drop_outbox: Sequence[int],
+    ) -> list[int]:
         ids: list[int] = []
         with self._lock:
             cur = self._db.cursor()
@@ -259,13 +409,51 @@ class SQLiteStore:
                         freed += int(row[1])
                 cur.execute("COMMIT")
             except BaseException:
-                cur.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                    cur.execute("ROLLBACK")
                 raise
             for t in tombs:
                 self._filter.add(t.trace_id, t.at)
+                if t.unit is not None:
+                    self._verdicts.released(t.trace_id, t.unit)
             self._bytes += sum(len(s.data) for s in segments) + sum(len(o.data) for o in outbox) - freed
             self._queued += sum(o.spans for o in outbox) - unqueued
+            if self._full and not self._memory:  # give the WAL's space back at once: every page counts now
+                try:
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                except sqlite3.Error:
+                    pass
         return ids
+
+    # -- verdicts and quarantine ---------------------------------------------------------------------------------
+    def save_verdict(self, trace_id: bytes, unit: str, verdict: str, at: float) -> None:
+        self._verdicts.save(trace_id, unit, verdict, at)  # not behind the store's lock: see .verdicts
+
+    def verdict(self, trace_id: bytes, unit: str) -> str | None:
+        return self._verdicts.get(trace_id, unit)
+
+    def quarantine(self, segment_ids: Sequence[int], stage: str, reason: str) -> int:
+        """Move segments to the quarantine table (with their resource); returns the bytes taken off pending."""
+        moved = 0
+        with self._lock:
+            cur = self._db.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for sid in segment_ids:
+                    cur.execute(
+                        "INSERT INTO quarantine (segment, at, stage, reason, resource, data) SELECT s.id, ?, ?, ?, "
+                        "r.resource, s.data FROM segment s LEFT JOIN resource r ON r.id = s.resource WHERE s.id = ?",
+                        (time.time(), stage, reason[:1000], sid),
+                    )
+                    row = cur.execute("DELETE FROM segment WHERE id = ? RETURNING length(data)", (sid,)).fetchone()
+                    moved += int(row[0] or 0) if row else 0
+                cur.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                    cur.execute("ROLLBACK")
+                raise
+            self._bytes -= moved
+        return moved
 
     # -- reads -----------------------------------------------------------------------------------------------------
     def segment(self, segment_id: int) -> StoredSegment:
@@ -282,7 +470,10 @@ class SQLiteStore:
         with self._lock:
             ids = [int(r[0]) for r in self._db.execute("SELECT id FROM segment ORDER BY id")]
         for sid in ids:
-            yield self.segment(sid)
+            try:
+                yield self.segment(sid)
+            except sqlite3.DatabaseError as exc:  # one damaged row must not strand the others
+                _log.error("segment %d of the store is unreadable (%s); skipped", sid, exc)
 
     def tombs(self, trace_id: bytes) -> list[Tomb]:
         if not self._filter.may_have(trace_id):
@@ -318,7 +509,16 @@ class SQLiteStore:
             oldest = self._db.execute("SELECT min(received) FROM segment").fetchone()[0]
             horizon = before if oldest is None else min(before, float(oldest) - 1.0)
             removed = int(self._db.execute("DELETE FROM tomb WHERE at < ?", (horizon,)).rowcount)
+            self._verdicts.compact(horizon)
             self._filter.collected(horizon)
+            # Resources no stored span uses any more (the caller holds the pipeline lock: no ingest in between).
+            unused = self._db.execute(
+                "DELETE FROM resource WHERE id NOT IN (SELECT resource FROM segment) AND id NOT IN "
+                "(SELECT resource FROM outbox)"
+            ).rowcount
+            if unused:
+                self._resources.clear()
+                self._resource_rows.clear()
             return removed
 
     def _checkpoint_loop(self, interval: float = 0.5) -> None:
@@ -342,3 +542,4 @@ class SQLiteStore:
             except sqlite3.Error:
                 pass
             self._db.close()
+        self._verdicts.close()

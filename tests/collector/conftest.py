@@ -89,6 +89,7 @@ def collector_config(tmp_path: Path, sink: OtlpSink | None, **overrides: Any) ->
         "poll_interval": 0.05,
         "export_backoff_max": 0.5,
         "retry_after": 1.0,
+        "store_reserve": "1MiB",  # the 64 MiB default, per collector, would cost the suite gigabytes of tmp
     }
     values.update(overrides)
     return CollectorConfig(**values)

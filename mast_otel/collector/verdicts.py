@@ -1,0 +1,89 @@
+"""Verdicts kept until their release is written: an append-only journal next to the store (``STORE.verdicts``).
+
+A verdict that was paid for must survive a crash between the judge's answer and the release that carries it, so
+a restart does not judge (bill) the conversation again. The release is a SQLite transaction that waits for the
+store behind ingest and other releases; a journal line is one ``write`` that waits for nothing, so the window in
+which a ``kill -9`` loses a fresh verdict shrinks from that wait to microseconds. Durable against a killed
+process (the page cache keeps it), like the store with ``store_sync=normal``.
+
+Lines are JSON ``[trace_id hex, unit, verdict JSON, at]``; a torn last line (killed mid-write) is skipped. The
+in-memory map holds only verdicts whose release is not written yet; :meth:`VerdictJournal.compact` rewrites the
+file from it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+
+__all__ = ["VerdictJournal"]
+
+_log = logging.getLogger(__name__)
+
+
+class VerdictJournal:
+    """``path`` None: memory only (a ``:memory:`` store)."""
+
+    def __init__(self, path: str | None) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._kept: dict[tuple[bytes, str], tuple[str, float]] = {}
+        self._fd: int | None = None
+        if path is None:
+            return
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                for line in f:
+                    try:
+                        trace_hex, unit, verdict, at = json.loads(line)
+                        self._kept[(bytes.fromhex(trace_hex), str(unit))] = (str(verdict), float(at))
+                    except (ValueError, TypeError):
+                        continue  # a line torn by a kill
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def save(self, trace_id: bytes, unit: str, verdict: str, at: float) -> None:
+        line = json.dumps([trace_id.hex(), unit, verdict, at]).encode() + b"\n"
+        with self._lock:
+            if self._fd is not None:
+                os.write(self._fd, line)
+            self._kept[(trace_id, unit)] = (verdict, at)
+
+    def get(self, trace_id: bytes, unit: str) -> str | None:
+        found = self._kept.get((trace_id, unit))
+        return None if found is None else found[0]
+
+    def released(self, trace_id: bytes, unit: str) -> None:
+        """The release carrying this verdict is committed: it need not be kept any more."""
+        if self._kept:
+            with self._lock:
+                self._kept.pop((trace_id, unit), None)
+
+    def compact(self, before: float) -> None:
+        """Rewrite the file with the verdicts still kept, forgetting those older than ``before`` (their
+        conversations were released long ago or will be judged again)."""
+        with self._lock:
+            self._kept = {k: v for k, v in self._kept.items() if v[1] >= before}
+            if self._path is None or self._fd is None:
+                return
+            tmp = self._path + ".tmp"
+            try:
+                with open(tmp, "wb") as f:
+                    for (trace_id, unit), (verdict, at) in self._kept.items():
+                        f.write(json.dumps([trace_id.hex(), unit, verdict, at]).encode() + b"\n")
+                os.replace(tmp, self._path)
+            except OSError as exc:  # a full disk: the old file stays, with lines no longer needed
+                _log.warning("could not compact the verdict journal %s: %s", self._path, exc)
+                return
+            os.close(self._fd)
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
