@@ -20,6 +20,11 @@ are children of whatever is current (the turn that produced them, else the root)
 travels in the OpenTelemetry context (contextvars), so asyncio tasks and ``contextvars.copy_context()`` threads
 keep correct parents.
 
+Recording never changes the program: every public entry point here swallows its own failures (an exception
+while recording is counted in ``mast_otel.recording_failures()`` and logged once per kind, see
+``mast_otel._safety``), returns what "not recording" returns (None), and re-raises only the program's own
+exceptions, as the same object.
+
 Conversations nest the way runs do: a conversation started while an agent's turn is open (a nested chat) is a
 child conversation; one started directly at conversation level (a framework's entry point calling another
 entry point) joins the conversation already open rather than opening a second root.
@@ -42,6 +47,7 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv as sc
+from ._safety import guarded, record_failure
 from .config import CaptureConfig
 from .redaction import Redactor
 from .version import __version__
@@ -79,13 +85,13 @@ class Conversation:
     __slots__ = (
         "_lock",
         "_next_message",
+        "_pending_reason",
         "agents",
         "broadcasts",
         "handoffs",
         "id",
         "max_rounds",
         "name",
-        "pending_handoff_reason",
         "span",
         "termination",
         "termination_agent",
@@ -106,8 +112,27 @@ class Conversation:
         self.termination_detail: str | None = None
         self.termination_agent: str | None = None
         # A framework may learn *why* control moves (an event) before it learns *to whom* (the selection);
-        # integrations park the reason here and the next handoff consumes it.
-        self.pending_handoff_reason: str | None = None
+        # integrations park the reason here and the next handoff consumes it (under the lock: the event and the
+        # selection may run on different threads).
+        self._pending_reason: str | None = None
+
+    @property
+    def pending_handoff_reason(self) -> str | None:
+        """The reason parked for the next handoff (None when none is)."""
+        return self._pending_reason
+
+    @pending_handoff_reason.setter
+    def pending_handoff_reason(self, reason: str | None) -> None:
+        with self._lock:
+            self._pending_reason = reason
+
+    def take_handoff(self) -> tuple[int, str | None]:
+        """Allocate the next handoff's index and take (read and clear) the parked reason, atomically."""
+        with self._lock:
+            index = self.handoffs
+            self.handoffs += 1
+            reason, self._pending_reason = self._pending_reason, None
+        return index, reason
 
     @property
     def messages(self) -> int:
@@ -142,17 +167,25 @@ class AgentTurn:
         self._redactor = redactor
 
     def end(self, replied: bool | None = None) -> None:
-        if replied is not None:
-            self.span.set_attribute(sc.TURN_REPLIED, replied)
+        try:
+            if replied is not None:
+                self.span.set_attribute(sc.TURN_REPLIED, replied)
+        except Exception as exc:
+            record_failure("recorder.turn.end", exc)
         self._close()
 
     def fail(self, exc: BaseException) -> None:
+        """Mark the turn failed with the program's exception (which the caller re-raises unchanged) and close it."""
         _record_error(self.span, exc, self._redactor)
         self._close()
 
     def _close(self) -> None:
-        _detach(self._token)
-        self.span.end()
+        _detach(self._token)  # first, and whatever happens next: a leaked context would re-parent the program's spans
+        self._token = None
+        try:
+            self.span.end()
+        except Exception as exc:
+            record_failure("recorder.span.end", exc)
 
 
 class ToolCall(AgentTurn):
@@ -164,6 +197,7 @@ class ToolCall(AgentTurn):
         super().__init__(span, token, recorder.config.redactor)
         self._recorder = recorder
 
+    @guarded("recorder.tool.set_result")
     def set_result(self, result: Any, *, success: bool = True) -> None:
         attrs: dict[str, AttributeValue] = {sc.TOOL_SUCCESS: success}
         if self._recorder.config.capture_content:
@@ -201,15 +235,12 @@ class Handoff:
         self._context = otel_context.get_current()
         self._start = time.time_ns()
 
+    @guarded("recorder.handoff.end")
     def end(self, target: str | None, *, reason: str | None = None, target_type: str = "agent") -> None:
-        conv = self._conversation
+        index, pending = self._conversation.take_handoff()
         if reason is None:
-            reason = conv.pending_handoff_reason or sc.HANDOFF_ROUTING
-        conv.pending_handoff_reason = None
+            reason = pending or sc.HANDOFF_ROUTING
         name = target if target is not None else sc.HANDOFF_TO_TERMINATE
-        with conv._lock:
-            index = conv.handoffs
-            conv.handoffs += 1
         attrs = self._attributes
         attrs[sc.HANDOFF_TO] = name
         attrs[sc.HANDOFF_REASON] = reason
@@ -218,6 +249,7 @@ class Handoff:
         attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
         self._open(sc.handoff_span_name(self._source, name)).end()
 
+    @guarded("recorder.handoff.fail")
     def fail(self, exc: BaseException) -> None:
         self._conversation.pending_handoff_reason = None
         span = self._open(sc.handoff_span_name(self._source, "?"))
@@ -270,6 +302,7 @@ class Recorder:
         return _Suppressed()
 
     # -- conversation ---------------------------------------------------------
+    @guarded("recorder.start_conversation")
     def start_conversation(
         self,
         name: str,
@@ -314,6 +347,7 @@ class Recorder:
         token = otel_context.attach(trace.set_span_in_context(span, ctx))
         return conv, token
 
+    @guarded("recorder.end_conversation")
     def end_conversation(self, conv: Conversation, token: object | None, exc: BaseException | None = None) -> None:
         """Close a root opened by :meth:`start_conversation`, writing termination and counters on it."""
         try:
@@ -321,7 +355,7 @@ class Recorder:
                 _record_error(conv.span, exc, self.config.redactor)
                 if conv.termination is None or conv.termination == sc.TERMINATION_COMPLETED:
                     conv.termination = sc.TERMINATION_ERROR
-                    conv.termination_detail = f"{type(exc).__name__}: {self.config.redactor.redact(str(exc))[0]}"
+                    conv.termination_detail = f"{type(exc).__name__}: {_safe_text(exc, self.config.redactor)}"
             attrs: dict[str, AttributeValue] = {
                 sc.TERMINATION_REASON: conv.termination or sc.TERMINATION_COMPLETED,
                 sc.CONVERSATION_ROUNDS: conv.messages,
@@ -372,6 +406,7 @@ class Recorder:
             raise
         self.end_conversation(conv, token)
 
+    @guarded("recorder.terminate")
     def terminate(self, reason: str, detail: str | None = None, agent: str | None = None) -> None:
         """Record why the current conversation ended; the first reason recorded wins (the root cause)."""
         conv = self.current()
@@ -382,6 +417,7 @@ class Recorder:
         conv.termination_agent = agent
 
     # -- agent turns ------------------------------------------------------------
+    @guarded("recorder.start_agent_turn")
     def start_agent_turn(self, agent: str) -> AgentTurn | None:
         conv = self.current()
         if conv is None:
@@ -413,6 +449,7 @@ class Recorder:
         turn.end()
 
     # -- messages ---------------------------------------------------------------
+    @guarded("recorder.message")
     def message(
         self,
         sender: str,
@@ -465,6 +502,7 @@ class Recorder:
         self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs).end()
         return index
 
+    @guarded("recorder.broadcast_copy")
     def broadcast_copy(self) -> None:
         """Count a relay of an already-recorded message (no span: it is not a new message)."""
         conv = self.current()
@@ -472,6 +510,7 @@ class Recorder:
             conv.count_broadcast()
 
     # -- handoffs ---------------------------------------------------------------
+    @guarded("recorder.start_handoff")
     def start_handoff(self, source: str, *, candidates: Sequence[str] = ()) -> Handoff | None:
         """Open a handoff when selection of the next agent starts; end it with the target (that records its span)."""
         conv = self.current()
@@ -486,6 +525,7 @@ class Recorder:
         }
         return Handoff(self.tracer, conv, source, attrs, self.config.redactor)
 
+    @guarded("recorder.handoff")
     def handoff(
         self, source: str, target: str | None, *, reason: str | None = None, candidates: Sequence[str] = ()
     ) -> None:
@@ -495,6 +535,7 @@ class Recorder:
             h.end(target, reason=reason)
 
     # -- tools ------------------------------------------------------------------
+    @guarded("recorder.start_tool_call")
     def start_tool_call(self, name: str, *, arguments: Any = None, call_id: str | None = None) -> ToolCall | None:
         conv = self.current()
         if conv is None:
@@ -545,12 +586,36 @@ class _Suppressed:
 
 
 def _record_error(span: Span, exc: BaseException, redactor: Redactor) -> None:
-    """Mark the span failed. The exception's text is redacted like content: errors quote keys and payloads."""
-    message = redactor.redact(str(exc))[0]
-    stack = redactor.redact("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))[0]
-    span.record_exception(exc, attributes={"exception.message": message, "exception.stacktrace": stack})
-    span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
+    """Mark the span failed with the program's exception; never raises, never touches ``exc``.
+
+    The exception's text is redacted like content (errors quote keys and payloads). ``str(exc)`` is the
+    program's code and may itself raise: the span then says so, and the program still gets its own exception.
+    """
+    try:
+        message = _safe_text(exc, redactor)
+        try:
+            stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        except Exception:
+            stack = "".join(traceback.format_tb(exc.__traceback__))
+        stack = redactor.redact(stack)[0]
+        attrs: dict[str, AttributeValue] = {
+            "exception.type": type(exc).__qualname__,
+            "exception.message": message,
+            "exception.stacktrace": stack,
+        }
+        span.add_event("exception", attrs)
+        span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
+    except Exception as failure:
+        record_failure("recorder.record_error", failure)
+
+
+def _safe_text(exc: BaseException, redactor: Redactor) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        return f"<{type(exc).__qualname__}: str() raised>"
+    return redactor.redact(text)[0]
 
 
 def _detach(token: object | None) -> None:
