@@ -70,7 +70,7 @@ class Params:
         self.defaults: dict[str, Any] = {}
         self.names: set[str] = set()
         positional = True
-        for index, p in enumerate(inspect.signature(fn).parameters.values()):
+        for index, p in enumerate(_signature(fn).parameters.values()):
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 positional = positional and p.kind is not p.VAR_POSITIONAL
                 continue
@@ -226,6 +226,32 @@ def async_wrapper(traced: Traced) -> Wrapper:
         return result
 
     return wrapper
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """``fn``'s signature, seen through a decorator that forgot ``functools.wraps``.
+
+    A ``wrapper(self, *args, **kwargs)`` closing over exactly one function (MetaGPT's ``serialize_decorator`` on
+    ``Team.run``) passes its arguments straight through: the inner function's signature is the real one.
+    """
+    sig = inspect.signature(fn)
+    if any(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
+        return sig
+    func = getattr(fn, "__func__", fn)
+    inner = []
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if inspect.isfunction(value):
+            inner.append(value)
+    if len(inner) != 1:
+        return sig
+    inner_sig = inspect.signature(inner[0])
+    if inspect.ismethod(fn):  # the inner function is unbound: its first parameter is the bound instance
+        inner_sig = inner_sig.replace(parameters=list(inner_sig.parameters.values())[1:])
+    return inner_sig
 
 
 def _qualname(fn: Any) -> str:

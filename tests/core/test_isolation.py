@@ -204,3 +204,23 @@ def test_a_signature_without_a_read_parameter_fails_closed(caplog: pytest.LogCap
     assert len([r for r in caplog.records if "not recording test.op" in r.getMessage()]) == 1
     assert "has no parameter recipient" in caplog.text
     assert mast_otel.recording_failures() == {"test.op.signature": 1}
+
+
+def test_arguments_are_read_through_a_decorator_without_wraps() -> None:
+    """MetaGPT wraps ``Team.run`` in a ``wrapper(self, *args, **kwargs)`` that hides the real signature."""
+
+    def passthrough(func: Any) -> Any:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return func(self, *args, **kwargs)
+
+        return wrapper
+
+    class Team:
+        @passthrough
+        def run(self, n_round: int = 3, idea: str = "") -> tuple[int, str]:
+            return n_round, idea
+
+    bound = Team().run
+    call = Call(Params(bound), (5,), {"idea": "x"})
+    assert (call.get("n_round"), call.get("idea")) == (5, "x")
+    assert Call(Params(bound), (), {}).get("n_round") == 3
