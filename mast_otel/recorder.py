@@ -235,19 +235,23 @@ class Handoff:
         self._context = otel_context.get_current()
         self._start = time.time_ns()
 
-    @guarded("recorder.handoff.end")
     def end(self, target: str | None, *, reason: str | None = None, target_type: str = "agent") -> None:
-        index, pending = self._conversation.take_handoff()
-        if reason is None:
-            reason = pending or sc.HANDOFF_ROUTING
-        name = target if target is not None else sc.HANDOFF_TO_TERMINATE
-        attrs = self._attributes
-        attrs[sc.HANDOFF_TO] = name
-        attrs[sc.HANDOFF_REASON] = reason
-        attrs[sc.HANDOFF_INDEX] = index
-        attrs[sc.GEN_AI_TRANSFER_TARGET_NAME] = name
-        attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
-        self._open(sc.handoff_span_name(self._source, name)).end()
+        try:  # inline rather than @guarded: this runs several times per message
+            index, pending = self._conversation.take_handoff()
+            if reason is None:
+                reason = pending or sc.HANDOFF_ROUTING
+            name = target if target is not None else sc.HANDOFF_TO_TERMINATE
+            attrs = self._attributes
+            attrs[sc.HANDOFF_TO] = name
+            attrs[sc.HANDOFF_REASON] = reason
+            attrs[sc.HANDOFF_INDEX] = index
+            if sc.GEN_AI_TRANSFER_MODE in attrs:  # proposal-stage extras, on request (CaptureConfig.proposed_semconv)
+                attrs[sc.GEN_AI_TRANSFER_TARGET_NAME] = name
+                attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
+            self._open(sc.handoff_span_name(self._source, name)).end()
+        except Exception as exc:
+            record_failure("recorder.handoff.end", exc)
+            return None
 
     @guarded("recorder.handoff.fail")
     def fail(self, exc: BaseException) -> None:
@@ -417,23 +421,26 @@ class Recorder:
         conv.termination_agent = agent
 
     # -- agent turns ------------------------------------------------------------
-    @guarded("recorder.start_agent_turn")
     def start_agent_turn(self, agent: str) -> AgentTurn | None:
-        conv = self.current()
-        if conv is None:
+        try:  # inline rather than @guarded: this runs several times per message
+            conv = self.current()
+            if conv is None:
+                return None
+            conv._see(agent)
+            span = self.tracer.start_span(
+                sc.agent_span_name(agent),
+                attributes={
+                    sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                    sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_AGENT_TURN,
+                    sc.GEN_AI_AGENT_NAME: agent,
+                    sc.GEN_AI_CONVERSATION_ID: conv.id,
+                },
+            )
+            ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
+            return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self.config.redactor)
+        except Exception as exc:
+            record_failure("recorder.start_agent_turn", exc)
             return None
-        conv._see(agent)
-        span = self.tracer.start_span(
-            sc.agent_span_name(agent),
-            attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_AGENT_TURN,
-                sc.GEN_AI_AGENT_NAME: agent,
-                sc.GEN_AI_CONVERSATION_ID: conv.id,
-            },
-        )
-        ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
-        return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self.config.redactor)
 
     @contextmanager
     def agent_turn(self, agent: str) -> Iterator[AgentTurn | None]:
@@ -449,7 +456,6 @@ class Recorder:
         turn.end()
 
     # -- messages ---------------------------------------------------------------
-    @guarded("recorder.message")
     def message(
         self,
         sender: str,
@@ -468,39 +474,43 @@ class Recorder:
         copy to every member) should not be recorded again: pass its audience as ``broadcast_to`` on the original,
         or call :meth:`broadcast_copy` to count it.
         """
-        conv = self.current()
-        if conv is None:
+        try:  # inline rather than @guarded: this runs several times per message
+            conv = self.current()
+            if conv is None:
+                return None
+            if isinstance(recipients, str):
+                recipients = [recipients]
+            index = conv._next_index()
+            conv._see(sender, *recipients)
+            attrs: dict[str, AttributeValue] = {
+                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_MESSAGE,
+                sc.GEN_AI_CONVERSATION_ID: conv.id,
+                sc.MESSAGE_SENDER: sender,
+                sc.MESSAGE_RECIPIENTS: list(recipients),
+                sc.MESSAGE_INDEX: index,
+                sc.MESSAGE_KIND: kind,
+            }
+            if broadcast_to:
+                attrs[sc.MESSAGE_BROADCAST_TO] = list(broadcast_to)
+            if cause is not None:
+                attrs[sc.MESSAGE_CAUSE] = cause
+            if self.config.capture_content:
+                text, redacted, truncated = self._clean(content)
+                attrs[sc.MESSAGE_CONTENT] = text
+                if redacted:
+                    attrs[sc.MESSAGE_REDACTED] = True
+                if truncated:
+                    attrs[sc.MESSAGE_TRUNCATED] = True
+                if tool_calls:
+                    attrs[sc.MESSAGE_TOOL_CALLS] = self._clean(tool_calls)[0]
+            if attributes:
+                attrs.update(attributes)
+            first = recipients[0] if recipients else "*"
+            self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs).end()
+            return index
+        except Exception as exc:
+            record_failure("recorder.message", exc)
             return None
-        if isinstance(recipients, str):
-            recipients = [recipients]
-        index = conv._next_index()
-        conv._see(sender, *recipients)
-        attrs: dict[str, AttributeValue] = {
-            sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_MESSAGE,
-            sc.GEN_AI_CONVERSATION_ID: conv.id,
-            sc.MESSAGE_SENDER: sender,
-            sc.MESSAGE_RECIPIENTS: list(recipients),
-            sc.MESSAGE_INDEX: index,
-            sc.MESSAGE_KIND: kind,
-        }
-        if broadcast_to:
-            attrs[sc.MESSAGE_BROADCAST_TO] = list(broadcast_to)
-        if cause is not None:
-            attrs[sc.MESSAGE_CAUSE] = cause
-        if self.config.capture_content:
-            text, redacted, truncated = self._clean(content)
-            attrs[sc.MESSAGE_CONTENT] = text
-            if redacted:
-                attrs[sc.MESSAGE_REDACTED] = True
-            if truncated:
-                attrs[sc.MESSAGE_TRUNCATED] = True
-            if tool_calls:
-                attrs[sc.MESSAGE_TOOL_CALLS] = self._clean(tool_calls)[0]
-        if attributes:
-            attrs.update(attributes)
-        first = recipients[0] if recipients else "*"
-        self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs).end()
-        return index
 
     @guarded("recorder.broadcast_copy")
     def broadcast_copy(self) -> None:
@@ -510,20 +520,24 @@ class Recorder:
             conv.count_broadcast()
 
     # -- handoffs ---------------------------------------------------------------
-    @guarded("recorder.start_handoff")
     def start_handoff(self, source: str, *, candidates: Sequence[str] = ()) -> Handoff | None:
         """Open a handoff when selection of the next agent starts; end it with the target (that records its span)."""
-        conv = self.current()
-        if conv is None:
+        try:  # inline rather than @guarded: this runs several times per message
+            conv = self.current()
+            if conv is None:
+                return None
+            attrs: dict[str, AttributeValue] = {
+                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_HANDOFF,
+                sc.GEN_AI_CONVERSATION_ID: conv.id,
+                sc.HANDOFF_FROM: source,
+                sc.HANDOFF_CANDIDATES: list(candidates),
+            }
+            if self.config.proposed_semconv:
+                attrs[sc.GEN_AI_TRANSFER_MODE] = "pass_control"
+            return Handoff(self.tracer, conv, source, attrs, self.config.redactor)
+        except Exception as exc:
+            record_failure("recorder.start_handoff", exc)
             return None
-        attrs: dict[str, AttributeValue] = {
-            sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_HANDOFF,
-            sc.GEN_AI_CONVERSATION_ID: conv.id,
-            sc.HANDOFF_FROM: source,
-            sc.HANDOFF_CANDIDATES: list(candidates),
-            sc.GEN_AI_TRANSFER_MODE: "pass_control",
-        }
-        return Handoff(self.tracer, conv, source, attrs, self.config.redactor)
 
     @guarded("recorder.handoff")
     def handoff(

@@ -6,7 +6,7 @@ An integration describes what it records around one framework method as a :class
   ``call`` reads the method's arguments *by parameter name* (:meth:`Call.get`), bound against the method's own
   signature, so a framework release that reorders parameters cannot make mast-otel record the wrong value.
 - ``finish(handle, result)`` and ``fail(handle, exc)`` end the recording (``exc`` is re-raised unchanged).
-- ``inside()`` is a context the wrapped call runs in (e.g. ``Recorder.suppressed``).
+- ``inside(handle)`` returns a context the wrapped call runs in (e.g. ``Recorder.suppressed()``), or None.
 - ``params``: the parameter names ``begin`` reads. A method whose signature lacks one is not recorded at all (it
   fails closed: a warning once, the call goes through untouched).
 
@@ -37,11 +37,12 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 
 from mast_otel._safety import record_failure
 
@@ -51,6 +52,8 @@ _log = logging.getLogger("mast_otel")
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _EMPTY = inspect.Parameter.empty
+# opentelemetry.instrumentation.utils' older spelling of the suppression key, which it still honours.
+_SUPPRESS_INSTRUMENTATION_KEY_PLAIN = "suppress_instrumentation"
 
 
 class SignatureMismatch(Exception):
@@ -114,7 +117,7 @@ class Traced:
     begin: Callable[[Any, Call], Any]  # (instance, call) -> handle, or None to call through
     finish: Callable[[Any, Any], None] = _never  # (handle, result)
     fail: Callable[[Any, BaseException], None] = _never  # (handle, exception); the exception is re-raised unchanged
-    inside: Callable[[], AbstractContextManager[Any]] = nullcontext  # context the wrapped call runs in
+    inside: Callable[[Any], AbstractContextManager[Any] | None] | None = None  # (handle) -> context for the call
     params: tuple[str, ...] = ()  # parameter names begin reads
     _signatures: dict[Any, Params | None] = field(default_factory=dict, compare=False, repr=False)
 
@@ -142,7 +145,8 @@ class Traced:
     def start(self, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """``begin``, guarded: None when not recording, when the signature does not fit, or when it raised."""
         try:
-            if not is_instrumentation_enabled():
+            ctx = otel_context.get_current()  # once: opentelemetry's is_instrumentation_enabled() reads it twice
+            if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get(_SUPPRESS_INSTRUMENTATION_KEY_PLAIN):
                 return None
             params = self.params_for(wrapped)
             if params is None:
@@ -152,10 +156,14 @@ class Traced:
             record_failure(f"{self.name}.begin", exc)
             return None
 
-    def enter(self) -> AbstractContextManager[Any] | None:
-        """Enter ``inside()``, guarded: None when it could not be entered (the call then runs without it)."""
+    def enter(self, handle: Any) -> AbstractContextManager[Any] | None:
+        """Enter ``inside(handle)``, guarded: None when there is none or it could not be entered."""
+        if self.inside is None:
+            return None
         try:
-            cm = self.inside()
+            cm = self.inside(handle)
+            if cm is None:
+                return None
             cm.__enter__()
         except Exception as exc:
             record_failure(f"{self.name}.inside", exc)
@@ -191,7 +199,7 @@ def sync_wrapper(traced: Traced) -> Wrapper:
         handle = traced.start(wrapped, instance, args, kwargs)
         if handle is None:
             return wrapped(*args, **kwargs)
-        inside = traced.enter()
+        inside = traced.enter(handle)
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -214,7 +222,7 @@ def async_wrapper(traced: Traced) -> Wrapper:
         handle = traced.start(wrapped, instance, args, kwargs)
         if handle is None:
             return await wrapped(*args, **kwargs)
-        inside = traced.enter()
+        inside = traced.enter(handle)
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:

@@ -129,7 +129,7 @@ def work(a: int, b: int = 2, *, c: int = 3) -> tuple[int, int, int]:
 @pytest.mark.parametrize("hook", ["begin", "finish", "fail", "inside"])
 def test_lifecycle_hooks_that_raise_change_nothing(hook: str) -> None:
     hooks: dict[str, Any] = {"begin": lambda instance, call: "handle"}
-    hooks[hook] = (lambda: _broken_cm()) if hook == "inside" else _broken
+    hooks[hook] = (lambda handle: _broken_cm()) if hook == "inside" else _broken
     wrapper = sync_wrapper(_traced(**hooks))
     assert wrapper(work, None, (1,), {"c": 5}) == (1, 2, 5)
 

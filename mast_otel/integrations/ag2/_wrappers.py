@@ -103,13 +103,13 @@ def pattern_roots(recorder: Recorder) -> Traced:
 
 # -- messages -----------------------------------------------------------------
 def _record_send(recorder: Recorder, conv: Conversation, sender: Any, call: Call) -> None:
-    recipient = call.get("recipient")
-    if call.get("request_reply") is False and _is_manager(sender):
+    if _is_manager(sender) and call.get("request_reply") is False:
         # The manager relaying the speaker's message to every member: not a new message. Two of every three
         # sends in a group chat are these, so they are counted on the conversation already in hand.
         conv.count_broadcast()
         return
     message = call.get("message")
+    recipient = call.get("recipient")
     kind = sc.KIND_MESSAGE
     tool_calls = None
     content = message
@@ -209,30 +209,37 @@ def _is_no_speaker(exc: BaseException) -> bool:
     return type(exc).__name__ == "NoEligibleSpeakerError"
 
 
+# Selection methods that never run a chat of their own: nothing inside them to keep out of the conversation.
+_NO_INTERNAL_CHAT = frozenset(("round_robin", "random", "manual"))
+
+
 def handoffs(recorder: Recorder) -> Traced:
     def begin(instance: Any, call: Call) -> Any:
         conv = recorder.current()
         if conv is None:
             return None
         handoff = recorder.start_handoff(_name(call.get("last_speaker")), candidates=instance.agent_names)
-        return None if handoff is None else (conv, instance, handoff)
+        if handoff is None:
+            return None
+        method = instance.speaker_selection_method
+        internal_chat = not (isinstance(method, str) and method.lower() in _NO_INTERNAL_CHAT)
+        return conv, instance, handoff, internal_chat
 
     def finish(handle: Any, speaker: Any) -> None:
-        conv, groupchat, handoff = handle
+        conv, groupchat, handoff, _ = handle
         handoff.end(_name(speaker) if speaker is not None else None, reason=_handoff_reason(conv, groupchat))
 
     def fail(handle: Any, exc: BaseException) -> None:
-        conv, groupchat, handoff = handle
+        conv, groupchat, handoff, _ = handle
         _end_failed_selection(recorder, conv, groupchat, handoff, exc)
 
-    # LLM selection runs an internal two-agent chat: machinery, not conversation.
+    def inside(handle: Any) -> Any:
+        # LLM selection (and a custom function or the group API) may run an internal chat: machinery, not
+        # conversation, so it runs suppressed. A static method runs none: no context switch to pay for.
+        return recorder.suppressed() if handle[3] else None
+
     return Traced(
-        "ag2.select_speaker",
-        begin=begin,
-        finish=finish,
-        fail=fail,
-        inside=recorder.suppressed,
-        params=("last_speaker",),
+        "ag2.select_speaker", begin=begin, finish=finish, fail=fail, inside=inside, params=("last_speaker",)
     )
 
 
