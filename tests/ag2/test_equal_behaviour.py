@@ -27,10 +27,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import mast_otel
-import mast_otel.recorder as recorder_module
 from examples import _scripted
 from mast_otel._safety import reset_recording_failures
 from tests.ag2.scenarios import is_terminate, round_robin_group, scripted_agent
+from tests.fault_injection import break_recorder
 
 Observation = dict[str, Any]
 
@@ -262,26 +262,6 @@ def test_instrumented_run_is_observably_identical(
     assert mast_otel.recording_failures() == {}
 
 
-_ENTRY_POINTS = [
-    (recorder_module.Recorder, "start_conversation"),
-    (recorder_module.Recorder, "end_conversation"),
-    (recorder_module.Recorder, "terminate"),
-    (recorder_module.Recorder, "start_agent_turn"),
-    (recorder_module.Recorder, "message"),
-    (recorder_module.Recorder, "start_handoff"),
-    (recorder_module.Recorder, "start_tool_call"),
-    (recorder_module.Recorder, "current"),
-    (recorder_module.Conversation, "count_broadcast"),
-    (recorder_module.AgentTurn, "end"),
-    (recorder_module.Handoff, "end"),
-    (recorder_module.ToolCall, "set_result"),
-]
-
-
-def _raise(*_: Any, **__: Any) -> Any:
-    raise RuntimeError("injected recorder failure")
-
-
 @pytest.mark.parametrize("name", sorted(set(SCENARIOS) - {default_stream_as_ag2_tests_it.__name__}))
 def test_every_recorder_entry_point_raising_changes_nothing(
     name: str, provider: tuple[TracerProvider, InMemorySpanExporter], monkeypatch: pytest.MonkeyPatch
@@ -289,8 +269,7 @@ def test_every_recorder_entry_point_raising_changes_nothing(
     tp, _ = provider
     plain = _observe(SCENARIOS[name])
     mast_otel.instrument(tracer_provider=tp)
-    for owner, attr in _ENTRY_POINTS:
-        monkeypatch.setattr(owner, attr, _raise)
+    break_recorder(monkeypatch)
     broken = _observe(SCENARIOS[name])
     assert broken == plain
     failures = mast_otel.recording_failures()
