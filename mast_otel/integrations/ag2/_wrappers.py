@@ -238,9 +238,7 @@ def handoffs(recorder: Recorder) -> Traced:
         # conversation, so it runs suppressed. A static method runs none: no context switch to pay for.
         return recorder.suppressed() if handle[3] else None
 
-    return Traced(
-        "ag2.select_speaker", begin=begin, finish=finish, fail=fail, inside=inside, params=("last_speaker",)
-    )
+    return Traced("ag2.select_speaker", begin=begin, finish=finish, fail=fail, inside=inside, params=("last_speaker",))
 
 
 def _end_failed_selection(
