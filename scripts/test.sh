@@ -36,7 +36,7 @@ fi
 echo "[test] fresh clone of HEAD, no ../shared beside it: fast tier"
 clone_parent=$(mktemp -d)
 trap 'rm -rf "$clone_parent"' EXIT
-git clone -q --no-local "$(pwd)" "$clone_parent/mast-otel"
+git -c advice.detachedHead=false clone -q --no-local "$(pwd)" "$clone_parent/mast-otel"
 (
   cd "$clone_parent/mast-otel"
   # The clone's code, not this checkout's (.venv holds an editable install of this one); no full-data paths.
