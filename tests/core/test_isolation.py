@@ -224,3 +224,42 @@ def test_arguments_are_read_through_a_decorator_without_wraps() -> None:
     call = Call(Params(bound), (5,), {"idea": "x"})
     assert (call.get("n_round"), call.get("idea")) == (5, "x")
     assert Call(Params(bound), (), {}).get("n_round") == 3
+
+
+def test_failures_are_also_an_opentelemetry_counter() -> None:
+    """``mast_otel.recording.failures{kind}`` through the global MeterProvider (in a fresh process: it is global)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        from opentelemetry import metrics
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+
+        reader = InMemoryMetricReader()
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        from mast_otel import Recorder
+
+        rec = Recorder(tracer_provider=TracerProvider())
+        rec.tracer.start_span = None  # a recorder bug: every span start raises TypeError
+        with rec.conversation("c"):
+            pass
+        with rec.conversation("c"):
+            pass
+        points = [
+            (dict(p.attributes), p.value)
+            for rm in reader.get_metrics_data().resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == "mast_otel.recording.failures"
+            for p in m.data.data_points
+        ]
+        print(points)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[({'kind': 'recorder.start_conversation'}, 2)]"
