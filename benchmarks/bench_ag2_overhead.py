@@ -254,6 +254,52 @@ def child(name: str, runs: int, warmup: int, load: Load, processor: str = "simpl
     }
 
 
+# Where tracing time goes, by the file that spends it (self time under cProfile, on the chat thread's CPU clock).
+_COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("mast_otel/integrations/lifecycle", "mast-otel lifecycle: failure guards, argument binding"),
+    ("mast_otel/integrations", "mast-otel framework mapping"),
+    ("mast_otel/", "mast-otel recorder: attributes, redaction, span calls"),
+    ("opentelemetry/context", "OpenTelemetry context: attach/detach, lookups"),
+    ("opentelemetry/instrumentation", "OpenTelemetry context: attach/detach, lookups"),
+    ("autogen/opentelemetry", "AG2 built-in instrumentation code"),
+    ("opentelemetry/", "OpenTelemetry SDK: span start/end, attribute validation, processor"),
+    ("wrapt/", "wrapt"),
+)
+
+
+def profile(name: str, runs: int, warmup: int, load: Load, processor: str) -> str:
+    """Per-component share of the tracing code's self time, for one configuration (``--profile NAME``)."""
+    import cProfile
+    import pstats
+
+    config = BY_NAME[name]
+    sys.path.insert(0, str(ROOT))  # the workloads import tests.ag2.scenarios, as the child processes do
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        provider, _ = _counting_provider(processor)
+        hook = config.setup(provider)
+        for _ in range(warmup):
+            config.workload(load, hook)()
+        profiler = cProfile.Profile(time.thread_time)  # CPU clock: waits for a free core are not counted
+        messages = 0
+        for _ in range(runs):
+            run = config.workload(load, hook)
+            profiler.enable()
+            messages += run()
+            profiler.disable()
+    shares: Counter[str] = Counter()
+    stats: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    for (filename, _, _), (_, _, self_time, _, _) in stats.items():
+        path = filename.replace(os.sep, "/")
+        component = next((label for marker, label in _COMPONENTS if marker in path), None)
+        if component is not None:
+            shares[component] += self_time
+    total = sum(shares.values()) or 1.0
+    lines = [f"{name}: self time of the tracing code by component ({messages} messages, {processor} processor; "
+             "cProfile inflates absolute times, shares are what to read)"]  # fmt: skip
+    lines += [f"  {100 * t / total:5.1f}%  {label}" for label, t in shares.most_common()]
+    return "\n".join(lines)
+
+
 def _run_child(config: Configuration, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [config.python, str(Path(__file__).resolve()), "--child", config.name]
     cmd += ["--runs", str(args.runs), "--warmup", str(args.warmup), "--messages", str(args.messages)]
@@ -356,7 +402,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "BatchSpanProcessor, as deployed (the chat thread only queues ended spans)",
     )
     parser.add_argument("--child", choices=sorted(BY_NAME), help=argparse.SUPPRESS)
+    parser.add_argument("--profile", choices=sorted(BY_NAME), help="profile one configuration (in this process)")
     args = parser.parse_args(argv)
+
+    if args.profile:
+        print(profile(args.profile, args.runs, args.warmup, Load(args.messages, args.reply_chars), args.processor))
+        return
 
     if args.child:
         result = child(args.child, args.runs, args.warmup, Load(args.messages, args.reply_chars), args.processor)

@@ -14,7 +14,9 @@ Keyword arguments (each wins over its environment variable, see ``mast_otel.conf
   ``CaptureConfig``).
 - ``frameworks``: names to instrument (default: all of ``mast_otel.integrations``).
 
-``uninstrument()`` restores every patched method. A framework without an integration uses :class:`Recorder`.
+``uninstrument()`` restores every patched method. Recording never changes the program: a failure while recording
+is swallowed, logged once per kind and counted (``recording_failures()``, and the OpenTelemetry counter
+``mast_otel.recording.failures``). A framework without an integration uses :class:`Recorder`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from opentelemetry.trace import TracerProvider
 
 from . import _registry
+from ._safety import recording_failures
 from ._setup import ensure_tracer_provider
 from .config import CaptureConfig
 from .recorder import AgentTurn, Conversation, Handoff, Recorder, ToolCall
@@ -42,6 +45,7 @@ __all__ = [
     "ToolCall",
     "__version__",
     "instrument",
+    "recording_failures",
     "uninstrument",
 ]
 

@@ -13,6 +13,10 @@ Environment variables:
     Characters kept per message, tool argument or result (default 8192; 0 disables the cap).
 ``MAST_OTEL_REDACT_PATTERNS``
     Extra regexes, one per line (or a JSON list of strings), redacted on top of the built-in secret patterns.
+    Each is compiled here: a bad one raises ``ValueError`` naming it, at configuration time.
+``MAST_OTEL_PROPOSED_SEMCONV``
+    ``true`` adds attributes that exist only in open semantic-convention proposals (``gen_ai.transfer.*`` on
+    handoffs, PR #447) next to the stable ``mast.handoff.*`` ones; default ``false``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ _log = logging.getLogger(__name__)
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 MAX_CONTENT_LENGTH_ENV = "MAST_OTEL_MAX_CONTENT_LENGTH"
 REDACT_PATTERNS_ENV = "MAST_OTEL_REDACT_PATTERNS"
+PROPOSED_SEMCONV_ENV = "MAST_OTEL_PROPOSED_SEMCONV"
 
 DEFAULT_MAX_CONTENT_LENGTH = 8192
 _ON = {"true", "1", "yes", "on", "span_only", "span_and_event", "event_only"}
@@ -42,6 +47,7 @@ class CaptureConfig:
 
     capture_content: bool = True
     redactor: Redactor = field(default_factory=Redactor)
+    proposed_semconv: bool = False  # also write proposal-stage attributes (gen_ai.transfer.*)
 
     @classmethod
     def from_env(
@@ -52,6 +58,7 @@ class CaptureConfig:
         redact_patterns: Sequence[str] | None = None,
         redact: Callable[[str], str] | None = None,
         environ: dict[str, str] | None = None,
+        proposed_semconv: bool | None = None,
     ) -> CaptureConfig:
         env = os.environ if environ is None else environ
         if capture_content is None:
@@ -60,9 +67,12 @@ class CaptureConfig:
             max_content_length = _parse_int(env.get(MAX_CONTENT_LENGTH_ENV), DEFAULT_MAX_CONTENT_LENGTH)
         patterns = list(_parse_patterns(env.get(REDACT_PATTERNS_ENV)))
         patterns.extend(redact_patterns or ())
+        if proposed_semconv is None:
+            proposed_semconv = env.get(PROPOSED_SEMCONV_ENV, "").strip().lower() in ("true", "1", "yes", "on")
         return cls(
             capture_content=capture_content,
             redactor=Redactor(patterns=tuple(patterns), callback=redact, max_length=max_content_length),
+            proposed_semconv=proposed_semconv,
         )
 
 

@@ -20,6 +20,11 @@ are children of whatever is current (the turn that produced them, else the root)
 travels in the OpenTelemetry context (contextvars), so asyncio tasks and ``contextvars.copy_context()`` threads
 keep correct parents.
 
+Recording never changes the program: every public entry point here swallows its own failures (an exception
+while recording is counted in ``mast_otel.recording_failures()`` and logged once per kind, see
+``mast_otel._safety``), returns what "not recording" returns (None), and re-raises only the program's own
+exceptions, as the same object.
+
 Conversations nest the way runs do: a conversation started while an agent's turn is open (a nested chat) is a
 child conversation; one started directly at conversation level (a framework's entry point calling another
 entry point) joins the conversation already open rather than opening a second root.
@@ -42,6 +47,7 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv as sc
+from ._safety import guarded, record_failure
 from .config import CaptureConfig
 from .redaction import Redactor
 from .version import __version__
@@ -79,13 +85,13 @@ class Conversation:
     __slots__ = (
         "_lock",
         "_next_message",
+        "_pending_reason",
         "agents",
         "broadcasts",
         "handoffs",
         "id",
         "max_rounds",
         "name",
-        "pending_handoff_reason",
         "span",
         "termination",
         "termination_agent",
@@ -106,8 +112,27 @@ class Conversation:
         self.termination_detail: str | None = None
         self.termination_agent: str | None = None
         # A framework may learn *why* control moves (an event) before it learns *to whom* (the selection);
-        # integrations park the reason here and the next handoff consumes it.
-        self.pending_handoff_reason: str | None = None
+        # integrations park the reason here and the next handoff consumes it (under the lock: the event and the
+        # selection may run on different threads).
+        self._pending_reason: str | None = None
+
+    @property
+    def pending_handoff_reason(self) -> str | None:
+        """The reason parked for the next handoff (None when none is)."""
+        return self._pending_reason
+
+    @pending_handoff_reason.setter
+    def pending_handoff_reason(self, reason: str | None) -> None:
+        with self._lock:
+            self._pending_reason = reason
+
+    def take_handoff(self) -> tuple[int, str | None]:
+        """Allocate the next handoff's index and take (read and clear) the parked reason, atomically."""
+        with self._lock:
+            index = self.handoffs
+            self.handoffs += 1
+            reason, self._pending_reason = self._pending_reason, None
+        return index, reason
 
     @property
     def messages(self) -> int:
@@ -143,11 +168,15 @@ class AgentTurn:
 
     def end(self, replied: bool | None = None, *, end_time: int | None = None) -> None:
         """Close the span; ``end_time`` (ns since the epoch) when the framework reports its own clock."""
-        if replied is not None:
-            self.span.set_attribute(sc.TURN_REPLIED, replied)
+        try:
+            if replied is not None:
+                self.span.set_attribute(sc.TURN_REPLIED, replied)
+        except Exception as exc:
+            record_failure("recorder.turn.end", exc)
         self._close(end_time)
 
     def fail(self, exc: BaseException, *, end_time: int | None = None) -> None:
+        """Mark the turn failed with the program's exception (which the caller re-raises unchanged) and close it."""
         _record_error(self.span, exc, self._redactor)
         self._close(end_time)
 
@@ -161,8 +190,12 @@ class AgentTurn:
         self._token = None
 
     def _close(self, end_time: int | None = None) -> None:
-        _detach(self._token)
-        self.span.end(end_time=end_time)
+        _detach(self._token)  # first, and whatever happens next: a leaked context would re-parent the program's spans
+        self._token = None
+        try:
+            self.span.end(end_time=end_time)
+        except Exception as exc:
+            record_failure("recorder.span.end", exc)
 
 
 class ToolCall(AgentTurn):
@@ -174,11 +207,13 @@ class ToolCall(AgentTurn):
         super().__init__(span, token, recorder.config.redactor)
         self._recorder = recorder
 
+    @guarded("recorder.tool.set_arguments")
     def set_arguments(self, arguments: Any) -> None:
         """Record the arguments after the call started (a framework may fill them in late); capture permitting."""
         if arguments is not None and self._recorder.config.capture_content:
             self.span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, self._recorder._clean(arguments)[0])
 
+    @guarded("recorder.tool.set_result")
     def set_result(self, result: Any, *, success: bool = True) -> None:
         attrs: dict[str, AttributeValue] = {sc.TOOL_SUCCESS: success}
         if self._recorder.config.capture_content:
@@ -238,26 +273,28 @@ class Handoff:
     ) -> None:
         """Record the handoff to ``target``; ``end_time`` (ns) when the framework reports its own clock;
         ``attributes`` add detail (e.g. ``mast.handoff.stated_reason``)."""
-        conv = self._conversation
-        if reason is None:
-            reason = conv.pending_handoff_reason or sc.HANDOFF_ROUTING
-        conv.pending_handoff_reason = None
-        name = target if target is not None else sc.HANDOFF_TO_TERMINATE
-        with conv._lock:
-            index = conv.handoffs
-            conv.handoffs += 1
-        attrs = self._attributes
-        attrs[sc.HANDOFF_TO] = name
-        attrs[sc.HANDOFF_REASON] = reason
-        attrs[sc.HANDOFF_INDEX] = index
-        attrs[sc.GEN_AI_TRANSFER_TARGET_NAME] = name
-        attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
-        if self.detail is not None:
-            attrs[sc.HANDOFF_DETAIL] = self.detail
-        if attributes:
-            attrs = {**attrs, **attributes}
-        self._open(sc.handoff_span_name(self._source, name), attrs).end(end_time=end_time)
+        try:  # inline rather than @guarded: this runs several times per message
+            index, pending = self._conversation.take_handoff()
+            if reason is None:
+                reason = pending or sc.HANDOFF_ROUTING
+            name = target if target is not None else sc.HANDOFF_TO_TERMINATE
+            attrs = self._attributes
+            attrs[sc.HANDOFF_TO] = name
+            attrs[sc.HANDOFF_REASON] = reason
+            attrs[sc.HANDOFF_INDEX] = index
+            if sc.GEN_AI_TRANSFER_MODE in attrs:  # proposal-stage extras, on request (CaptureConfig.proposed_semconv)
+                attrs[sc.GEN_AI_TRANSFER_TARGET_NAME] = name
+                attrs[sc.GEN_AI_TRANSFER_TARGET_TYPE] = target_type if target is not None else "workflow"
+            if self.detail is not None:
+                attrs[sc.HANDOFF_DETAIL] = self.detail
+            if attributes:
+                attrs = {**attrs, **attributes}
+            self._open(sc.handoff_span_name(self._source, name), attrs).end(end_time=end_time)
+        except Exception as exc:
+            record_failure("recorder.handoff.end", exc)
+            return None
 
+    @guarded("recorder.handoff.fail")
     def fail(self, exc: BaseException) -> None:
         self._conversation.pending_handoff_reason = None
         span = self._open(sc.handoff_span_name(self._source, "?"))
@@ -310,6 +347,7 @@ class Recorder:
         return _Suppressed()
 
     # -- conversation ---------------------------------------------------------
+    @guarded("recorder.start_conversation")
     def start_conversation(
         self,
         name: str,
@@ -358,6 +396,7 @@ class Recorder:
         token = otel_context.attach(trace.set_span_in_context(span, ctx))
         return conv, token
 
+    @guarded("recorder.set_task")
     def set_task(self, conv: Conversation, task: Any) -> None:
         """Set the task on an open root, for frameworks that learn the run's input after the run started.
 
@@ -366,6 +405,7 @@ class Recorder:
         if self.config.capture_content and task is not None:
             conv.span.set_attribute(sc.CONVERSATION_TASK, self._clean(task)[0])
 
+    @guarded("recorder.end_conversation")
     def end_conversation(
         self,
         conv: Conversation,
@@ -380,7 +420,7 @@ class Recorder:
                 _record_error(conv.span, exc, self.config.redactor)
                 if conv.termination is None or conv.termination == sc.TERMINATION_COMPLETED:
                     conv.termination = sc.TERMINATION_ERROR
-                    conv.termination_detail = f"{type(exc).__name__}: {self.config.redactor.redact(str(exc))[0]}"
+                    conv.termination_detail = f"{type(exc).__name__}: {_safe_text(exc, self.config.redactor)}"
             attrs: dict[str, AttributeValue] = {
                 sc.TERMINATION_REASON: conv.termination or sc.TERMINATION_COMPLETED,
                 sc.CONVERSATION_ROUNDS: conv.messages,
@@ -431,6 +471,7 @@ class Recorder:
             raise
         self.end_conversation(conv, token)
 
+    @guarded("recorder.terminate")
     def terminate(self, reason: str, detail: str | None = None, agent: str | None = None) -> None:
         """Record why the current conversation ended; the first reason recorded wins (the root cause)."""
         conv = self.current()
@@ -440,6 +481,7 @@ class Recorder:
         conv.termination_detail = detail
         conv.termination_agent = agent
 
+    @guarded("recorder.event")
     def event(
         self,
         name: str,
@@ -462,22 +504,26 @@ class Recorder:
 
     # -- agent turns ------------------------------------------------------------
     def start_agent_turn(self, agent: str, *, start_time: int | None = None) -> AgentTurn | None:
-        conv = self.current()
-        if conv is None:
+        try:  # inline rather than @guarded: this runs several times per message
+            conv = self.current()
+            if conv is None:
+                return None
+            conv._see(agent)
+            span = self.tracer.start_span(
+                sc.agent_span_name(agent),
+                attributes={
+                    sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                    sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_AGENT_TURN,
+                    sc.GEN_AI_AGENT_NAME: agent,
+                    sc.GEN_AI_CONVERSATION_ID: conv.id,
+                },
+                start_time=start_time,
+            )
+            ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
+            return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self.config.redactor)
+        except Exception as exc:
+            record_failure("recorder.start_agent_turn", exc)
             return None
-        conv._see(agent)
-        span = self.tracer.start_span(
-            sc.agent_span_name(agent),
-            attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_AGENT_TURN,
-                sc.GEN_AI_AGENT_NAME: agent,
-                sc.GEN_AI_CONVERSATION_ID: conv.id,
-            },
-            start_time=start_time,
-        )
-        ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
-        return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self.config.redactor)
 
     @contextmanager
     def agent_turn(self, agent: str) -> Iterator[AgentTurn | None]:
@@ -512,41 +558,46 @@ class Recorder:
         copy to every member) should not be recorded again: pass its audience as ``broadcast_to`` on the original,
         or call :meth:`broadcast_copy` to count it.
         """
-        conv = self.current()
-        if conv is None:
+        try:  # inline rather than @guarded: this runs several times per message
+            conv = self.current()
+            if conv is None:
+                return None
+            if isinstance(recipients, str):
+                recipients = [recipients]
+            index = conv._next_index()
+            conv._see(sender, *recipients)
+            attrs: dict[str, AttributeValue] = {
+                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_MESSAGE,
+                sc.GEN_AI_CONVERSATION_ID: conv.id,
+                sc.MESSAGE_SENDER: sender,
+                sc.MESSAGE_RECIPIENTS: list(recipients),
+                sc.MESSAGE_INDEX: index,
+                sc.MESSAGE_KIND: kind,
+            }
+            if broadcast_to:
+                attrs[sc.MESSAGE_BROADCAST_TO] = list(broadcast_to)
+            if cause is not None:
+                attrs[sc.MESSAGE_CAUSE] = cause
+            if self.config.capture_content:
+                text, redacted, truncated = self._clean(content)
+                attrs[sc.MESSAGE_CONTENT] = text
+                if redacted:
+                    attrs[sc.MESSAGE_REDACTED] = True
+                if truncated:
+                    attrs[sc.MESSAGE_TRUNCATED] = True
+                if tool_calls:
+                    attrs[sc.MESSAGE_TOOL_CALLS] = self._clean(tool_calls)[0]
+            if attributes:
+                attrs.update(attributes)
+            first = recipients[0] if recipients else "*"
+            span = self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs, start_time=timestamp)
+            span.end(end_time=timestamp)
+            return index
+        except Exception as exc:
+            record_failure("recorder.message", exc)
             return None
-        if isinstance(recipients, str):
-            recipients = [recipients]
-        index = conv._next_index()
-        conv._see(sender, *recipients)
-        attrs: dict[str, AttributeValue] = {
-            sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_MESSAGE,
-            sc.GEN_AI_CONVERSATION_ID: conv.id,
-            sc.MESSAGE_SENDER: sender,
-            sc.MESSAGE_RECIPIENTS: list(recipients),
-            sc.MESSAGE_INDEX: index,
-            sc.MESSAGE_KIND: kind,
-        }
-        if broadcast_to:
-            attrs[sc.MESSAGE_BROADCAST_TO] = list(broadcast_to)
-        if cause is not None:
-            attrs[sc.MESSAGE_CAUSE] = cause
-        if self.config.capture_content:
-            text, redacted, truncated = self._clean(content)
-            attrs[sc.MESSAGE_CONTENT] = text
-            if redacted:
-                attrs[sc.MESSAGE_REDACTED] = True
-            if truncated:
-                attrs[sc.MESSAGE_TRUNCATED] = True
-            if tool_calls:
-                attrs[sc.MESSAGE_TOOL_CALLS] = self._clean(tool_calls)[0]
-        if attributes:
-            attrs.update(attributes)
-        first = recipients[0] if recipients else "*"
-        span = self.tracer.start_span(sc.message_span_name(sender, first), attributes=attrs, start_time=timestamp)
-        span.end(end_time=timestamp)
-        return index
 
+    @guarded("recorder.broadcast_copy")
     def broadcast_copy(self) -> None:
         """Count a relay of an already-recorded message (no span: it is not a new message)."""
         conv = self.current()
@@ -568,25 +619,31 @@ class Recorder:
         ``detail`` is what the selection said beyond its reason (e.g. the arguments of the LLM's transfer tool
         call); it is content, so it is captured and redacted like a message.
         """
-        conv = self.current()
-        if conv is None:
+        try:  # inline rather than @guarded: this runs several times per message
+            conv = self.current()
+            if conv is None:
+                return None
+            attrs: dict[str, AttributeValue] = {
+                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_HANDOFF,
+                sc.GEN_AI_CONVERSATION_ID: conv.id,
+                sc.HANDOFF_FROM: source,
+                sc.HANDOFF_CANDIDATES: list(candidates),
+            }
+            if self.config.proposed_semconv:
+                attrs[sc.GEN_AI_TRANSFER_MODE] = "pass_control"
+            if attributes:  # facts the integration knows about this handoff (e.g. mast.handoff.synthetic)
+                attrs.update(attributes)
+            handoff = Handoff(self.tracer, conv, source, attrs, self.config.redactor)
+            if start_time is not None:
+                handoff._start = start_time
+            if detail is not None and self.config.capture_content:
+                handoff.detail = self._clean(detail)[0]
+            return handoff
+        except Exception as exc:
+            record_failure("recorder.start_handoff", exc)
             return None
-        attrs: dict[str, AttributeValue] = {
-            sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_HANDOFF,
-            sc.GEN_AI_CONVERSATION_ID: conv.id,
-            sc.HANDOFF_FROM: source,
-            sc.HANDOFF_CANDIDATES: list(candidates),
-            sc.GEN_AI_TRANSFER_MODE: "pass_control",
-        }
-        if attributes:  # facts the integration knows about this handoff (e.g. mast.handoff.synthetic)
-            attrs.update(attributes)
-        handoff = Handoff(self.tracer, conv, source, attrs, self.config.redactor)
-        if start_time is not None:
-            handoff._start = start_time
-        if detail is not None and self.config.capture_content:
-            handoff.detail = self._clean(detail)[0]
-        return handoff
 
+    @guarded("recorder.handoff")
     def handoff(
         self,
         source: str,
@@ -610,6 +667,7 @@ class Recorder:
             h.end(target, reason=reason)
 
     # -- tools ------------------------------------------------------------------
+    @guarded("recorder.start_tool_call")
     def start_tool_call(
         self,
         name: str,
@@ -668,12 +726,36 @@ class _Suppressed:
 
 
 def _record_error(span: Span, exc: BaseException, redactor: Redactor) -> None:
-    """Mark the span failed. The exception's text is redacted like content: errors quote keys and payloads."""
-    message = redactor.redact(str(exc))[0]
-    stack = redactor.redact("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))[0]
-    span.record_exception(exc, attributes={"exception.message": message, "exception.stacktrace": stack})
-    span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
+    """Mark the span failed with the program's exception; never raises, never touches ``exc``.
+
+    The exception's text is redacted like content (errors quote keys and payloads). ``str(exc)`` is the
+    program's code and may itself raise: the span then says so, and the program still gets its own exception.
+    """
+    try:
+        message = _safe_text(exc, redactor)
+        try:
+            stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        except Exception:
+            stack = "".join(traceback.format_tb(exc.__traceback__))
+        stack = redactor.redact(stack)[0]
+        attrs: dict[str, AttributeValue] = {
+            "exception.type": type(exc).__qualname__,
+            "exception.message": message,
+            "exception.stacktrace": stack,
+        }
+        span.add_event("exception", attrs)
+        span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
+    except Exception as failure:
+        record_failure("recorder.record_error", failure)
+
+
+def _safe_text(exc: BaseException, redactor: Redactor) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        return f"<{type(exc).__qualname__}: str() raised>"
+    return redactor.redact(text)[0]
 
 
 def _detach(token: object | None) -> None:

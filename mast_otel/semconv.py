@@ -1,11 +1,12 @@
 """Every span name, attribute key and enum value mast-otel emits, in one place.
 
-OpenTelemetry GenAI semantic conventions (semantic-conventions-genai, all still
-"Development") are used wherever they define a name; the ``gen_ai.transfer.*``
-handoff attributes follow the open proposal (PR #447). Everything they lack lives
-under the one project prefix ``mast.``. The README's "Span shapes" table is
-generated from the same names, so this module is the contract: integrations, the
-collector and the judge import from here and never spell a key by hand.
+OpenTelemetry GenAI semantic conventions (all still "Development") are used wherever they define a name: every
+``gen_ai.*`` and ``error.*`` constant here is checked against the published ``opentelemetry-semantic-conventions``
+package (tests/core/test_semconv.py), and everything the conventions lack lives under the one project prefix
+``mast.``. The ``gen_ai.transfer.*`` handoff attributes exist only in an open proposal (PR #447): they are written
+only on request (``CaptureConfig.proposed_semconv``), and ``mast.handoff.*`` is the stable contract. This module
+is the contract: integrations, the collector and the judge import from here and never spell a key by hand; the
+test also checks that every name the README's "Span shapes" section quotes is defined here.
 """
 
 from __future__ import annotations
@@ -26,17 +27,22 @@ GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+ERROR_TYPE: Final = "error.type"
+
+# Proposal stage only (semantic-conventions PR #447, not published): written when CaptureConfig.proposed_semconv is
+# set, next to the stable mast.handoff.* attributes, never instead of them.
 GEN_AI_TRANSFER_TARGET_NAME: Final = "gen_ai.transfer.target.name"
 GEN_AI_TRANSFER_TARGET_TYPE: Final = "gen_ai.transfer.target.type"
 GEN_AI_TRANSFER_MODE: Final = "gen_ai.transfer.mode"
-ERROR_TYPE: Final = "error.type"
+PROPOSED_ATTRIBUTES: Final = (GEN_AI_TRANSFER_TARGET_NAME, GEN_AI_TRANSFER_TARGET_TYPE, GEN_AI_TRANSFER_MODE)
 
 # gen_ai.operation.name values
 OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
 OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_EXECUTE_TOOL: Final = "execute_tool"
 
-# The semconv event a judge verdict is mirrored to, parented to the cited span.
+# The semconv event a judge verdict is mirrored to, parented to the cited span (an event name: the Python package
+# publishes attribute names only).
 EVAL_EVENT_NAME: Final = "gen_ai.evaluation.result"
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
 GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"

@@ -2,6 +2,8 @@
 # The whole test suite, as CI runs it: installs what it needs, then lint, type-check and every test tier.
 #   main tier     .venv: unit tests, AG2, collector, judge, replay, examples, and the integration tests that start
 #                 real servers (llama.cpp + Gemma 3 270M, Prometheus + Alertmanager, Phoenix + Chromium)
+#   fresh clone   the fast tier again in a `git clone` of HEAD in a temporary folder with no ../shared beside it
+#                 (what a new user gets), reusing .venv: the repository must carry every file its tests need
 #   framework tiers  one nox session per framework whose pins clash with the main environment's (noxfile.py)
 # Extra arguments go to the main tier's pytest (e.g. `-m "not integration"` for the fast tiers only).
 set -euo pipefail
@@ -10,6 +12,10 @@ bash scripts/setup-env.sh
 bash scripts/setup-system.sh
 bash scripts/setup-phoenix.sh
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
+if [ "${CI:-}" = "true" ]; then
+  # CI has ../shared: the tests on the full MAST data must run there, not skip.
+  export MAST_OTEL_REQUIRE_FULL_DATA=1
+fi
 
 echo "[test] ruff"
 "$VENV/bin/ruff" check .
@@ -29,6 +35,19 @@ fi
 if [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
+echo "[test] fresh clone of HEAD, no ../shared beside it: fast tier"
+clone_parent=$(mktemp -d)
+trap 'rm -rf "$clone_parent"' EXIT
+git -c advice.detachedHead=false clone -q --no-local "$(pwd)" "$clone_parent/mast-otel"
+(
+  cd "$clone_parent/mast-otel"
+  # The clone's code, not this checkout's (.venv holds an editable install of this one); no full-data paths.
+  env -u MAST_OTEL_MAST_DATA -u MAST_OTEL_REQUIRE_FULL_DATA PYTHONPATH="$clone_parent/mast-otel" \
+    "$VENV/bin/python" -c 'import mast_otel, sys; sys.exit(not mast_otel.__file__.startswith(sys.argv[1]))' \
+    "$clone_parent/mast-otel/" || { echo "[test] the clone does not import its own mast_otel" >&2; exit 1; }
+  env -u MAST_OTEL_MAST_DATA -u MAST_OTEL_REQUIRE_FULL_DATA PYTHONPATH="$clone_parent/mast-otel" \
+    "$VENV/bin/pytest" -q -rs -p no:cacheprovider -m "not integration"
+)
 echo "[test] framework tiers (nox)"
 export MAST_OTEL_MAIN_PYTHON="$VENV/bin/python"
 "$VENV/bin/nox" --no-color -f noxfile.py

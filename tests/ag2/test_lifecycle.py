@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from autogen import ConversableAgent, GroupChat
+from autogen.events.agent_events import TerminationEvent
 from autogen.io.base import IOStream
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
@@ -28,19 +29,23 @@ PATCHED = [
     (ConversableAgent, "execute_function"),
     (GroupChat, "select_speaker"),
     (GroupChat, "a_select_speaker"),
-    (IOStream, "get_default"),
 ]
 
 
 def test_uninstrument_restores_every_method(instrument: Any, spans: Any, tracer_provider: Any) -> None:
     mast_otel.uninstrument()
     originals = {(cls, name): cls.__dict__[name] for cls, name in PATCHED}
+    io_default = IOStream.__dict__["get_default"]
     mast_otel.instrument(tracer_provider=tracer_provider)
     assert all(hasattr(cls.__dict__[name], "__wrapped__") for cls, name in PATCHED)
+
+    assert "__init__" in vars(TerminationEvent), "events are read where they are built"
+    assert IOStream.__dict__["get_default"] is io_default, "the program's IOStream machinery is never patched"
 
     mast_otel.uninstrument()
     for (cls, name), original in originals.items():
         assert cls.__dict__[name] is original, f"{cls.__name__}.{name} not restored"
+    assert "__init__" not in vars(TerminationEvent), "an inherited method is restored by removing the wrapper"
     user, manager, _ = round_robin_group({"a": ["x"], "b": ["y TERMINATE"]})
     user.initiate_chat(manager, message="hi", silent=True)
     assert spans().all == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -156,3 +157,86 @@ def test_exception_text_is_redacted_like_content(tracer_provider: Any, span_expo
         dumped = repr((dict(s.attributes or {}), s.status.description, [dict(e.attributes or {}) for e in s.events]))
         assert secret not in dumped
         assert "[REDACTED]" in dumped
+
+
+def test_concurrent_recording_keeps_ordinals_unique_gap_free_and_parents_right(
+    tracer_provider: Any, span_exporter: Any
+) -> None:
+    """Threads and asyncio tasks record into one conversation at once (a group chat run with parallel agents)."""
+    import sys
+
+    from tests.span_query import Spans, attr, parent_id, span_id
+
+    rec = Recorder(tracer_provider=tracer_provider)
+    per_worker = 100
+    workers = [f"thread{i}" for i in range(6)]
+    tasks = [f"task{i}" for i in range(4)]
+    barrier = threading.Barrier(len(workers))
+
+    def speak(agent: str, conv: Any) -> None:
+        with rec.agent_turn(agent):
+            for n in range(per_worker):
+                rec.message(agent, ["all"], f"{agent} {n}")
+                conv.pending_handoff_reason = f"reason-{agent}-{n}"
+                rec.handoff(agent, "next")
+
+    def in_thread(agent: str, conv: Any) -> None:
+        sys.settrace(_switch_between_opcodes_in_the_recorder)
+        barrier.wait()
+        speak(agent, conv)
+
+    async def in_tasks(conv: Any) -> None:
+        async def one(agent: str) -> None:
+            await asyncio.sleep(0)
+            speak(agent, conv)
+
+        await asyncio.gather(*(one(a) for a in tasks))
+
+    # Widen every race window: the worker threads give up the GIL between any two opcodes of the conversation's
+    # and the handoff's methods (a trace function sleeps there), so a read-modify-write without its lock loses
+    # updates and a reason read and cleared in two steps is taken twice.
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with rec.conversation("crowd") as conv:
+            threads = [
+                threading.Thread(target=contextvars.copy_context().run, args=(in_thread, a, conv)) for a in workers
+            ]
+            for t in threads:
+                t.start()
+            asyncio.run(in_tasks(conv))
+            for t in threads:
+                t.join()
+    finally:
+        sys.setswitchinterval(old)
+
+    spans = Spans(span_exporter)
+    total = (len(workers) + len(tasks)) * per_worker
+    assert sorted(attr(m, sc.MESSAGE_INDEX) for m in spans.messages) == list(range(total))
+    assert sorted(attr(h, sc.HANDOFF_INDEX) for h in spans.handoffs) == list(range(total))
+    root = spans.root
+    assert attr(root, sc.CONVERSATION_ROUNDS) == total
+    assert attr(root, sc.CONVERSATION_HANDOFFS) == total
+    turns = {attr(t, sc.GEN_AI_AGENT_NAME): span_id(t) for t in spans.turns}
+    assert set(turns) == set(workers) | set(tasks)
+    assert {parent_id(t) for t in spans.turns} == {span_id(root)}
+    for span in spans.messages + spans.handoffs:
+        agent = attr(span, sc.MESSAGE_SENDER) or attr(span, sc.HANDOFF_FROM)
+        assert parent_id(span) == turns[agent], span.name
+    # A parked reason is taken by one handoff only (read and cleared under the lock): no reason appears twice.
+    taken = [attr(h, sc.HANDOFF_REASON) for h in spans.handoffs if attr(h, sc.HANDOFF_REASON) != sc.HANDOFF_ROUTING]
+    assert taken and all(r.startswith("reason-") for r in taken)
+    assert len(taken) == len(set(taken)), "a parked handoff reason was consumed twice"
+
+
+def _switch_between_opcodes_in_the_recorder(frame: Any, event: str, arg: Any) -> Any:
+    if not frame.f_code.co_qualname.startswith(("Conversation.", "Handoff.")):
+        return None
+    frame.f_trace_opcodes = True
+    return _opcode_tick
+
+
+def _opcode_tick(frame: Any, event: str, arg: Any) -> Any:
+    if event == "opcode":
+        time.sleep(0)  # releases the GIL: another thread runs between these two opcodes
+    return _opcode_tick

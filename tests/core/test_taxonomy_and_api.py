@@ -40,5 +40,6 @@ def test_public_surface() -> None:
         "ToolCall",
         "__version__",
         "instrument",
+        "recording_failures",
         "uninstrument",
     ]

@@ -14,9 +14,7 @@ from mast_otel.judge.metrics import Counts
 from mast_otel.judge.output import OutputError, json_schema, parse_output
 from mast_otel.taxonomy import MODE_IDS
 from tests.judge.fake_openai import answer, completion, fake_openai
-
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "mast-data" / "parsers_output"
-needs_data = pytest.mark.skipif(not (DATA / "ag2_output_mad.json").exists(), reason="mast-data not present")
+from tests.mad_data import AG2_SAMPLE, METAGPT_SAMPLE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -35,9 +33,9 @@ def run(argv, capsys):
 
 @pytest.fixture(scope="module")
 def small_steplist(tmp_path_factory) -> Path:
-    """Three AG2 and two MetaGPT records from the real data, in one step-list file."""
-    records = json.loads((DATA / "ag2_output_mad.json").read_text())[:3]
-    records += json.loads((DATA / "metagpt_output_mad.json").read_text())[:2]
+    """Three AG2 and two MetaGPT records from the real data (the samples shipped in tests/data/mad), in one file."""
+    records = json.loads(AG2_SAMPLE.read_text())[:3]
+    records += json.loads(METAGPT_SAMPLE.read_text())[:2]
     path = tmp_path_factory.mktemp("data") / "small.json"
     path.write_text(json.dumps(records))
     return path
@@ -75,7 +73,6 @@ def test_builtin_png_writer_makes_a_valid_png():
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
 
 
-@needs_data
 def test_judge_dry_run_prints_trace_key_and_prompt_tokens(small_steplist, capsys):
     code, out = run(["judge", str(small_steplist), "--dry-run"], capsys)
     assert code == 0
@@ -87,7 +84,6 @@ def test_judge_dry_run_prints_trace_key_and_prompt_tokens(small_steplist, capsys
     assert all(500 < r["prompt_tokens"] <= 12000 and "verdict" not in r for r in rows)
 
 
-@needs_data
 def test_judge_with_endpoint_adds_the_verdict(small_steplist, capsys, monkeypatch):
     monkeypatch.delenv("MAST_OTEL_JUDGE_CACHE", raising=False)
     with fake_openai([completion(answer({"1.1": ["M2"]}))]) as server:
@@ -99,7 +95,6 @@ def test_judge_with_endpoint_adds_the_verdict(small_steplist, capsys, monkeypatc
     assert rows[0]["verdict"]["modes"][0]["evidence_span_ids"]
 
 
-@needs_data
 def test_judge_reads_otlp_json(tmp_path, capsys):
     from google.protobuf import json_format
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -133,7 +128,6 @@ def test_judge_reads_otlp_json(tmp_path, capsys):
     assert row["trace_key"] == f"{root.context.trace_id:032x}:{root.context.span_id:016x}"
 
 
-@needs_data
 def test_eval_rules_writes_json_markdown_and_png(small_steplist, tmp_path, capsys):
     code, _ = run(["eval", str(small_steplist), "--rules", "--out", str(tmp_path), "--quiet"], capsys)
     assert code == 0
@@ -144,7 +138,6 @@ def test_eval_rules_writes_json_markdown_and_png(small_steplist, tmp_path, capsy
     assert (tmp_path / "eval.png").read_bytes().startswith(b"\x89PNG")
 
 
-@needs_data
 def test_eval_llm_counts_errors_apart_and_reports_tokens(small_steplist, tmp_path, capsys):
     script = [completion(answer({"1.3": ["M1"]}), 1000, 100), completion("garbage")]
     with fake_openai(script) as server:

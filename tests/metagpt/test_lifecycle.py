@@ -135,6 +135,35 @@ async def test_result_is_unchanged(tracer_provider: TracerProvider, script: Any)
     assert traced == plain
 
 
+async def test_every_recorder_entry_point_raising_changes_nothing(
+    tracer_provider: TracerProvider, script: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mast_otel._safety import reset_recording_failures
+    from tests.fault_injection import break_recorder
+
+    def memories(team: Any) -> dict[str, list[tuple[str, str]]]:
+        return {r.name: [(m.content, m.cause_by) for m in r.rc.memory.get()] for r in team.env.roles.values()}
+
+    plain_team = software_team(scripted_context())
+    plain = await plain_team.run(n_round=5, idea=IDEA)
+    script.calls.clear()
+    reset_recording_failures()
+    inst = MetaGPTInstrumentor()
+    inst.instrument(tracer_provider=tracer_provider)
+    break_recorder(monkeypatch)
+    try:
+        team = software_team(scripted_context())
+        traced = await team.run(n_round=5, idea=IDEA)
+    finally:
+        monkeypatch.undo()
+        inst.uninstrument()
+    assert traced == plain
+    assert memories(team) == memories(plain_team)
+    failures = mast_otel.recording_failures()
+    assert failures and all(kind.startswith("metagpt.") for kind in failures), failures
+    reset_recording_failures()
+
+
 async def test_exception_propagates_unchanged(instrumentor: Any, script: Any, spans: Any) -> None:
     from metagpt.actions import UserRequirement
     from metagpt.schema import Message

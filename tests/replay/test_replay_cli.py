@@ -13,8 +13,8 @@ from mast_otel import semconv as sc
 from mast_otel.replay import spans_for_record
 from mast_otel.spans import SpanRecord, conversation_roots
 from mast_otel.steplist import StepRecord
+from tests.mad_data import AG2_SAMPLE, AG2_SAMPLE_INDICES, METAGPT_SAMPLE
 from tests.otlp_sink import otlp_sink
-from tests.replay.conftest import AG2_FILE, METAGPT_FILE
 from tests.servers import free_port
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "mast-otel"
@@ -36,11 +36,12 @@ def _roots_by_key(spans: list[SpanRecord]) -> dict[str, SpanRecord]:
     return {str(root.get(sc.REPLAY_TRACE_KEY)): root for root in conversation_roots(spans)}
 
 
-def test_replay_over_otlp_grpc(ag2_all: list[StepRecord]) -> None:
-    records = ag2_all[220:230]
+def test_replay_over_otlp_grpc(ag2_sample: list[StepRecord]) -> None:
+    offset = AG2_SAMPLE_INDICES.index(220)  # records 220-229 of the full file
+    records = ag2_sample[offset : offset + 10]
     expected = _expected_span_count(records)
     with otlp_sink() as sink:
-        done = _replay(str(AG2_FILE), "--endpoint", sink.grpc_endpoint, "--offset", "220", "--limit", "10",
+        done = _replay(str(AG2_SAMPLE), "--endpoint", sink.grpc_endpoint, "--offset", str(offset), "--limit", "10",
                        "--service-name", "replay-test")  # fmt: skip
         assert done.returncode == 0, done.stderr
         spans = sink.wait_for_spans(expected)
@@ -52,7 +53,7 @@ def test_replay_over_otlp_grpc(ag2_all: list[StepRecord]) -> None:
     mmlu = roots["AG2_MMLU_GPT4o_Mini_3"]
     assert mmlu.service_name == "replay-test"
     assert mmlu.get(sc.MAST_FRAMEWORK) == "ag2"
-    assert mmlu.get(sc.REPLAY_RECORD_INDEX) == 226
+    assert mmlu.get(sc.REPLAY_RECORD_INDEX) == AG2_SAMPLE_INDICES.index(226)  # its position in the file replayed
     assert mmlu.get(sc.REPLAY_BENCHMARK) == "MMLU"
     assert mmlu.get(sc.reference_fm_attribute("2.2")) is True
     assert mmlu.get(sc.reference_fm_attribute("3.3")) is False
@@ -61,11 +62,11 @@ def test_replay_over_otlp_grpc(ag2_all: list[StepRecord]) -> None:
     assert len({s.trace_id for s in spans}) == 10
 
 
-def test_replay_over_otlp_http(metagpt_all: list[StepRecord]) -> None:
-    records = metagpt_all[:5]
+def test_replay_over_otlp_http(metagpt_sample: list[StepRecord]) -> None:
+    records = metagpt_sample[:5]
     expected = _expected_span_count(records)
     with otlp_sink() as sink:
-        done = _replay(str(METAGPT_FILE), "--endpoint", sink.http_endpoint, "--limit", "5", "--rate", "50")
+        done = _replay(str(METAGPT_SAMPLE), "--endpoint", sink.http_endpoint, "--limit", "5", "--rate", "50")
         assert done.returncode == 0, done.stderr
         spans = sink.wait_for_spans(expected)
     assert len(spans) == expected
@@ -96,7 +97,7 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_closed_port_exits_1_at_once() -> None:
-    done = _replay(str(METAGPT_FILE), "--endpoint", f"http://127.0.0.1:{free_port()}", timeout=20)
+    done = _replay(str(METAGPT_SAMPLE), "--endpoint", f"http://127.0.0.1:{free_port()}", timeout=20)
     assert done.returncode == 1
     assert "cannot connect to" in done.stderr
 
@@ -105,12 +106,12 @@ def test_closed_port_exits_1_at_once() -> None:
 def test_refusing_endpoint_exits_1(transport: str) -> None:
     with otlp_sink(refuse=True) as sink:
         endpoint = sink.grpc_endpoint if transport == "grpc" else sink.http_endpoint
-        done = _replay(str(METAGPT_FILE), "--endpoint", endpoint, "--limit", "3")
+        done = _replay(str(METAGPT_SAMPLE), "--endpoint", endpoint, "--limit", "3")
     assert done.returncode == 1
     assert f"{endpoint} did not accept" in done.stderr
 
 
 def test_endpoint_with_a_wrong_path_is_a_usage_error() -> None:
-    done = _replay(str(METAGPT_FILE), "--endpoint", "http://127.0.0.1:4318/v1/logs")
+    done = _replay(str(METAGPT_SAMPLE), "--endpoint", "http://127.0.0.1:4318/v1/logs")
     assert done.returncode == 2
     assert "/v1/traces" in done.stderr

@@ -15,6 +15,7 @@ from mast_otel.redaction import Redactor
 from mast_otel.replay import recipients_for, replay_record, replay_records, spans_for_record
 from mast_otel.spans import SpanRecord, from_readable_span
 from mast_otel.steplist import Step, StepRecord, parse_steplist
+from tests.mad_data import AG2_SAMPLE_INDICES
 
 # Exact content comparisons: no length cap, no secret patterns (MetaGPT code has "password = ..." lines).
 Replayed = Callable[[], list[ReadableSpan]]
@@ -115,7 +116,7 @@ def test_root_carries_origin_reference_labels_and_task(replayed: Replayed, picke
     assert _attr(mmlu, sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW
     assert _attr(mmlu, sc.REPLAY_MAD_TRACE_KEY) == "AG2_MMLU_GPT4o_Mini"
     assert _attr(mmlu, sc.REPLAY_TRACE_ID) == "3"
-    assert _attr(mmlu, sc.REPLAY_RECORD_INDEX) == 226
+    assert _attr(mmlu, sc.REPLAY_RECORD_INDEX) == AG2_SAMPLE_INDICES.index(226)  # its position in the sample file
     assert _attr(mmlu, sc.REPLAY_BENCHMARK) == "MMLU"
     assert _attr(mmlu, sc.REPLAY_LLM) == "GPT-4o"
     assert _attr(mmlu, "mast.reference.fm.2_2") is True

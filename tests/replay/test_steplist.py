@@ -93,3 +93,15 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
     bad_record.write_text(json.dumps([_record(), _record(), {"steps": 1}]))
     with pytest.raises(StepListError, match=r"bad\.json: record 2: 'steps' must be a list"):
         load_steplist(bad_record)
+
+
+def test_shipped_samples_are_unchanged_copies_of_the_full_records() -> None:
+    """tests/data/mad holds records copied as they are; this pins each to its position in the full file."""
+    import json
+
+    from tests.mad_data import AG2_SAMPLE, AG2_SAMPLE_INDICES, METAGPT_SAMPLE, METAGPT_SAMPLE_INDICES, full_data_file
+
+    for sample, indices, name in ((AG2_SAMPLE, AG2_SAMPLE_INDICES, "ag2_output_mad.json"),
+                                  (METAGPT_SAMPLE, METAGPT_SAMPLE_INDICES, "metagpt_output_mad.json")):  # fmt: skip
+        full = json.loads(full_data_file(name).read_text())
+        assert json.loads(sample.read_text()) == [full[i] for i in indices]

@@ -15,7 +15,8 @@ AG2 method                                    recorder call
 ``generate_reply`` / ``a_generate_reply``     agent turn (``invoke_agent``)
 ``execute_function`` (+ ``a_``)               tool call (``execute_tool``)
 ``GroupChat.select_speaker`` (+ ``a_``)       handoff, with the reason
-``IOStream.get_default``                      a tap reading TerminationEvent and transition events
+``TerminationEvent``, transition events       read as they are built (termination and handoff reasons);
+                                              the program's IOStream is never touched
 ============================================  ======================================================
 
 ``ag2>=1.0`` is a different framework (no ``autogen`` module) and is not covered here.
@@ -31,19 +32,20 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
+from mast_otel.integrations.lifecycle import Wrapper, sync_wrapper
 from mast_otel.recorder import Recorder
 
 from . import _wrappers as w
+from ._events import EVENT_CLASSES, events
 
 __all__ = ["AG2Instrumentor"]
 
 _AGENT = "autogen.agentchat.conversable_agent"
 _GROUP = "autogen.agentchat.groupchat"
-_IO = "autogen.io.base"
 _PATTERNS = "autogen.agentchat.group.multi_agent_chat"
 
 # (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
-_TARGETS: tuple[tuple[str, str, Callable[[Recorder], w.Wrapper]], ...] = (
+_TARGETS: tuple[tuple[str, str, Callable[[Recorder], Wrapper]], ...] = (
     (_AGENT, "ConversableAgent.initiate_chat", w.sync(w.chat_roots)),
     (_AGENT, "ConversableAgent.a_initiate_chat", w.async_(w.chat_roots)),
     (_AGENT, "ConversableAgent.initiate_chats", w.sync(w.queue_roots)),
@@ -56,10 +58,10 @@ _TARGETS: tuple[tuple[str, str, Callable[[Recorder], w.Wrapper]], ...] = (
     (_AGENT, "ConversableAgent.a_execute_function", w.async_(w.tool_calls)),
     (_GROUP, "GroupChat.select_speaker", w.sync(w.handoffs)),
     (_GROUP, "GroupChat.a_select_speaker", w.async_(w.handoffs)),
-    (_IO, "IOStream.get_default", w.tapped_get_default),
     (_PATTERNS, "initiate_group_chat", w.sync(w.pattern_roots)),
     (_PATTERNS, "a_initiate_group_chat", w.async_(w.pattern_roots)),
 )
+_ABSENT = object()
 # Modules that re-export the group-API entry points; a program calling them through these names is covered too.
 _REEXPORTS = ("autogen.agentchat", "autogen.agentchat.group", "autogen")
 
@@ -67,7 +69,7 @@ _REEXPORTS = ("autogen.agentchat", "autogen.agentchat.group", "autogen")
 class AG2Instrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for AG2 Classic conversations, messages, turns, tool calls, handoffs and termination."""
 
-    _patched: list[tuple[Any, str, Any]]  # (owner, attribute, original object)
+    _patched: list[tuple[Any, str, Any]]  # (owner, attribute, original object, or _ABSENT: delete on undo)
 
     def instrumentation_dependencies(self) -> Collection[str]:
         # The same code ships as "ag2" (<1.0) and as "autogen" (0.14.x); require whichever is installed.
@@ -98,7 +100,19 @@ class AG2Instrumentor(BaseInstrumentor):  # type: ignore[misc]
                         self._patched.append((reexport, attr, original))
                         setattr(reexport, attr, wrapped_fn)
 
+        event_wrapper = sync_wrapper(events(recorder))
+        for module, cls_name in EVENT_CLASSES:
+            try:
+                owner = getattr(importlib.import_module(module), cls_name)
+            except (ImportError, AttributeError):  # an AG2 release without the group API's transition events
+                continue
+            self._patched.append((owner, "__init__", vars(owner).get("__init__", _ABSENT)))
+            wrap_function_wrapper(owner, "__init__", event_wrapper)
+
     def _uninstrument(self, **kwargs: Any) -> None:
         for owner, attr, original in reversed(getattr(self, "_patched", [])):
-            setattr(owner, attr, original)
+            if original is _ABSENT:
+                delattr(owner, attr)  # the attribute was inherited: remove the wrapper, not the base's method
+            else:
+                setattr(owner, attr, original)
         self._patched = []

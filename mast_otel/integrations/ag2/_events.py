@@ -1,9 +1,11 @@
 """AG2's event stream, read without changing it: termination reasons and handoff reasons.
 
 AG2 Classic announces *why* a run ended (``TerminationEvent``) and *why* control moved in the group API
-(``AfterWorksTransitionEvent`` and friends) only as events sent to the current ``IOStream``. The instrumentor
-wraps ``IOStream.get_default`` so the stream it hands out is a thin tap: each event is read, then passed on
-untouched to the stream the program chose.
+(``AfterWorksTransitionEvent`` and friends) only as events sent to the current ``IOStream``, each built right
+where it is sent (``iostream.send(TerminationEvent(...))``). The instrumentor observes those event classes as
+they are constructed: the stream the program chose (``IOStream.get_default()``) is never replaced, wrapped or
+referenced, so ``is``, ``isinstance``, ``==`` and attribute assignment on it behave exactly as without mast-otel.
+An event built outside a conversation (a program deserialising events) is ignored.
 """
 
 from __future__ import annotations
@@ -12,7 +14,17 @@ import re
 from typing import Any
 
 from mast_otel import semconv as sc
+from mast_otel.integrations.lifecycle import Call, Traced
 from mast_otel.recorder import Recorder
+
+# The event classes read, as (module, class): each wraps its ``__init__``.
+EVENT_CLASSES: tuple[tuple[str, str], ...] = (
+    ("autogen.events.agent_events", "TerminationEvent"),
+    ("autogen.agentchat.group.events.transition_events", "AfterWorksTransitionEvent"),
+    ("autogen.agentchat.group.events.transition_events", "OnContextConditionTransitionEvent"),
+    ("autogen.agentchat.group.events.transition_events", "OnConditionLLMTransitionEvent"),
+    ("autogen.agentchat.group.events.transition_events", "ReplyResultTransitionEvent"),
+)
 
 # AG2 event "type" tags (wrap_event derives them from the class names).
 _TERMINATION = "termination"
@@ -43,28 +55,13 @@ def classify_termination(text: str) -> str:
     return sc.TERMINATION_COMPLETED
 
 
-class TappedStream:
-    """Wraps the program's IOStream; reads events on ``send`` and delegates everything else unchanged."""
+def events(recorder: Recorder) -> Traced:
+    """Read each event once it is built (``finish`` runs after ``__init__`` returned; the handle is the event)."""
 
-    __slots__ = ("_inner", "_recorder")
+    def begin(event: Any, call: Call) -> Any:
+        return event
 
-    def __init__(self, inner: Any, recorder: Recorder) -> None:
-        self._inner = inner
-        self._recorder = recorder
-
-    def send(self, message: Any) -> Any:
-        try:
-            observe(message, self._recorder)
-        except Exception:  # reading an event must never break the run
-            pass
-        return self._inner.send(message)
-
-    def print(self, *objects: Any, **kwargs: Any) -> Any:
-        return self._inner.print(*objects, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        # input / async input and anything a custom stream adds keep their exact (a)sync nature.
-        return getattr(self._inner, name)
+    return Traced("ag2.event", begin=begin, finish=lambda event, _: observe(event, recorder))
 
 
 def observe(event: Any, recorder: Recorder) -> None:
