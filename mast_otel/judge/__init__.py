@@ -3,8 +3,9 @@
 ``build_judge(config)`` returns an :class:`~mast_otel.judge.llm.LLMJudge` when an endpoint or model is
 configured (``MAST_OTEL_JUDGE_BASE_URL`` / ``MAST_OTEL_JUDGE_MODEL``), else
 :class:`~mast_otel.judge.rules.NoModelJudge`, which labels nothing (status ``skipped``): without a model there are
-structural signals (:mod:`~mast_otel.judge.signals`), never MAST verdicts. The LLM side (openai, pydantic, bpe-openai) is imported only when it
-is used, so the collector can import this package without the ``judge`` extra.
+structural signals (:mod:`~mast_otel.judge.signals`), never MAST verdicts. The LLM side (openai, pydantic,
+bpe-openai) is imported only when it is used, so the collector can import this package without the ``judge``
+extra.
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def test_kill_9_mid_stream_then_restart_loses_no_span(tmp_path: Path, sink: Otlp
         assert {s.key for s in got} == want
         roots = {s.key: s for s in got if s.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW}
         assert len(roots) == N_CONVERSATIONS
-        assert all(r.attributes.get(sc.JUDGE_STATUS) in ("ok", "partial") for r in roots.values())
+        assert all(r.attributes.get(sc.JUDGE_STATUS) in ("skipped", "partial") for r in roots.values())  # no model
         duplicates = len(got) - len(want)
         print(f"\n{len(want)} spans, {duplicates} delivered twice downstream (at-least-once across the kill)")
         assert collector.stop() == 0  # and a clean SIGTERM shutdown
