@@ -71,14 +71,14 @@ class Collector:
 def collector_process(
     workdir: Path, export_endpoint: str, *, extra: Sequence[str] = (), env: Mapping[str, str] | None = None
 ) -> Iterator[Collector]:
-    """``mast-otel collector`` on free 127.0.0.1 ports (hold mode, rules judge, 0.5 s quiet period); stopped by PID."""
+    """``mast-otel collector`` on free 127.0.0.1 ports (hold mode, no model: signals only, 0.5 s quiet); stopped by PID."""
     grpc, http, metrics = free_port(), free_port(), free_port()
     log = workdir / "collector.log"
     cmd = [
         MAST_OTEL, "collector",
         "--otlp-grpc", f"127.0.0.1:{grpc}", "--otlp-http", f"127.0.0.1:{http}", "--metrics", f"127.0.0.1:{metrics}",
         "--store", str(workdir / "collector.db"), "--export-endpoint", export_endpoint,
-        "--quiet-period", "0.5", "--mode", "hold", "--judge", "rules", *extra,
+        "--quiet-period", "0.5", "--mode", "hold", "--judge", "signals", *extra,
     ]  # fmt: skip
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MAST_OTEL_COLLECTOR_")}
     with log.open("wb") as out:
