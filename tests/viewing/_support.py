@@ -71,7 +71,7 @@ class Collector:
 def collector_process(
     workdir: Path, export_endpoint: str, *, extra: Sequence[str] = (), env: Mapping[str, str] | None = None
 ) -> Iterator[Collector]:
-    """``mast-otel collector`` on free 127.0.0.1 ports (hold mode, no model: signals only, 0.5 s quiet); stopped by PID."""
+    """``mast-otel collector`` on free 127.0.0.1 ports (hold mode, no model, 0.5 s quiet period); stopped by PID."""
     grpc, http, metrics = free_port(), free_port(), free_port()
     log = workdir / "collector.log"
     cmd = [

@@ -17,8 +17,8 @@ from mast_otel.judge.signals import SIGNALS, compute_signals
 from mast_otel.judge.view import build_view
 from mast_otel.replay import spans_for_record
 from mast_otel.steplist import load_steplist
-from tests.otlp_sink import otlp_sink
 from tests.collector.conftest import wait_until
+from tests.otlp_sink import otlp_sink
 from tests.viewing._support import MAD, collector_process, replay, require_path
 
 pytestmark = pytest.mark.integration
