@@ -1,7 +1,7 @@
 """A user-supplied judge for the tests (``--judge tests.viewing.signal_judge:SignalModeJudge``).
 
 It stands in for "a judge is configured" where a test needs MAST labels from a real collector process without a
-model: it labels the mode each confident structural signal hints at. A test double, not something to ship: that a
+model: it labels the mode each structural signal hints at. A test double, not something to ship: that a
 signal hints at a mode is exactly what a real judge has to decide.
 """
 
@@ -20,6 +20,6 @@ class SignalModeJudge:
     name = "test-signal-mode"
 
     def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
-        signals = [s for s in compute_signals(build_view(spans)) if s.confident]
+        signals = compute_signals(build_view(spans))
         modes = tuple(ModeLabel(s.mode_id, s.evidence_span_ids, s.detail) for s in signals)
         return Verdict(status=sc.JUDGE_PARTIAL if partial else sc.JUDGE_OK, source="test", modes=modes)

@@ -1,4 +1,4 @@
-"""End to end with a real trace store: AG2 group chat -> collector (rules judge) -> Arize Phoenix (OTLP/HTTP).
+"""End to end with a real trace store: AG2 group chat -> collector (a user judge) -> Arize Phoenix (OTLP/HTTP).
 
 Phoenix runs from its own venv (``bash scripts/setup-phoenix.sh``) on 127.0.0.1 with a temp working directory and
 telemetry off; its gRPC port binds every interface whatever PHOENIX_HOST says, so it gets a free port and is never
@@ -91,7 +91,9 @@ def run_group_chat(collector_grpc: str, log: Path) -> None:
 
 def test_labelled_trace_in_phoenix_api_and_ui(tmp_path: Path) -> None:
     require_binary("chromium")
-    with phoenix(tmp_path) as base, collector_process(tmp_path, f"{base}/v1/traces") as collector:
+    judge = ["--judge", "tests.viewing.signal_judge:SignalModeJudge"]  # labels without a model (a user judge)
+    with phoenix(tmp_path) as base, collector_process(tmp_path, f"{base}/v1/traces", extra=judge,
+                                                      env={"PYTHONPATH": str(ROOT)}) as collector:  # fmt: skip
         started = time.monotonic()
         run_group_chat(collector.grpc, tmp_path / "example.log")
 
@@ -113,7 +115,7 @@ def test_labelled_trace_in_phoenix_api_and_ui(tmp_path: Path) -> None:
 
         # The root's labels, read back from the store.
         attrs = root["attributes"]
-        assert attrs["mast.judge.status"] == "ok" and attrs["mast.label.source"] == "rules"
+        assert attrs["mast.judge.status"] == "ok" and attrs["mast.label.source"] == "test"
         assert attrs["mast.failed"] is True
         assert {"1.3", "1.5"} <= set(attrs["mast.failure_modes"])
         assert attrs["mast.fm.1_3"] is True and attrs["mast.fm.1_5"] is True
