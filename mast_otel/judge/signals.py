@@ -55,6 +55,8 @@ _APPROVAL = re.compile(
     r"all (tests|checks) pass\w*)\b",
     re.IGNORECASE,
 )
+_NEGATION = re.compile(r"\b(not|cannot|can't|can ?not|don't|won't|never|no|isn't|aren't)\b\W*(\w+\W+){0,2}$",
+                       re.IGNORECASE)
 _VERIFIER_NAME = re.compile(r"verif|review|test|critic|check|judge|qa\b|inspect", re.IGNORECASE)
 _RESTART = re.compile(
     r"\b(let'?s start over|start(ing)? (over|again|from scratch)|restart(ing)? the (task|conversation|process)|"
@@ -95,8 +97,8 @@ SIGNALS: dict[str, SignalKind] = {
         SignalKind("no_verification", "3.2", "No agent whose name suggests a verifier (verify, review, test, critic, "
                    "check, judge, QA, inspect) spoke, and no message after the task uses verification language."),
         SignalKind("unchecked_approval", "3.2", "A verifier-named agent approved another agent's result ('approved', "
-                   "'LGTM', 'looks correct', 'all tests pass', ...) with no tool call and no tool result between the "
-                   "result and the approval."),
+                   "'LGTM', 'looks correct', 'all tests pass', ...; not negated: 'cannot approve' is no approval) "
+                   "with no tool call and no tool result between the result and the approval."),
     )
 }  # fmt: skip
 
@@ -250,6 +252,11 @@ def _no_verification(view: ConversationView) -> list[Signal]:
                     (msgs[-1].span.span_id,))]  # fmt: skip
 
 
+def _approves(text: str) -> bool:
+    """An approval phrase not negated by the few words before it ("I cannot approve this" is a rejection)."""
+    return any(not _NEGATION.search(text[max(0, m.start() - 30) : m.start()]) for m in _APPROVAL.finditer(text))
+
+
 def _unchecked_approval(view: ConversationView) -> list[Signal]:
     """Approval with nothing executed between the answer and the sign-off is a check that was never run; an
     approval after a tool ran (tests, code execution) is left to the judge (it may be 3.3, or fine)."""
@@ -257,7 +264,7 @@ def _unchecked_approval(view: ConversationView) -> list[Signal]:
     for i, approval in enumerate(events):
         if approval.kind != sc.SPAN_TYPE_MESSAGE or not _VERIFIER_NAME.search(approval.sender):
             continue
-        if not _APPROVAL.search(approval.text):
+        if not _approves(approval.text):
             continue
         answer_at = next(
             (j for j in range(i - 1, -1, -1) if events[j].kind == sc.SPAN_TYPE_MESSAGE

@@ -41,7 +41,7 @@ def _tool_loop(rec: Recorder) -> None:
         rec.message("coder", ["reviewer"], note)
 
 
-def _approval(with_tool: bool):
+def _approval(with_tool: bool, verdict: str = "Approved: the result is correct."):
     def body(rec: Recorder) -> None:
         rec.message("user", ["solver"], "Compute 17 * 23 and have it checked.")
         with rec.agent_turn("solver"):
@@ -50,7 +50,7 @@ def _approval(with_tool: bool):
             if with_tool:
                 with rec.tool_call("python", arguments={"code": "print(17*23)"}) as call:
                     call.set_result("391")
-            rec.message("verifier", ["user"], "Approved: the result is correct.")
+            rec.message("verifier", ["user"], verdict)
 
     return record(body)
 
@@ -100,7 +100,9 @@ CASES = {
         [lambda: dialogue([("user", "solver", "Add 2 and 3."), ("solver", "verifier", "5"),
                            ("verifier", "user", "ok")])],
     ),
-    "unchecked_approval": (lambda: _approval(with_tool=False), [lambda: _approval(with_tool=True), simple]),
+    "unchecked_approval": (lambda: _approval(with_tool=False),
+                           [lambda: _approval(with_tool=True), simple,
+                            lambda: _approval(False, "I cannot approve this: it is not correct, 17 * 23 is 391.")]),
 }  # fmt: skip
 
 

@@ -136,7 +136,7 @@ Taxonomy: Cemri et al., "Why Do Multi-Agent LLM Systems Fail?" (2025).</p>
 {"".join(sections)}
 <h2>Structural signals</h2>
 <p>Facts seen without a model (each hints at a mode; not a MAST verdict): <code>mast.signal.NAME=true</code>.</p>
-{_html_table(["signal", "conversations"], sorted(report.by_signal().items(), key=lambda kv: (-kv[1], kv[0])))}
+{_html_table(["signal", "conversations"], [list(kv) for kv in report.by_signal().most_common()])}
 <h2>Conversations with failure modes</h2>
 {_html_table(["trace id", "conversation", "service", "framework", "source", "modes: evidence spans"], failed_rows)}
 </body></html>

@@ -59,7 +59,7 @@ def render_text(report: Report, *, width_groups: int = 6) -> str:
     signals = report.by_signal()
     if signals:
         out += ["", "Structural signals (facts seen without a model, not MAST verdicts):",
-                _table(["signal", "conversations"], sorted(signals.items(), key=lambda kv: (-kv[1], kv[0])))]
+                _table(["signal", "conversations"], [list(kv) for kv in signals.most_common()])]
     problems = [c for c in report.conversations if c.status in (sc.JUDGE_ERROR, sc.JUDGE_SKIPPED, UNLABELLED)]
     if problems:
         out += ["", f"Not judged: {len(problems)} conversation(s) (error, skipped or no verdict): "
