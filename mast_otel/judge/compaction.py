@@ -119,7 +119,8 @@ def _chunked(lines: tuple[Line, ...], budget: int, max_chunks: int, notes: list[
     head = tuple(x for x in context if x.kind == "root")
     tail = tuple(x for x in context if x.kind == "end")
     chunk_budget = budget - _cost(context) - (DIGEST_TOKENS if max_chunks > 1 else 0)
-    hard, stats["cut"] = _cut(lines, chunk_budget, floor=MIN_CAP)  # as few parts as possible: each repeats the fixed text
+    # As few parts as possible: each part repeats the fixed text of the prompt.
+    hard, stats["cut"] = _cut(lines, chunk_budget, floor=MIN_CAP)
     body = [x for x in hard if x.kind not in _CONTEXT]
     chunks = _split(body, chunk_budget)
     dropped = 0
