@@ -150,73 +150,64 @@ def _ag2_clean(provider: TracerProvider) -> None:
 
 # --- a home-grown MAS on the recorder API -------------------------------------------------------------------------
 
-
-def _recorder(provider: TracerProvider) -> Recorder:
-    return Recorder(provider, CaptureConfig(capture_content=True), framework="home-grown")
-
-
-def _home_withheld(provider: TracerProvider) -> None:
-    rec = _recorder(provider)
-    task = "Report yesterday's sign-ups per hour in the Berlin time zone."
-    with rec.conversation("report", task=task):
-        rec.message("user", ["analyst"], task)
-        with rec.agent_turn("analyst"):
-            with rec.tool_call("query_signups", arguments={"day": "yesterday"}) as call:
-                if call is not None:
-                    call.set_result("NOTE: all timestamps are UTC. hour,signups\n08,12\n09,30\n10,25")
-            rec.message("analyst", ["writer"], "Data fetched: 08h 12, 09h 30, 10h 25 sign-ups.")
-        rec.handoff("analyst", "writer", reason=sc.HANDOFF_DELEGATION)
-        with rec.agent_turn("writer"):
-            rec.message("writer", ["user"], "Berlin time: 08:00 had 12 sign-ups, 09:00 had 30, 10:00 had 25.")
-        rec.terminate(sc.TERMINATION_COMPLETED)
+# A home-grown run as data: ("say", agent, recipient, text) inside that agent's turn, ("tool", agent, tool, args,
+# result, ok) inside that agent's turn (its next "say" joins the same turn), ("handoff", from, to).
+Step = tuple[Any, ...]
 
 
-def _home_premature_stop(provider: TracerProvider) -> None:
-    rec = _recorder(provider)
-    task = "Fix the failing build and confirm the tests pass."
-    with rec.conversation("fix", task=task):
-        rec.message("user", ["planner"], task)
-        with rec.agent_turn("planner"):
-            rec.message("planner", ["coder"], "Run the tests first, then fix what fails.")
-        rec.handoff("planner", "coder", reason=sc.HANDOFF_DELEGATION)
-        with rec.agent_turn("coder"):
-            rec.message("coder", ["planner"], "Patched the import path in setup.py; running the tests next.")
-        rec.terminate(sc.TERMINATION_NO_REPLY, detail="the tester never answered")
+def _home_run(name: str, task: str, steps: Sequence[Step], end: str, detail: str | None = None) -> (
+        Callable[[TracerProvider], None]):  # fmt: skip
+    def run(provider: TracerProvider) -> None:
+        rec = Recorder(provider, CaptureConfig(capture_content=True), framework="home-grown")
+        with rec.conversation(name, task=task):
+            rec.message("user", [steps[0][1]], task)
+            pending: list[Step] = []
+            for step in steps:
+                if step[0] == "handoff":
+                    rec.handoff(step[1], step[2], reason=sc.HANDOFF_DELEGATION)
+                elif step[0] == "tool":
+                    pending.append(step)
+                else:
+                    with rec.agent_turn(step[1]):
+                        for _, _, tool, args, result, ok in pending:
+                            with rec.tool_call(tool, arguments=args) as call:
+                                if call is not None:
+                                    call.set_result(result, success=ok)
+                        pending = []
+                        rec.message(step[1], [step[2]], step[3])
+            rec.terminate(end, detail=detail)
+
+    return run
 
 
-def _home_reset(provider: TracerProvider) -> None:
-    rec = _recorder(provider)
-    task = "Summarise the three incident reports attached to ticket 4411 into one paragraph for the customer."
-    with rec.conversation("summary", task=task):
-        rec.message("user", ["lead"], task)
-        with rec.agent_turn("lead"):
-            rec.message("lead", ["writer"], "Reports 1 and 2 describe the same outage; report 3 is the follow-up.")
-        with rec.agent_turn("writer"):
-            rec.message("writer", ["lead"], "Draft: on 3 May the API was down for 40 minutes; a fix shipped on 4 May.")
-        with rec.agent_turn("lead"):
-            rec.message("lead", ["writer"], task)
-        with rec.agent_turn("writer"):
-            rec.message("writer", ["lead"], "Starting on the summary: which reports are there?")
-        rec.terminate(sc.TERMINATION_COMPLETED)
-
-
-def _home_clean(provider: TracerProvider) -> None:
-    rec = _recorder(provider)
-    task = "Fix the failing build and confirm the tests pass."
-    with rec.conversation("fix", task=task):
-        rec.message("user", ["coder"], task)
-        with rec.agent_turn("coder"):
-            with rec.tool_call("run_tests", arguments={"path": "tests/"}) as call:
-                if call is not None:
-                    call.set_result("1 failed: test_import (ModuleNotFoundError: pkg.util)", success=False)
-            rec.message("coder", ["reviewer"], "test_import fails on a moved module; I fixed the import in cli.py.")
-        rec.handoff("coder", "reviewer", reason=sc.HANDOFF_DELEGATION)
-        with rec.agent_turn("reviewer"):
-            with rec.tool_call("run_tests", arguments={"path": "tests/"}) as call:
-                if call is not None:
-                    call.set_result("42 passed")
-            rec.message("reviewer", ["coder"], "I ran the suite myself: 42 passed. The fix is right; merging.")
-        rec.terminate(sc.TERMINATION_COMPLETED)
+_FIX = "Fix the failing build and confirm the tests pass."
+_home_withheld = _home_run("report", "Report yesterday's sign-ups per hour in the Berlin time zone.", [
+    ("tool", "analyst", "query_signups", {"day": "yesterday"},
+     "NOTE: all timestamps are UTC. hour,signups\n08,12\n09,30\n10,25", True),
+    ("say", "analyst", "writer", "Data fetched: 08h 12, 09h 30, 10h 25 sign-ups."),
+    ("handoff", "analyst", "writer"),
+    ("say", "writer", "user", "Berlin time: 08:00 had 12 sign-ups, 09:00 had 30, 10:00 had 25."),
+], sc.TERMINATION_COMPLETED)  # fmt: skip
+_home_premature_stop = _home_run("fix", _FIX, [
+    ("say", "planner", "coder", "Run the tests first, then fix what fails."),
+    ("handoff", "planner", "coder"),
+    ("say", "coder", "planner", "Patched the import path in setup.py; running the tests next."),
+], sc.TERMINATION_NO_REPLY, "the tester never answered")  # fmt: skip
+_REPORT_TASK = "Summarise the three incident reports attached to ticket 4411 into one paragraph for the customer."
+_home_reset = _home_run("summary", _REPORT_TASK, [
+    ("say", "lead", "writer", "Reports 1 and 2 describe the same outage; report 3 is the follow-up."),
+    ("say", "writer", "lead", "Draft: on 3 May the API was down for 40 minutes; a fix shipped on 4 May."),
+    ("say", "lead", "writer", _REPORT_TASK),
+    ("say", "writer", "lead", "Starting on the summary: which reports are there?"),
+], sc.TERMINATION_COMPLETED)  # fmt: skip
+_home_clean = _home_run("fix", _FIX, [
+    ("tool", "coder", "run_tests", {"path": "tests/"}, "1 failed: test_import (ModuleNotFoundError: pkg.util)",
+     False),
+    ("say", "coder", "reviewer", "test_import fails on a moved module; I fixed the import in cli.py."),
+    ("handoff", "coder", "reviewer"),
+    ("tool", "reviewer", "run_tests", {"path": "tests/"}, "42 passed", True),
+    ("say", "reviewer", "coder", "I ran the suite myself: 42 passed. The fix is right; merging."),
+], sc.TERMINATION_COMPLETED)  # fmt: skip
 
 
 CASES: tuple[Case, ...] = (
