@@ -18,8 +18,9 @@ from .model import Verdict
 __all__ = ["NO_MODEL_REASON", "NoModelJudge"]
 
 NO_MODEL_REASON = (
-    "no model configured: structural signals only (mast.signal.*), no MAST labels; for labels set OPENAI_API_KEY, "
-    "or MAST_OTEL_JUDGE_BASE_URL (+ MAST_OTEL_JUDGE_MODEL) for any OpenAI-compatible endpoint"
+    "no model configured: structural signals only (mast.signal.*), no MAST labels; for labels run the LLM judge "
+    "(collector: --judge llm) with a model: OPENAI_API_KEY + MAST_OTEL_JUDGE_MODEL, or MAST_OTEL_JUDGE_BASE_URL "
+    "(+ MAST_OTEL_JUDGE_MODEL) for any OpenAI-compatible endpoint"
 )
 
 
