@@ -231,6 +231,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                    formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("files", nargs="*", help=f"labelled MAD, step-list or OTLP JSON (default: ${DATA_ENV})")
     parser.add_argument("--suite", action="store_true", help="run the constructed ground-truth suite instead")
+    parser.add_argument("--metagpt-python", help="--suite: the MetaGPT environment's interpreter for its cases "
+                        "(default .nox/metagpt/bin/python when it exists)")
     parser.add_argument("--out", default="eval-out", help="directory for eval.json, eval.md, eval.png")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_judge_options(parser)

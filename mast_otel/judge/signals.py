@@ -39,10 +39,10 @@ _SYSTEM_SENDER = re.compile(r"^(system|environment|env|tool|function)$", re.IGNO
 _LIMIT_REASONS = frozenset(
     {sc.TERMINATION_MAX_ROUNDS, sc.TERMINATION_MAX_TURNS, sc.TERMINATION_MAX_AUTO_REPLIES, sc.TERMINATION_BUDGET}
 )
+# Not ``idle``: a team with nothing left to do (MetaGPT's normal end) has not stopped early.
 _EARLY_REASONS = frozenset(
-    {sc.TERMINATION_ERROR, sc.TERMINATION_NO_REPLY, sc.TERMINATION_NO_SPEAKER, sc.TERMINATION_USER_EXIT,
-     sc.TERMINATION_IDLE}
-)  # fmt: skip
+    {sc.TERMINATION_ERROR, sc.TERMINATION_NO_REPLY, sc.TERMINATION_NO_SPEAKER, sc.TERMINATION_USER_EXIT}
+)
 _FINAL = re.compile(r"\\boxed\{|\bTERMINATE\b|final answer|the answer is|answer:\s*\S", re.IGNORECASE)
 _VERIFY = re.compile(
     r"\b(verif\w*|double[- ]check\w*|validat\w*|cross[- ]check\w*|sanity check|re-?check\w*|unit tests?|"
@@ -82,7 +82,8 @@ SIGNALS: dict[str, SignalKind] = {
                    f"result, not a relayed copy), >= {MIN_WORDS} words and >= {MIN_CHARS} characters, not machine "
                    "output (exit codes, tracebacks, tool banners), not from a system sender."),
         SignalKind("round_limit", "1.5", "The run was ended by a round, turn, auto-reply or budget limit "
-                   "(mast.termination.reason), or its message count reached mast.conversation.max_rounds."),
+                   "(mast.termination.reason), or, when no reason was recorded, its message count reached "
+                   "mast.conversation.max_rounds."),
         SignalKind("continued_after_answer", "1.5", "At least 4 messages followed the first message that reads as a "
                    "final answer (\\boxed{}, 'final answer', 'the answer is', TERMINATE), and no limit ended the run."),
         SignalKind("task_resent", "2.1", "The opening message was sent again exactly once, after different messages "
@@ -90,7 +91,8 @@ SIGNALS: dict[str, SignalKind] = {
         SignalKind("restart_announced", "2.1", "An agent's message says it starts over ('start over', 'from "
                    "scratch', 'restart the task', ...)."),
         SignalKind("stopped_early", "3.1", "The run was ended by an error, an agent that gave no reply, no "
-                   "eligible next speaker, the user exiting, or idleness (mast.termination.reason)."),
+                   "eligible next speaker, or the user exiting (mast.termination.reason; not idle: nothing left to "
+                   "do is a normal end)."),
         SignalKind("dangling_tool_call", "3.1", "The last message of the run is a tool call whose result never "
                    "came."),
         SignalKind("too_short", "3.1", "The run has one or two messages and none reads as a final answer."),
@@ -184,7 +186,10 @@ def _final_answer_index(view: ConversationView) -> int | None:
 def _limit_hit(view: ConversationView) -> list[Signal]:
     reason = view.termination
     rounds, max_rounds = view.root_attr(sc.CONVERSATION_ROUNDS), view.root_attr(sc.CONVERSATION_MAX_ROUNDS)
-    at_limit = isinstance(rounds, int) and isinstance(max_rounds, int) and max_rounds > 0 and rounds >= max_rounds
+    # Only without a recorded reason: a framework's own stop reason is the fact (MetaGPT's max_rounds counts rounds,
+    # mast.conversation.rounds counts messages, several per round).
+    at_limit = (reason is None and isinstance(rounds, int) and isinstance(max_rounds, int) and max_rounds > 0
+                and rounds >= max_rounds)  # fmt: skip
     msgs = view.messages
     root_id = (view.root.span_id,) if view.root is not None else ()
     tail_ids = tuple(m.span.span_id for m in msgs[-2:])

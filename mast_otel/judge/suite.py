@@ -6,17 +6,22 @@ run is. The configured judge (and the structural signals) are then scored per mo
 built to contain. These are constructed cases: a smoke test for a judge configuration (does this model, prompt
 and endpoint find an obvious repetition, notice a missing clarification, ...), not a benchmark of real failures.
 
-Integrations used: **AG2 Classic** (real group chats and two-agent chats; the agents' replies come from AG2's own
-``register_reply`` hook, so no model and no network are involved) and a **home-grown MAS on the recorder API**
-(``mast_otel.Recorder``, the path for systems without a framework). MetaGPT runs only in its own environment and
-is not part of the suite.
+Integrations used: **AG2 Classic** (real group chats; the agents' replies come from AG2's own ``register_reply``
+hook, so no model and no network are involved), a **home-grown MAS on the recorder API** (``mast_otel.Recorder``,
+the path for systems without a framework), and **MetaGPT** teams whose actions return scripted text
+(:mod:`mast_otel.judge.suite_metagpt`). MetaGPT needs its own environment: its cases run in this process when
+MetaGPT is importable, else in the interpreter ``--metagpt-python`` names (default ``.nox/metagpt/bin/python``,
+what ``nox -s metagpt`` creates) as a subprocess; without either they are left out and the output says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
+import json
+import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -30,12 +35,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from mast_otel import semconv as sc
 from mast_otel.config import CaptureConfig
 from mast_otel.recorder import Recorder
-from mast_otel.spans import from_readable_span
+from mast_otel.spans import SpanRecord, from_readable_span
 from mast_otel.taxonomy import mode
 
 from .steplist_input import Conversation
+from .suite_metagpt import METAGPT_CASES
 
-__all__ = ["CASES", "DISCLAIMER", "Case", "run_case", "run_suite"]
+__all__ = ["CASES", "DISCLAIMER", "Case", "run_case", "run_metagpt_cases", "run_suite"]
 
 DISCLAIMER = (
     "These are constructed cases: scripted conversations each built to contain one failure mode (or none), a smoke "
@@ -53,7 +59,7 @@ class Case:
     mode: str | None  # the failure mode it was built to contain; None = a clean control
     signal: str | None  # the structural signal it is built to raise, if the failure has a structural face
     story: str
-    run: Callable[[TracerProvider], None]
+    run: Callable[[TracerProvider], None] | None  # None: a MetaGPT case (suite_metagpt runs it)
 
 
 # --- AG2 Classic ------------------------------------------------------------------------------------------------
@@ -228,20 +234,52 @@ CASES: tuple[Case, ...] = (
     Case("home-conversation-reset", "home-grown", "2.1", "task_resent",
          "the lead re-sends the original task after a draft exists; the writer starts from zero", _home_reset),
     Case("home-clean", "home-grown", None, None, "fix, then an independent test run, then sign-off", _home_clean),
+    *(Case(c.name, "metagpt", c.mode, c.signal, c.story, None) for c in METAGPT_CASES),
 )  # fmt: skip
+DEFAULT_METAGPT_PYTHON = ".nox/metagpt/bin/python"
+
+
+def _conversation(case: Case, spans: list[SpanRecord]) -> Conversation:
+    reference = {case.mode: True} if case.mode else {}
+    return Conversation(trace_key=case.name, spans=spans, reference=reference, framework=case.framework)
+
+
+def run_metagpt_cases(python: str | None) -> tuple[list[Conversation], str | None]:
+    """The MetaGPT cases' conversations, and why they were left out (None when they ran)."""
+    cases = {c.name: c for c in CASES if c.run is None}
+    if importlib.util.find_spec("metagpt") is not None:
+        from .suite_metagpt import _configure, run_metagpt_case
+
+        _configure()
+        return [_conversation(cases[c.name], [SpanRecord(**d) for d in run_metagpt_case(c)])
+                for c in METAGPT_CASES], None  # fmt: skip
+    python = python or (DEFAULT_METAGPT_PYTHON if Path(DEFAULT_METAGPT_PYTHON).exists() else None)
+    if python is None:
+        return [], (f"MetaGPT cases left out: MetaGPT is not importable here and {DEFAULT_METAGPT_PYTHON} does not "
+                    "exist (nox -s metagpt creates it; or pass --metagpt-python)")  # fmt: skip
+    done = subprocess.run([python, "-m", "mast_otel.judge.suite_metagpt"], capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    if done.returncode != 0:
+        return [], f"MetaGPT cases left out: {python} failed ({done.returncode}): {done.stderr.strip()[-500:]}"
+    out = []
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            out.append(_conversation(cases[row["case"]], [SpanRecord(**d) for d in row["spans"]]))
+    return out, None
 
 
 def run_case(case: Case) -> Conversation:
-    """Run one case through its integration into memory and return its conversation, reference = its mode."""
+    """Run one AG2 or home-grown case through its integration into memory; reference = its mode."""
+    if case.run is None:
+        raise ValueError(f"{case.name} is a MetaGPT case: run_metagpt_cases runs it")
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     with contextlib.redirect_stdout(io.StringIO()):  # AG2 prints every message; the tables are the output
         case.run(provider)
     provider.shutdown()
-    spans = [from_readable_span(s) for s in exporter.get_finished_spans()]
-    reference = {case.mode: True} if case.mode else {}
-    return Conversation(trace_key=case.name, spans=spans, reference=reference, framework=case.framework)
+    return _conversation(case, [from_readable_span(s) for s in exporter.get_finished_spans()])
 
 
 def case_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -269,12 +307,18 @@ def run_suite(args: argparse.Namespace) -> int:
         print("mast-otel eval --suite: the AG2 cases need AG2 (pip install 'mast-otel[ag2]')", file=sys.stderr)
         return 2
     print(f"mast-otel eval --suite: {DISCLAIMER}", file=sys.stderr)
-    conversations = [run_case(c) for c in CASES]
+    conversations = [run_case(c) for c in CASES if c.run is not None]
+    metagpt, left_out = run_metagpt_cases(args.metagpt_python)
+    conversations += metagpt
+    if left_out:
+        print(f"mast-otel eval --suite: {left_out}", file=sys.stderr)
     llm = configured_llm(args)
     rows = evaluate(conversations, llm, workers=llm.config.concurrency if llm else 1, quiet=args.quiet)
     summary = summarise(rows)
     name = f"llm, model {llm.config.model_name}" if llm else None
-    header = [f"**Constructed suite, {len(CASES)} cases.** {DISCLAIMER}", "", case_table(rows), ""]
+    header = [f"**Constructed suite, {len(conversations)} cases.** {DISCLAIMER}", "", case_table(rows), ""]
+    if left_out:
+        header += [left_out + ".", ""]
     report = {"judge": name, "suite": [c.name for c in CASES], "summary": summary, "traces": rows}
     write_outputs(Path(args.out), report, markdown(summary, name, header=header),
                   f"constructed suite ({name or 'signals'})")  # fmt: skip
