@@ -2,7 +2,7 @@
 
 Run it with ``bash scripts/demo.sh`` (which sets up ``.venv`` first) or, from the repository root::
 
-    .venv/bin/python -m examples.demo [--out demo-output] [--judge auto|rules|llm] [--timeout 300]
+    .venv/bin/python -m examples.demo [--out demo-output] [--judge auto|signals|llm] [--timeout 300]
 
 What it does, every server on 127.0.0.1 and free ports, every process stopped by its PID at the end:
 
