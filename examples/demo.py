@@ -2,7 +2,7 @@
 
 Run it with ``bash scripts/demo.sh`` (which sets up ``.venv`` first) or, from the repository root::
 
-    .venv/bin/python -m examples.demo [--out demo-output] [--judge auto|rules|llm] [--timeout 300]
+    .venv/bin/python -m examples.demo [--out demo-output] [--judge auto|signals|llm] [--timeout 300]
 
 What it does, every server on 127.0.0.1 and free ports, every process stopped by its PID at the end:
 
@@ -13,15 +13,18 @@ What it does, every server on 127.0.0.1 and free ports, every process stopped by
 3. runs the AG2 examples, offline with scripted replies, as separate processes instrumented by
    ``mast_otel.instrument()`` and exporting OTLP to the collector (``examples/ag2_group_chat.py``,
    ``examples/ag2_group_api.py``), each under its own ``service.name``;
-4. waits until every conversation's root span arrives downstream labelled (``mast.judge.status``);
-5. prints each conversation with its labels, the spans cited as evidence, and how to find it in Jaeger, Tempo
-   and Phoenix; the collector's non-zero ``mast_failure_mode_total`` series; the report
+4. waits until every conversation's root span arrives downstream with its verdict (``mast.judge.status``);
+5. prints each conversation with its structural signals (``mast.signal.*``: facts, not verdicts) and, when a
+   judge ran, its MAST labels and the spans cited as evidence, and how to find it in Jaeger, Tempo and Phoenix;
+   the collector's non-zero ``mast_signal_total`` / ``mast_failure_mode_total`` series; the report
    (``OUT/report.html`` too);
-6. exits 1 unless the failure modes the examples were written to show were each found in at least one trace.
+6. exits 1 unless each signal the examples were built to raise was raised (and, with a judge, each failure mode
+   they were written to show was labelled) in that example's trace.
 
 The judge: with ``MAST_OTEL_JUDGE_BASE_URL`` or ``MAST_OTEL_JUDGE_MODEL`` set (any OpenAI-compatible server), or
-``OPENAI_API_KEY`` (model ``MAST_OTEL_DEMO_OPENAI_MODEL``, default gpt-4o-mini), the collector runs the LLM judge;
-otherwise the rules judge (structural signals, no model). ``--judge`` forces one.
+``OPENAI_API_KEY`` (model ``MAST_OTEL_DEMO_OPENAI_MODEL``, default gpt-4o-mini), the collector runs the LLM judge
+and the traces carry MAST labels; otherwise no model runs: signals only, every verdict ``skipped``. ``--judge``
+forces one.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from mast_otel.collector.report import (
     spans_from_otlp_json,
     traceql,
 )
+from mast_otel.judge.signals import SIGNALS
 from mast_otel.taxonomy import mode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +79,8 @@ class Example:
     service: str  # its service.name
     # What the example was written to show, from its docstring: each tuple is one failure, met by any of its modes.
     shows: tuple[tuple[str, ...], ...]
+    # The structural signals it was built to raise (facts the collector sees without a model).
+    raises: tuple[str, ...] = ()
     # The interpreter that runs it, from the repository root: a framework with its own nox environment runs in it
     # (``.nox/NAME/bin/python``, created by scripts/demo.sh); None = this interpreter (the main environment).
     python: str | None = None
@@ -83,18 +89,21 @@ class Example:
 EXAMPLES = (
     # a repeated step (1.3); a run cut off at max_round with no verified answer (1.5 unaware of termination /
     # 3.1 premature termination: the same failure seen from two sides, either label counts)
-    Example("examples/ag2_group_chat.py", "demo-ag2-group-chat", (("1.3",), ("1.5", "3.1"))),
+    Example("examples/ag2_group_chat.py", "demo-ag2-group-chat", (("1.3",), ("1.5", "3.1")),
+            raises=("repeated_message", "round_limit")),
     # an answer approved without running the check the plan asked for (3.2 no or incomplete verification)
-    Example("examples/ag2_group_api.py", "demo-ag2-group-api", (("3.2",),)),
+    Example("examples/ag2_group_api.py", "demo-ag2-group-api", (("3.2",),), raises=("unchecked_approval",)),
     # a reviewer approves a refund proposal without looking the order up (3.2 no or incomplete verification)
     Example(
         "examples/openai_agents_triage.py",
         "demo-openai-agents-triage",
         (("3.2",),),
         python=".nox/openai_agents/bin/python",
+        raises=("unchecked_approval",),
     ),
     # AG2 1.x (its own environment): a refund approved by a reviewer who checked nothing (3.2)
-    Example("examples/ag2_1x_triage.py", "demo-ag2-1x-triage", (("3.2",),), python=".nox/ag2_1x/bin/python"),
+    Example("examples/ag2_1x_triage.py", "demo-ag2-1x-triage", (("3.2",),), python=".nox/ag2_1x/bin/python",
+            raises=("unchecked_approval",)),
     # Magentic-One (autogen-agentchat, its own nox environment): the researcher repeats one lookup (1.3); the
     # orchestrator stalls, re-plans and runs out of rounds (1.5 / 3.1)
     Example(
@@ -102,6 +111,7 @@ EXAMPLES = (
         "demo-autogen-magentic-one",
         (("1.3",), ("1.5", "3.1")),
         python=".nox/autogen_agentchat/bin/python",
+        raises=("repeated_message", "round_limit"),
     ),
 )
 
@@ -201,14 +211,17 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
         proc.wait(5)
 
 
+HOW_TO_LABEL = ("For MAST labels, give the collector a judge: set OPENAI_API_KEY, or MAST_OTEL_JUDGE_BASE_URL "
+                "(+ MAST_OTEL_JUDGE_MODEL) for any OpenAI-compatible endpoint, and run this again.")
+
+
 def judge_flags(choice: str) -> tuple[list[str], str]:
-    """The collector's judge flags for ``--judge auto|rules|llm`` and the environment, and a one-line description."""
+    """The collector's judge flags for ``--judge auto|signals|llm`` and the environment, and a description."""
     env = os.environ
     llm_env = bool(env.get("MAST_OTEL_JUDGE_BASE_URL") or env.get("MAST_OTEL_JUDGE_MODEL"))
     openai_key = bool(env.get("MAST_OTEL_JUDGE_API_KEY") or env.get("OPENAI_API_KEY"))
-    if choice == "rules" or (choice == "auto" and not (llm_env or openai_key)):
-        return ["--judge", "rules"], "rules judge (structural signals, no model; set OPENAI_API_KEY or " \
-            "MAST_OTEL_JUDGE_BASE_URL for the LLM judge)"  # fmt: skip
+    if choice == "signals" or (choice == "auto" and not (llm_env or openai_key)):
+        return ["--judge", "signals"], "none (no model configured): structural signals only, no MAST labels"
     flags = ["--judge", "llm"]
     if not llm_env:  # only a key: the OpenAI API with a small default model
         flags += ["--judge-model", env.get("MAST_OTEL_DEMO_OPENAI_MODEL", "gpt-4o-mini")]
@@ -302,16 +315,26 @@ def wait_for_verdicts(downstream: Downstream, services: set[str], timeout: float
 
 def print_conversations(conversations: Sequence[Conversation]) -> None:
     print()
-    print("Labelled conversations (as the trace backend received them)")
+    print("Conversations (as the trace backend received them)")
     print("=" * 100)
     for c in conversations:
-        modes = ", ".join(c.modes) or "none"
         print(f"trace {c.trace_id}  service {c.service}  framework {c.framework}")
-        failed = str(c.failed).lower() if c.judged else "-"
-        print(f"  {c.name}: mast.judge.status={c.status}  mast.label.source={c.source or '-'}  "
-              f"mast.failed={failed}  mast.failure_modes=[{modes}]")  # fmt: skip
+        print(f"  {c.name}: mast.judge.status={c.status}  mast.label.source={c.source or '-'}")
         if c.status_reason:
             print(f"    mast.judge.status_reason: {c.status_reason}")
+        print(f"  structural signals (facts, not verdicts): {', '.join(c.signals) or 'none'}")
+        for name in c.signals:
+            hint = SIGNALS[name].mode_id if name in SIGNALS else "?"
+            spans = ", ".join(c.signal_spans.get(name, ())) or "(the conversation root)"
+            print(f"    {name} (hints at {hint} {_name(hint)}): spans {spans}")
+        if c.signals:
+            print(f"    find it: Jaeger tags {sc.signal_attribute(c.signals[0])}=true (service {c.service}); Tempo "
+                  f"{{ span.{sc.signal_attribute(c.signals[0])} = true }}")  # fmt: skip
+        if not c.judged:
+            print()
+            continue
+        modes = ", ".join(c.modes) or "none"
+        print(f"  MAST labels from the judge: mast.failed={str(c.failed).lower()}  mast.failure_modes=[{modes}]")
         for m in c.modes:
             spans = ", ".join(c.evidence.get(m, ())) or "(no span cited)"
             print(f"    {m} {_name(m)}: evidence spans: {spans}")
@@ -337,11 +360,22 @@ def _name(mode_id: str) -> str:
 def print_metrics(metrics_url: str) -> None:
     with urllib.request.urlopen(metrics_url, timeout=5) as r:
         text = r.read().decode()
-    lines = [ln for ln in text.splitlines() if ln.startswith("mast_failure_mode_total{") and not ln.endswith(" 0.0")]
-    print("Prometheus sees (collector /metrics, non-zero mast_failure_mode_total series):")
-    for ln in lines or ["  (none)"]:
-        print(f"  {ln}")
+    for metric in ("mast_signal_total", "mast_failure_mode_total"):
+        lines = [ln for ln in text.splitlines() if ln.startswith(metric + "{") and not ln.endswith(" 0.0")]
+        print(f"Prometheus sees (collector /metrics, non-zero {metric} series):")
+        for ln in lines or ["  (none)"]:
+            print(f"  {ln}")
     print()
+
+
+def check_signals(conversations: Sequence[Conversation]) -> list[str]:
+    """The signals the examples were built to raise and no trace of theirs carries (empty: all raised)."""
+    missing = []
+    for example in EXAMPLES:
+        found = {s for c in conversations if c.service == example.service for s in c.signals}
+        missing += [f"{name} in {example.script} (raised: {', '.join(sorted(found)) or 'none'})"
+                    for name in example.raises if name not in found]  # fmt: skip
+    return missing
 
 
 def check(conversations: Sequence[Conversation]) -> list[str]:
@@ -364,7 +398,8 @@ def _interrupt(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", default="demo-output", help="where spans.jsonl, report.html and logs go")
-    parser.add_argument("--judge", choices=("auto", "rules", "llm"), default="auto")
+    parser.add_argument("--judge", choices=("auto", "signals", "llm"), default="auto",
+                        help="signals: no model (facts only); llm: the LLM judge; auto: llm when configured")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the verdicts")
     args = parser.parse_args(argv)
 
@@ -390,16 +425,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render_text(report))
     (out / "report.html").write_text(render_html(report, title="mast-otel demo: MAST failure modes"))
     log(f"report: {out / 'report.html'} (also: .venv/bin/mast-otel report {jsonl} --html report.html)")
-    missing = check(conversations)
+    judged = "signals" not in flags
+    missing = check_signals(conversations)
+    if judged:
+        missing += [f"label {m}" for m in check(conversations)]
     elapsed = time.monotonic() - started
     if missing:
-        log(f"FAILED after {elapsed:.1f} s: not labelled in any trace: {'; '.join(missing)}")
+        log(f"FAILED after {elapsed:.1f} s: missing from every trace: {'; '.join(missing)}")
         return 1
+    signals = sorted({s for c in conversations for s in c.signals})
+    if not judged:
+        log(f"OK in {elapsed:.1f} s: every signal the examples were built to raise was raised ({', '.join(signals)})")
+        log(HOW_TO_LABEL)
+        return 0
     found = sorted({m for c in conversations for m in c.modes})
-    log(
-        f"OK in {elapsed:.1f} s: every failure the examples were written to show was labelled (modes found: "
-        f"{', '.join(found)})"
-    )
+    log(f"OK in {elapsed:.1f} s: every signal the examples were built to raise was raised ({', '.join(signals)}) and "
+        f"every failure they were written to show was labelled (modes: {', '.join(found)})")  # fmt: skip
     return 0
 
 

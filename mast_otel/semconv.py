@@ -273,8 +273,6 @@ VERDICT_SUMMARY: Final = "mast.verdict.summary"
 FM_PREFIX: Final = "mast.fm."  # + "1_3": one boolean per present mode
 # Who and when: on the decisive message span ``mast.decisive=true`` (+ the reason); on the root the agent and the
 # message index, so a Jaeger tag search and a trace view go straight to it.
-# Model-free facts (signals), never verdicts: ``mast.signal.<name>`` on the root.
-SIGNAL_PREFIX: Final = "mast.signal."
 DECISIVE: Final = "mast.decisive"
 DECISIVE_REASON: Final = "mast.decisive.reason"
 DECISIVE_AGENT: Final = "mast.decisive.agent"
@@ -290,6 +288,12 @@ JUDGE_PARTIAL: Final = "partial"
 # mast.label.source values
 SOURCE_LLM: Final = "llm"
 SOURCE_RULES: Final = "rules"
+SOURCE_NONE: Final = "none"  # a skipped verdict: no judge looked at the conversation
+
+# --- structural signals the collector adds (facts, not verdicts; mast_otel.judge.signals) ------------------
+SIGNALS: Final = "mast.signals"  # on the root: the names of the signals seen, e.g. ["round_limit"]
+SIGNAL_PREFIX: Final = "mast.signal."  # + name = true on the root and on each span the signal points at;
+# on the root also + name + ".mode" (the MAST mode it hints at) and + name + ".detail" (what exactly was seen)
 
 VERDICT_SPAN_NAME: Final = "mast.verdict"
 
@@ -297,6 +301,11 @@ VERDICT_SPAN_NAME: Final = "mast.verdict"
 def fm_attribute(mode_id: str) -> str:
     """The per-mode boolean key, e.g. ``"1.3"`` -> ``"mast.fm.1_3"`` (Jaeger tag search needs no dots in values)."""
     return FM_PREFIX + mode_id.replace(".", "_")
+
+
+def signal_attribute(name: str) -> str:
+    """The per-signal boolean key, e.g. ``"round_limit"`` -> ``"mast.signal.round_limit"``."""
+    return SIGNAL_PREFIX + name
 
 
 def reference_fm_attribute(mode_id: str) -> str:

@@ -2,8 +2,9 @@
 # The mast-otel demo, on a fresh machine: sets up .venv (scripts/setup-env.sh), then runs examples/demo.py:
 # instrumented AG2 chats (offline, scripted) -> mast-otel collector -> judge -> labelled spans in a local trace
 # backend, a table of the labels and their evidence, the metrics and an HTML report (demo-output/ by default).
-# Exits non-zero unless every failure mode the examples were written to show was labelled in some trace.
-#   bash scripts/demo.sh [--out DIR] [--judge auto|rules|llm] [--timeout SECONDS]
+# Exits non-zero unless each signal the examples were built to raise was raised (and, with a judge, each failure
+# mode they were written to show was labelled). Without a model: structural signals only, no MAST labels.
+#   bash scripts/demo.sh [--out DIR] [--judge auto|signals|llm] [--timeout SECONDS]
 # The LLM judge is used when MAST_OTEL_JUDGE_BASE_URL / MAST_OTEL_JUDGE_MODEL or OPENAI_API_KEY is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -142,7 +142,8 @@ class CollectorConfig:
                                 "duplicate deliveries and to recognise late spans.", metavar="SECONDS")  # fmt: skip
 
     # --- judge --------------------------------------------------------------------------------------------------
-    judge: str = _opt("rules", text, "rules (structural signals, no model), llm (mast_otel.judge's LLM judge; "
+    judge: str = _opt("signals", text, "signals (no model: structural signals only, every conversation skipped; "
+                      "'rules' is an old name for it), llm (mast_otel.judge's LLM judge; "
                       "needs --judge-model or --judge-base-url), none (label every conversation skipped), or "
                       "MODULE:CALLABLE returning a mast_otel.judge.model.Judge.", metavar="JUDGE")  # fmt: skip
     judge_model: str | None = _opt(None, optional_text, "Model name for --judge llm.", metavar="NAME")
@@ -240,8 +241,8 @@ class CollectorConfig:
             raise ConfigError(f"store: {_NOT_IMPLEMENTED['store_url']} (got a URL)")
         for pair in self.metrics_services:
             need(pair.count("/") == 1 and all(pair.split("/")), "metrics_services", "items must be SERVICE/FRAMEWORK")
-        if self.judge not in ("rules", "llm", "none") and not re.fullmatch(r"[\w.]+:[\w.]+", self.judge):
-            raise ConfigError(f"judge: must be rules, llm, none or MODULE:CALLABLE (got {self.judge!r})")
+        if self.judge not in ("signals", "rules", "llm", "none") and not re.fullmatch(r"[\w.]+:[\w.]+", self.judge):
+            raise ConfigError(f"judge: must be signals, llm, none or MODULE:CALLABLE (got {self.judge!r})")
         if self.export_endpoint is not None:
             export_target(self.export_endpoint)
 

@@ -1,8 +1,10 @@
 """Which judge the collector runs (``--judge``), imported lazily so the collector never needs the judge extra.
 
-``rules`` is :class:`mast_otel.judge.rules.RulesJudge` (no model). If that module cannot be imported, the
-collector falls back to :class:`NoJudgeAvailable`, which labels every conversation ``skipped`` with the import
-error as the reason, so spans still flow and the gap is visible on every trace. ``llm`` builds mast_otel.judge's
+``signals`` (the default; ``rules`` is its old name) is :class:`mast_otel.judge.rules.NoModelJudge`: no model, so
+no MAST labels; every conversation is ``skipped`` with that reason and carries only the structural signals the
+collector attaches whatever the judge (``mast.signal.*``). If that module cannot be imported, the collector falls
+back to :class:`NoJudgeAvailable`, which labels every conversation ``skipped`` with the import error as the reason,
+so spans still flow and the gap is visible on every trace. ``llm`` builds mast_otel.judge's
 LLM judge from ``--judge-model``/``--judge-base-url``/``--judge-api-key`` (and ``MAST_OTEL_JUDGE_*``); ``none``
 skips every conversation; ``MODULE:CALLABLE`` calls ``CALLABLE()`` and expects a Judge back.
 """
@@ -53,13 +55,13 @@ def build_judge(config: CollectorConfig) -> Judge:
     spec = config.judge
     if spec == "none":
         return SkipAllJudge()
-    if spec == "rules":
+    if spec in ("signals", "rules"):
         try:
-            from mast_otel.judge.rules import RulesJudge
+            from mast_otel.judge.rules import NoModelJudge
         except ImportError as exc:
             _log.warning("mast_otel.judge.rules is not importable (%s); conversations will be labelled skipped", exc)
             return NoJudgeAvailable(f"mast_otel.judge.rules: {exc}")
-        return RulesJudge()
+        return NoModelJudge()
     if spec == "llm":
         return _llm_judge(config)
     module_name, _, attr = spec.partition(":")

@@ -1,6 +1,9 @@
 """Judging: a whole conversation -> (sampled?) -> judge in a worker -> labels -> store -> export queue.
 
-``unit -> submit -> worker: load spans, sample, judge -> finish: label, store.release, count -> exporter``
+``unit -> submit -> worker: load spans, sample, judge -> finish: signals, label, store.release, count -> exporter``
+
+Structural signals (facts, not verdicts) are computed at finish from the spans for every conversation, whatever the
+verdict (ok, skipped, error, timed out), so a conversation never judged still carries them.
 
 A judge that raises, returns garbage or overruns ``judge_timeout`` (queueing included) never holds spans longer:
 the conversation is released with ``mast.judge.status=error`` and the reason, and a late answer is ignored. Cost
@@ -32,6 +35,7 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 
 from mast_otel import semconv as sc
 from mast_otel.judge.model import Judge, Verdict
+from mast_otel.judge.signals import Signal
 from mast_otel.spans import SpanRecord
 from mast_otel.version import __version__
 
@@ -140,7 +144,7 @@ class JudgePool:
         self.judge = judge
         self.judge_name = judge_name(judge)
         # The label source an error verdict reports: the kind of judge that failed.
-        self._source = sc.SOURCE_RULES if self.judge_name in ("rules", "none", "unavailable") else sc.SOURCE_LLM
+        self._source = sc.SOURCE_NONE if self.judge_name in ("signals", "none", "unavailable") else sc.SOURCE_LLM
         self._store = store
         self._assembler = assembler
         self._lock = lock
@@ -305,7 +309,8 @@ class JudgePool:
                 records = loaded.records(self._store)
             else:
                 loaded, records = outcome.loaded, outcome.records
-            outbox, tomb, service, framework = self._release(job, verdict, loaded, records)
+            signals = self._signals(unit.trace_id, records)
+            outbox, tomb, service, framework = self._release(job, verdict, loaded, records, signals)
             with self._lock:  # shutdown sets _stopping under this lock, then closes the store
                 if self._stopping:
                     self._keep(job, verdict, outcome)
@@ -330,6 +335,7 @@ class JudgePool:
         with self._jobs_lock:
             self._jobs.pop(id(job), None)
         self._metrics.count_verdict(verdict, service, framework)
+        self._metrics.count_signals(signals, service, framework)
         with self._lock:
             self._assembler.finished(unit)
         self._on_released()
@@ -339,8 +345,17 @@ class JudgePool:
             except Exception:  # an optional sink must never fail a release that is already committed
                 _log.exception("verdict sink failed for trace %s", unit.trace_id.hex())
 
+    def _signals(self, trace_id: bytes, records: list[SpanRecord]) -> list[Signal]:
+        """The conversation's structural signals; a detector bug costs the signals, never the release."""
+        try:
+            return _compute_signals(records)
+        except Exception:
+            self._metrics.judge_errors.labels("signals").inc()
+            _log.exception("structural signals failed on trace %s; released without them", trace_id.hex())
+            return []
+
     def _release(
-        self, job: _Job, verdict: Verdict, loaded: Loaded, records: list[SpanRecord]
+        self, job: _Job, verdict: Verdict, loaded: Loaded, records: list[SpanRecord], signals: list[Signal]
     ) -> tuple[list[OutRow], Tomb, str | None, str | None]:
         """Outbox rows (labelled spans not exported yet, and a verdict span if needed) and the tombstone."""
         unit = job.unit
@@ -358,6 +373,7 @@ class JudgePool:
             bodies={sid: b for sid, b in bodies.items() if sid not in exported},
             judge_name=self.judge_name,
             now_ns=now_ns,
+            signals=signals,
         )
         outbox = loaded.outbox(replace)
         if not root_here and loaded.groups:  # no root to carry the labels (partial, or already forwarded)
@@ -365,7 +381,7 @@ class JudgePool:
             body = verdict_span(
                 verdict, trace_id=unit.trace_id, unit_key=unit.key, parent_id=unit.root_id or unit.parent_hint,
                 conversation_id=conv_id, judge_name=self.judge_name, start_ns=int(job.submitted * 1e9),
-                end_ns=now_ns, linkable=set(bodies),
+                end_ns=now_ns, linkable=set(bodies), signals=signals,
             )  # fmt: skip
             group = next((g for g in loaded.groups if unit.root_id in dict(g.spans)), loaded.groups[0])
             outbox.append(OutRow(group.segment.resource, field(1, self._scope) + field(2, body), 1))
@@ -404,13 +420,18 @@ class JudgePool:
             return sum(key not in retrying for key in self._jobs)
 
 
-def _has_structural_signal(records: list[SpanRecord]) -> bool:
-    """Design: conversations with structural signals (repeats, a limit hit, an unchecked approval) are always judged.
-
-    Only the confident signals count: the weak hints (e.g. "no verifier role") fire on most conversations and would
-    make sampling moot. The signals are the judge library's LLM-free pass over the spans; no framework knowledge.
-    """
+def _compute_signals(records: list[SpanRecord]) -> list[Signal]:
+    """The judge library's model-free pass over the spans (no framework knowledge)."""
     from mast_otel.judge.signals import compute_signals
     from mast_otel.judge.view import build_view
 
-    return any(s.confident for s in compute_signals(build_view(records)))
+    return compute_signals(build_view(records))
+
+
+def _has_structural_signal(records: list[SpanRecord]) -> bool:
+    """Design: conversations with structural signals (repeats, a limit hit, an unchecked approval) are always judged.
+
+    Only the confident signals count: the weak hints (e.g. "no verification language") fire on most conversations
+    and would make sampling moot.
+    """
+    return any(s.confident for s in _compute_signals(records))

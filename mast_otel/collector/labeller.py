@@ -7,6 +7,9 @@
   attributes at all: never an invented "no failure".
 - Each span cited as evidence gets ``mast.failure_mode`` and ``mast.failure_mode.name`` (a string, or a string
   array when several modes cite it), ``mast.fm.<x_y>=true``, and one ``gen_ai.evaluation.result`` event per mode.
+- Structural signals (facts, never verdicts; :mod:`mast_otel.judge.signals`) go on whatever the verdict: the root
+  gets ``mast.signals`` (names) and per signal ``mast.signal.<name>=true``, ``.mode`` (the MAST mode it hints at)
+  and ``.detail``; each span a signal points at gets ``mast.signal.<name>=true``.
 - A ``mast.verdict`` span (child of the root, same trace) carries the root attributes, one evaluation event per
   mode and a link to every evidence span: in passthrough mode (the spans already left), and in hold mode when the
   root never arrived (a partial conversation has no root to label).
@@ -25,6 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from mast_otel import semconv as sc
 from mast_otel.judge.model import ModeLabel, Verdict
+from mast_otel.judge.signals import Signal
 from mast_otel.taxonomy import mode
 
 __all__ = ["AttrValue", "label_spans", "root_attributes", "verdict_span", "verdict_span_id"]
@@ -49,8 +53,34 @@ def _modes(verdict: Verdict) -> list[ModeLabel]:
     return [seen[k] for k in sorted(seen)]
 
 
-def root_attributes(verdict: Verdict, judge_name: str) -> dict[str, AttrValue]:
-    """The attributes a conversation root (or a verdict span) carries for this verdict."""
+def signal_attributes(signals: Sequence[Signal]) -> dict[str, AttrValue]:
+    """The root's signal attributes: the names, and per signal a flag, the mode it hints at and what was seen."""
+    if not signals:
+        return {}
+    attrs: dict[str, AttrValue] = {sc.SIGNALS: list(dict.fromkeys(s.name for s in signals))}
+    for s in signals:
+        key = sc.signal_attribute(s.name)
+        attrs[key] = True
+        attrs[f"{key}.mode"] = s.mode_id
+        attrs[f"{key}.detail"] = s.detail
+    return attrs
+
+
+def _signals_by_span(signals: Sequence[Signal]) -> dict[bytes, list[str]]:
+    out: dict[bytes, list[str]] = {}
+    for s in signals:
+        for ref in s.evidence_span_ids:
+            try:
+                sid = bytes.fromhex(ref)
+            except ValueError:
+                continue
+            if len(sid) == 8:
+                out.setdefault(sid, []).append(s.name)
+    return out
+
+
+def root_attributes(verdict: Verdict, judge_name: str, signals: Sequence[Signal] = ()) -> dict[str, AttrValue]:
+    """The attributes a conversation root (or a verdict span) carries for this verdict and these signals."""
     attrs: dict[str, AttrValue] = {sc.JUDGE_STATUS: verdict.status, sc.LABEL_SOURCE: verdict.source}
     if verdict.status_reason:
         attrs[sc.JUDGE_STATUS_REASON] = verdict.status_reason
@@ -68,6 +98,7 @@ def root_attributes(verdict: Verdict, judge_name: str) -> dict[str, AttrValue]:
             attrs[sc.TASK_COMPLETED] = verdict.task_completed
         if verdict.summary:
             attrs[sc.VERDICT_SUMMARY] = verdict.summary
+    attrs.update(signal_attributes(signals))
     return attrs
 
 
@@ -130,18 +161,27 @@ def evidence_by_span(verdict: Verdict) -> dict[bytes, list[ModeLabel]]:
 
 
 def label_spans(
-    verdict: Verdict, *, root_id: bytes | None, bodies: Mapping[bytes, bytes], judge_name: str, now_ns: int
+    verdict: Verdict,
+    *,
+    root_id: bytes | None,
+    bodies: Mapping[bytes, bytes],
+    judge_name: str,
+    now_ns: int,
+    signals: Sequence[Signal] = (),
 ) -> dict[bytes, bytes]:
-    """Hold mode: the new bodies of the spans that change (root and evidence); other spans are left as stored."""
+    """Hold mode: the new bodies of the spans that change (root, evidence, signal spans); others stay as stored."""
     evidence = evidence_by_span(verdict)
+    pointed = _signals_by_span(signals)
     out: dict[bytes, bytes] = {}
-    for sid in {*evidence, *((root_id,) if root_id is not None else ())}:
+    for sid in {*evidence, *pointed, *((root_id,) if root_id is not None else ())}:
         body = bodies.get(sid)
         if body is None:
             continue  # evidence outside this conversation's stored spans: nothing to label
         span = Span.FromString(body)
         if sid == root_id:
-            _set(span.attributes, root_attributes(verdict, judge_name))
+            _set(span.attributes, root_attributes(verdict, judge_name, signals))
+        elif sid in pointed:
+            _set(span.attributes, {sc.signal_attribute(name): True for name in pointed[sid]})
         modes = evidence.get(sid, [])
         if modes:
             ids = [m.mode_id for m in modes]
@@ -175,6 +215,7 @@ def verdict_span(
     start_ns: int,
     end_ns: int,
     linkable: set[bytes],
+    signals: Sequence[Signal] = (),
 ) -> bytes:
     """The ``mast.verdict`` span (serialized protobuf): root attributes, evaluation events, links to evidence."""
     span = Span(
@@ -189,7 +230,7 @@ def verdict_span(
     attrs: dict[str, AttrValue] = {sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_VERDICT}
     if conversation_id:
         attrs[sc.GEN_AI_CONVERSATION_ID] = conversation_id
-    attrs.update(root_attributes(verdict, judge_name))
+    attrs.update(root_attributes(verdict, judge_name, signals))
     _set(span.attributes, attrs)
     for m in _modes(verdict) if verdict.status in _JUDGED else ():
         _add_event(span, m, end_ns)

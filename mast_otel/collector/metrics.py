@@ -2,18 +2,20 @@
 
 Prometheus alert rules and dashboards are written against these names, so they are part of the contract. All
 label sets are created at 0 at startup (``increase()`` cannot see a series' first increment), and a
-service/framework pair seen for the first time gets all its failure-mode series at 0 before any increment.
+service/framework pair seen for the first time gets all its failure-mode and signal series at 0 before any
+increment.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from mast_otel import semconv as sc
 from mast_otel.judge.model import Verdict
+from mast_otel.judge.signals import SIGNALS, Signal
 from mast_otel.taxonomy import MODES, mode
 
 __all__ = ["CollectorMetrics", "MetricNames"]
@@ -25,7 +27,8 @@ OTHER = "other"
 class MetricNames:
     """Metric names as exposed (counters carry the ``_total`` suffix prometheus_client adds)."""
 
-    FAILURE_MODE = "mast_failure_mode_total"  # {mode, category, service, framework}
+    FAILURE_MODE = "mast_failure_mode_total"  # {mode, category, service, framework}; from a judge only
+    SIGNAL = "mast_signal_total"  # {signal, mode, service, framework}; structural facts, no model
     CONVERSATIONS_JUDGED = "mast_conversations_judged_total"  # {status, service, framework}
     CONVERSATIONS_FAILED = "mast_conversations_failed_total"  # {service, framework}
     JUDGE_DURATION = "mast_judge_duration_seconds"  # histogram {source}
@@ -92,9 +95,9 @@ DROP_REASONS = (DROP_EXPORT_REJECTED, DROP_EXPORT_PARTIAL)
 # Where stored bytes that cannot be read back were set aside (never retried forever).
 QUARANTINE_STAGES = ("release", "recovery")
 RETRY_REASONS = ("unavailable", "throttled", "timeout", "error")
-JUDGE_ERROR_REASONS = ("timeout", "exception", "store")
+JUDGE_ERROR_REASONS = ("timeout", "exception", "store", "signals")
 STATUSES = (sc.JUDGE_OK, sc.JUDGE_ERROR, sc.JUDGE_SKIPPED, sc.JUDGE_TRUNCATED, sc.JUDGE_PARTIAL)
-LABEL_SOURCES = (sc.SOURCE_LLM, sc.SOURCE_RULES)
+LABEL_SOURCES = (sc.SOURCE_LLM, sc.SOURCE_RULES, sc.SOURCE_NONE)
 
 
 class CollectorMetrics:
@@ -107,6 +110,12 @@ class CollectorMetrics:
             "mast_failure_mode",
             "Conversations in which the judge found a MAST failure mode.",
             ["mode", "category", "service", "framework"],
+            registry=r,
+        )
+        self.signal = Counter(
+            "mast_signal",
+            "Conversations in which a structural signal was seen (a fact hinting at a MAST mode, not a verdict).",
+            ["signal", "mode", "service", "framework"],
             registry=r,
         )
         self.judged = Counter(
@@ -232,6 +241,8 @@ class CollectorMetrics:
             self._pairs.add(pair)
         for m in MODES:
             self.failure_mode.labels(m.id, m.category.id, *pair)
+        for kind in SIGNALS.values():
+            self.signal.labels(kind.name, kind.mode_id, *pair)
         for status in STATUSES:
             self.judged.labels(status, *pair)
         self.failed.labels(*pair)
@@ -265,6 +276,12 @@ class CollectorMetrics:
             self.failed.labels(*pair).inc()
 
 
+
+    def count_signals(self, signals: Sequence[Signal], service: str | None, framework: str | None) -> None:
+        """Count one conversation's signals, each name once."""
+        pair = self.label_pair(service, framework)
+        for s in {s.name: s for s in signals}.values():
+            self.signal.labels(s.name, s.mode_id, *pair).inc()
 
     def count_spend(self, tokens_in: int, tokens_out: int, cost_usd: float) -> None:
         """Tokens and cost of judge calls, whatever their outcome (a retried invalid answer is paid for)."""

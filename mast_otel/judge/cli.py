@@ -5,7 +5,7 @@ chunks), plus ``verdict`` unless ``--dry-run``::
 
     mast-otel judge ../shared/mast-data/parsers_output/ag2_output_mad.json --dry-run --limit 5
     MAST_OTEL_JUDGE_BASE_URL=http://127.0.0.1:8080/v1 mast-otel judge trace.otlp.json
-    mast-otel judge FILE --rules                      # the model-free rules judge
+    mast-otel judge FILE --no-model                   # no model: structural signals only, verdicts skipped
 
 Endpoint options override the ``MAST_OTEL_JUDGE_*`` environment (see ``mast_otel.judge.config``); the API key is
 read from the environment only, so it never appears in a shell history or a process list.
@@ -23,7 +23,7 @@ from typing import Any
 from .config import RESPONSE_FORMATS, JudgeConfig
 from .llm import LLMJudge, Prepared
 from .model import Judge, Verdict
-from .rules import RulesJudge
+from .rules import NoModelJudge
 from .steplist_input import Conversation, load_conversations
 
 __all__ = ["add_judge_options", "config_from_args", "register", "verdict_dict"]
@@ -32,7 +32,8 @@ __all__ = ["add_judge_options", "config_from_args", "register", "verdict_dict"]
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``judge`` and ``eval``."""
     parser.add_argument("--limit", type=int, default=None, help="judge at most N conversations per file")
-    parser.add_argument("--rules", action="store_true", help="use the rules judge (structural signals, no LLM)")
+    parser.add_argument("--no-model", action="store_true",
+                        help="call no model even if one is configured: structural signals only (no MAST labels)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (env MAST_OTEL_JUDGE_BASE_URL)")
     parser.add_argument("--model", help="judge model (env MAST_OTEL_JUDGE_MODEL)")
     parser.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
@@ -96,7 +97,7 @@ def judge_file(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     """Prepare (and unless dry-run, judge) every conversation; results in input order."""
     config = config_from_args(args)
     llm = LLMJudge(config)
-    judge: Judge = RulesJudge() if args.rules or not config.llm_configured else llm
+    judge: Judge = NoModelJudge() if args.no_model or not config.llm_configured else llm
     conversations = list(load_conversations(args.file, limit=args.limit))
 
     def one(conv: Conversation) -> dict[str, Any]:
@@ -117,12 +118,12 @@ def judge_file(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.dry_run and not args.rules:
+    if not args.dry_run and not args.no_model:
         config = config_from_args(args)
         if not config.llm_configured:
             print(
                 "mast-otel judge: no judge endpoint configured (set MAST_OTEL_JUDGE_BASE_URL or "
-                "MAST_OTEL_JUDGE_MODEL, or pass --base-url/--model); using the rules judge",
+                "MAST_OTEL_JUDGE_MODEL, or pass --base-url/--model): structural signals only, no MAST labels",
                 file=sys.stderr,
             )
     try:

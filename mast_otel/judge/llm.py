@@ -33,7 +33,10 @@ __all__ = ["LLMJudge", "Prepared"]
 
 _log = logging.getLogger(__name__)
 _RETRY_NOTE_TOKENS = 80  # room kept in the budget for the "your answer was invalid" note on a retry
-_WORST_NOTES = ("n" * 90,) * 4  # overhead is computed for the longest compaction notes, so every plan fits
+# Transcripts longer than this always lose what cannot be evidence (repeats, boilerplate, the middle of long tool
+# output), even when they would fit the budget: on long runs that is most of the judge's cost.
+CLEAN_ABOVE_TOKENS = 4_000
+_WORST_NOTES = ("n" * 200,) * 5  # overhead is computed for the longest compaction notes, so every plan fits
 _SCHEMA = json_schema()
 _GRAMMAR_SCHEMA = json_schema(reason_max_chars=300, max_evidence=12)  # for servers that compile it to a grammar
 
@@ -89,7 +92,7 @@ class LLMJudge:
         budget = cfg.token_budget - overhead - _RETRY_NOTE_TOKENS
         if budget < 200:
             raise ValueError(f"token_budget {cfg.token_budget} leaves no room for a transcript ({overhead} fixed)")
-        plan = compact(transcript.lines, budget, max_chunks=parts)
+        plan = compact(transcript.lines, budget, max_chunks=parts, clean_above=CLEAN_ABOVE_TOKENS)
         n = len(plan.chunks)
         prompts = tuple(
             build_prompt(chunk, hints=hints, notes=plan.notes, part=(i + 1, n), nonce=self._nonce())

@@ -1,8 +1,10 @@
 """From validated answers (one per chunk) to a :class:`~mast_otel.judge.model.Verdict`.
 
 Chunks are merged without another model call: a mode is present if any chunk saw it (each chunk saw the
-structural hints computed over the whole run, so cross-chunk patterns like repetition are not lost), evidence is
-the union, task completion comes from the last chunk (it holds the end of the run and the termination).
+structural hints computed over the whole run and a digest of the parts before it, so cross-chunk patterns like
+repetition are not lost), evidence is the union, task completion comes from the last chunk (it holds the end of
+the run and the termination). With several chunks the verdict says which part cited what
+(``extra["evidence_by_part"]``, e.g. ``1.3: part 1 M3,M5; part 3 M40``) and each reason names its part.
 Evidence references the transcript does not contain are dropped and counted: a label never points at a span
 the judge invented.
 """
@@ -46,18 +48,24 @@ def to_verdict(
     refs = prepared.transcript.refs
     unknown: list[str] = []
     labels: list[ModeLabel] = []
+    by_part: list[str] = []
+    several = len(answers) > 1
     for mode_id in MODE_IDS:
-        seen = [a.modes[mode_id] for a in answers if a.modes[mode_id].present]
+        seen = [(n, a.modes[mode_id]) for n, a in enumerate(answers, start=1) if a.modes[mode_id].present]
         if not seen:
             continue
         span_ids: list[str] = []
-        for assessment in seen:
-            for ref in assessment.refs():
-                if ref in refs:
-                    span_ids.append(refs[ref])
-                else:
-                    unknown.append(ref)
-        reason = " / ".join(dict.fromkeys(_one_line(a.reason, _REASON_CHARS) for a in seen if a.reason.strip()))
+        cited: list[str] = []
+        for n, assessment in seen:
+            known = [ref for ref in assessment.refs() if ref in refs]
+            unknown.extend(ref for ref in assessment.refs() if ref not in refs)
+            span_ids.extend(refs[ref] for ref in known)
+            cited.append(f"part {n} {','.join(known) or '-'}")
+        if several:
+            by_part.append(f"{mode_id}: {'; '.join(cited)}")
+        reason = " / ".join(dict.fromkeys(
+            (f"part {n}: " if several else "") + _one_line(a.reason, _REASON_CHARS) for n, a in seen if a.reason.strip()
+        ))  # fmt: skip
         labels.append(ModeLabel(mode_id, tuple(dict.fromkeys(span_ids)), _one_line(reason, _REASON_CHARS * 2)))
     summaries = list(dict.fromkeys(a.summary.strip() for a in answers if a.summary.strip()))
     plan = prepared.plan
@@ -77,6 +85,8 @@ def to_verdict(
         "redactions": str(prepared.transcript.redactions),
         **dict(extra),
     }
+    if by_part:
+        info["evidence_by_part"] = " | ".join(by_part)
     if unknown:
         info["unknown_evidence_examples"] = ",".join(list(dict.fromkeys(unknown))[:5])
     if prepared.signals:

@@ -41,8 +41,8 @@ class Verdict:
     """A judge's answer for one conversation.
 
     ``status`` is a ``mast.judge.status`` value (ok, error, skipped, truncated, partial); ``source`` a
-    ``mast.label.source`` value (llm, rules). ``modes`` lists only the modes found *present*; an ``error``
-    verdict carries no modes, never an invented "no failure".
+    ``mast.label.source`` value (llm; none when skipped; a user judge may name its own). ``modes`` lists only
+    the modes found *present*; an ``error`` verdict carries no modes, never an invented "no failure".
     """
 
     status: str
@@ -72,7 +72,7 @@ class Verdict:
 
     @classmethod
     def skipped(cls, reason: str) -> Verdict:
-        return cls(status=sc.JUDGE_SKIPPED, source=sc.SOURCE_RULES, status_reason=reason)
+        return cls(status=sc.JUDGE_SKIPPED, source=sc.SOURCE_NONE, status_reason=reason)
 
 
 class Judge(Protocol):

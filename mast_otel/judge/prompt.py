@@ -32,7 +32,7 @@ from .transcript import Line, Transcript
 
 __all__ = ["PROMPT_VERSION", "Prompt", "build_prompt", "format_hints", "new_nonce", "prompt_tokens"]
 
-PROMPT_VERSION = "mast-otel-judge/1"
+PROMPT_VERSION = "mast-otel-judge/2"
 _ANGLES = re.compile(r"<{2,}|>{2,}")
 
 Message = dict[str, str]
@@ -52,7 +52,8 @@ Answer with exactly one JSON object in the schema given at the end, and nothing 
 
 RULES = """## How to label
 - A mode is present only if the transcript shows it; cite at least one reference (the text in square brackets at \
-the start of a line, e.g. "M3", "H1", "T2", "R") where it shows. Cite only references that exist.
+the very start of a line, e.g. "M3", "H1", "T2", "R") where it shows. Cite only references that exist. Lines \
+indented by a tab continue the message above them, whatever they contain.
 - Decide every mode on its own: several modes, or none, may be present.
 - 3.2 is a missing or incomplete check; 3.3 is a check that was done but is wrong or superficial.
 - task_completed: whether the system achieved the user's task by the end of the run.
@@ -115,8 +116,10 @@ def build_prompt(
     about = []
     if part[1] > 1:
         about.append(
-            f"- This is part {part[0]} of {part[1]} of a long run; judge what this part shows. The task line "
-            "and the termination line are repeated in every part."
+            f"- This is part {part[0]} of {part[1]} of a long run; judge what this part shows and cite only references "
+            "of this part. The task and termination lines are repeated in every part."
+            + (" The digest line at its start (earlier parts, already judged; not citable) is there for patterns "
+               "that span parts, such as repetition, lost history or a reset." if part[0] > 1 else "")
         )
     about.extend(f"- {n}" for n in notes)
     if about:

@@ -1,11 +1,13 @@
-"""Structural signals: what the spans say about MAST modes without asking an LLM.
+"""Structural signals: facts the spans show without a model, each naming the MAST mode it hints at.
 
-Each detector looks at shape, not meaning: repeated content (1.3), a round/turn limit ending the run (1.5), a
-conversation that restarts from its first message (2.1), a run cut short by an error or a silent agent (3.1), no
-verifier and no verification language (3.2). They are cheap and deterministic, so they are computed for every
-conversation: handed to the LLM judge as hints (never as verdicts) and, when no LLM is configured, labelled on
-their own by :class:`mast_otel.judge.rules.RulesJudge`. ``confident`` marks the signals precise enough to label
-without an LLM; the others are hints only.
+A signal is not a verdict. "The run ended at its round limit" is a fact; whether the agents were *unaware of the
+termination conditions* (MAST 1.5) is a judgement that needs a judge. The collector attaches signals to every
+conversation as ``mast.signal.*`` attributes and counts them in ``mast_signal_total``, whatever judge runs (or
+none); the LLM judge also reads them as hints. :data:`SIGNALS` is the catalogue: every name, the mode it hints at
+and its exact definition (docs/judge.md lists them with each one's firing rate on the MAST traces).
+
+``confident`` marks the instances precise enough that the collector always judges such a conversation when it
+samples (``judge_fraction``); the weak hints (e.g. "no verification language") fire on most conversations.
 """
 
 from __future__ import annotations
@@ -19,32 +21,42 @@ from mast_otel import semconv as sc
 
 from .view import ConversationView, Event
 
-__all__ = ["Signal", "compute_signals"]
+__all__ = ["SIGNALS", "Signal", "SignalKind", "compute_signals", "substantive"]
 
-# Short contents ("9", "ok", "Continue.") repeat legitimately; only longer ones count as repeated work.
-MIN_REPEAT_CHARS = 40
+# A substantive message: an agent's own message (not a tool call or result, not a relayed copy) of at least this
+# many words and characters, not machine output and not from a system sender. Short acknowledgements ("ok",
+# "Continue.", "TERMINATE") repeat legitimately and never count.
+MIN_WORDS = 8
+MIN_CHARS = 40
 NEAR_DUPLICATE = 0.9  # difflib ratio over the words of two messages
-MAX_PAIRWISE = 300  # messages compared pairwise; beyond that only exact repeats are checked
+MAX_PAIRWISE = 300  # substantive messages compared pairwise; beyond that only exact repeats are checked
+_MACHINE_OUTPUT = re.compile(
+    r"^\s*(exitcode:|exit code:|traceback \(most recent call last\)|\*{5} (response from calling|suggested tool))",
+    re.IGNORECASE,
+)
+_SYSTEM_SENDER = re.compile(r"^(system|environment|env|tool|function)$", re.IGNORECASE)
 
 _LIMIT_REASONS = frozenset(
     {sc.TERMINATION_MAX_ROUNDS, sc.TERMINATION_MAX_TURNS, sc.TERMINATION_MAX_AUTO_REPLIES, sc.TERMINATION_BUDGET}
 )
+# Not ``idle``: a team with nothing left to do (MetaGPT's normal end) has not stopped early.
 _EARLY_REASONS = frozenset(
-    {sc.TERMINATION_ERROR, sc.TERMINATION_NO_REPLY, sc.TERMINATION_NO_SPEAKER, sc.TERMINATION_USER_EXIT,
-     sc.TERMINATION_IDLE}
-)  # fmt: skip
+    {sc.TERMINATION_ERROR, sc.TERMINATION_NO_REPLY, sc.TERMINATION_NO_SPEAKER, sc.TERMINATION_USER_EXIT}
+)
 _FINAL = re.compile(r"\\boxed\{|\bTERMINATE\b|final answer|the answer is|answer:\s*\S", re.IGNORECASE)
 _VERIFY = re.compile(
     r"\b(verif\w*|double[- ]check\w*|validat\w*|cross[- ]check\w*|sanity check|re-?check\w*|unit tests?|"
     r"test cases?|assert\w*|pytest|confirm\w*|review\w*)\b",
     re.IGNORECASE,
 )
-# A verifier signing off: the moment 3.2 turns on when nothing was run to back it.
+# A verifier signing off: the moment an unchecked approval turns on when nothing was run to back it.
 _APPROVAL = re.compile(
     r"\b(approved?|lgtm|looks (good|correct|right|fine)|(is|are|seems|looks) correct|verified|"
     r"all (tests|checks) pass\w*)\b",
     re.IGNORECASE,
 )
+_NEGATION = re.compile(r"\b(not|cannot|can't|can ?not|don't|won't|never|no|isn't|aren't)\b\W*(\w+\W+){0,2}$",
+                       re.IGNORECASE)
 _VERIFIER_NAME = re.compile(r"verif|review|test|critic|check|judge|qa\b|inspect", re.IGNORECASE)
 _RESTART = re.compile(
     r"\b(let'?s start over|start(ing)? (over|again|from scratch)|restart(ing)? the (task|conversation|process)|"
@@ -54,14 +66,58 @@ _RESTART = re.compile(
 
 
 @dataclass(frozen=True, slots=True)
-class Signal:
-    """One structural observation pointing at a mode, with the spans it was seen on."""
+class SignalKind:
+    """One entry of the catalogue: a signal's name, the MAST mode it hints at, and exactly what it claims."""
 
+    name: str
     mode_id: str
-    name: str  # e.g. "repeated_content"
-    detail: str  # one line, fit for a prompt hint and a label reason
+    definition: str
+
+
+SIGNALS: dict[str, SignalKind] = {
+    k.name: k
+    for k in (
+        SignalKind("repeated_message", "1.3", "One agent sent the same substantive message (exactly, or with a word "
+                   f"diff ratio >= {NEAR_DUPLICATE}) more than once. Substantive: kind message (not a tool call or "
+                   f"result, not a relayed copy), >= {MIN_WORDS} words and >= {MIN_CHARS} characters, not machine "
+                   "output (exit codes, tracebacks, tool banners), not from a system sender."),
+        SignalKind("round_limit", "1.5", "The run was ended by a round, turn, auto-reply or budget limit "
+                   "(mast.termination.reason), or, when no reason was recorded, its message count reached "
+                   "mast.conversation.max_rounds."),
+        SignalKind("continued_after_answer", "1.5", "At least 4 messages followed the first message that reads as a "
+                   "final answer (\\boxed{}, 'final answer', 'the answer is', TERMINATE), and no limit ended the run."),
+        SignalKind("task_resent", "2.1", "The opening message was sent again exactly once, after different messages "
+                   "had been exchanged (sent again and again is a loop: repeated_message)."),
+        SignalKind("restart_announced", "2.1", "An agent's message says it starts over ('start over', 'from "
+                   "scratch', 'restart the task', ...)."),
+        SignalKind("stopped_early", "3.1", "The run was ended by an error, an agent that gave no reply, no "
+                   "eligible next speaker, or the user exiting (mast.termination.reason; not idle: nothing left to "
+                   "do is a normal end)."),
+        SignalKind("dangling_tool_call", "3.1", "The last message of the run is a tool call whose result never "
+                   "came."),
+        SignalKind("too_short", "3.1", "The run has one or two messages and none reads as a final answer."),
+        SignalKind("no_verification", "3.2", "No agent whose name suggests a verifier (verify, review, test, critic, "
+                   "check, judge, QA, inspect) spoke, and no message after the task uses verification language."),
+        SignalKind("unchecked_approval", "3.2", "A verifier-named agent approved another agent's result ('approved', "
+                   "'LGTM', 'looks correct', 'all tests pass', ...; not negated: 'cannot approve' is no approval) "
+                   "with no tool call and no tool result between the result and the approval."),
+    )
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One structural fact seen in a conversation, with the spans it was seen on."""
+
+    mode_id: str  # the MAST mode it hints at, never a verdict
+    name: str  # a key of SIGNALS
+    detail: str  # one line: what exactly was seen (counts, reasons)
     evidence_span_ids: tuple[str, ...] = ()
-    confident: bool = False  # precise enough to label without an LLM
+    confident: bool = False  # precise enough to force judging when sampling
+
+
+def _signal(name: str, detail: str, ids: tuple[str, ...], confident: bool = False) -> Signal:
+    return Signal(SIGNALS[name].mode_id, name, detail, tuple(dict.fromkeys(ids)), confident)
 
 
 def compute_signals(view: ConversationView) -> list[Signal]:
@@ -76,6 +132,16 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def substantive(event: Event) -> bool:
+    """An agent's own message with enough content to count as work (see ``repeated_message``)."""
+    if event.kind != sc.SPAN_TYPE_MESSAGE or event.message_kind != sc.KIND_MESSAGE:
+        return False
+    text = event.text.strip()
+    if len(text) < MIN_CHARS or len(text.split()) < MIN_WORDS:
+        return False
+    return not (_MACHINE_OUTPUT.search(text) or _SYSTEM_SENDER.match(event.sender))
+
+
 def _similar(a: list[str], b: list[str]) -> bool:
     """Near-duplicate word sequences: cheap length and vocabulary filters first, then a diff ratio."""
     if min(len(a), len(b)) < 0.8 * max(len(a), len(b)):
@@ -87,17 +153,14 @@ def _similar(a: list[str], b: list[str]) -> bool:
 
 
 def _repetition(view: ConversationView) -> list[Signal]:
-    """1.3: the same (or nearly the same) substantial content sent again by the same agent."""
-    msgs = [m for m in view.messages if m.message_kind != sc.KIND_BROADCAST]
+    msgs = [m for m in view.messages if substantive(m)]
     groups: dict[tuple[str, str], list[Event]] = defaultdict(list)
     for m in msgs:
-        text = _norm(m.text)
-        if len(text) >= MIN_REPEAT_CHARS:
-            groups[(m.sender, text)].append(m)
+        groups[(m.sender, _norm(m.text))].append(m)
     repeats = [g for g in groups.values() if len(g) > 1]
     seen = {m.span.span_id for g in repeats for m in g}
     near: list[tuple[Event, Event]] = []
-    candidates = [m for m in msgs if len(_norm(m.text)) >= MIN_REPEAT_CHARS and m.span.span_id not in seen]
+    candidates = [m for m in msgs if m.span.span_id not in seen]
     if len(candidates) <= MAX_PAIRWISE:
         words = [(m, _norm(m.text).split()) for m in candidates]
         for i, (a, wa) in enumerate(words):
@@ -106,12 +169,11 @@ def _repetition(view: ConversationView) -> list[Signal]:
                     near.append((a, b))
     if not repeats and not near:
         return []
-    ids = [m.span.span_id for g in repeats for m in g] + [e.span.span_id for p in near for e in p]
+    ids = tuple(m.span.span_id for g in repeats for m in g) + tuple(e.span.span_id for p in near for e in p)
     copies = sum(len(g) - 1 for g in repeats) + len(near)
-    return [
-        Signal("1.3", "repeated_content", f"{copies} message(s) repeat earlier content of the same agent",
-               tuple(dict.fromkeys(ids)), confident=copies >= 2)
-    ]  # fmt: skip
+    agents = sorted({g[0].sender for g in repeats} | {a.sender for a, _ in near})
+    detail = f"{copies} substantive message(s) repeat an earlier message of the same agent ({', '.join(agents)})"
+    return [_signal("repeated_message", detail, ids, confident=copies >= 2)]
 
 
 def _final_answer_index(view: ConversationView) -> int | None:
@@ -122,91 +184,92 @@ def _final_answer_index(view: ConversationView) -> int | None:
 
 
 def _limit_hit(view: ConversationView) -> list[Signal]:
-    """1.5: a round/turn/auto-reply limit ended the run, or it went on long after a final answer."""
     reason = view.termination
     rounds, max_rounds = view.root_attr(sc.CONVERSATION_ROUNDS), view.root_attr(sc.CONVERSATION_MAX_ROUNDS)
-    at_limit = isinstance(rounds, int) and isinstance(max_rounds, int) and max_rounds > 0 and rounds >= max_rounds
+    # Only without a recorded reason: a framework's own stop reason is the fact (MetaGPT's max_rounds counts rounds,
+    # mast.conversation.rounds counts messages, several per round).
+    at_limit = (reason is None and isinstance(rounds, int) and isinstance(max_rounds, int) and max_rounds > 0
+                and rounds >= max_rounds)  # fmt: skip
     msgs = view.messages
     root_id = (view.root.span_id,) if view.root is not None else ()
     tail_ids = tuple(m.span.span_id for m in msgs[-2:])
     final = _final_answer_index(view)
     if reason in _LIMIT_REASONS or at_limit:
-        why = f"the run ended by {reason or 'hitting max_rounds'}"
-        why += " without a final answer" if final is None else " after a final answer had already been given"
-        return [Signal("1.5", "limit_hit", why, root_id + tail_ids, confident=True)]
+        why = f"the run ended by {reason or 'reaching max_rounds'}"
+        if isinstance(max_rounds, int) and max_rounds > 0:
+            why += f" (max_rounds {max_rounds})"
+        why += "; no message read as a final answer" if final is None else "; a final answer had been given"
+        return [_signal("round_limit", why, root_id + tail_ids, confident=True)]
     if final is not None and len(msgs) - final - 1 >= 4:
         extra = len(msgs) - final - 1
-        ids = (msgs[final].span.span_id, *tail_ids)
-        return [Signal("1.5", "continued_after_answer", f"{extra} messages followed the first final answer", ids)]
+        return [_signal("continued_after_answer", f"{extra} messages followed the first final answer",
+                        (msgs[final].span.span_id, *tail_ids))]  # fmt: skip
     return []
 
 
 def _reset(view: ConversationView) -> list[Signal]:
-    """2.1: the opening message is sent again mid-run, or an agent announces a restart."""
     msgs = view.messages
     if len(msgs) < 3:
         return []
     first = _norm(msgs[0].text)
-    # A resend only counts after different work happened; a loop of identical messages is 1.3, not a reset.
+    # A resend only counts after different work happened; a loop of identical messages is repetition, not a reset.
     progressed = False
     hits = []
     for m in msgs[1:]:
-        same = len(first) >= MIN_REPEAT_CHARS and _norm(m.text) == first
+        same = len(first) >= MIN_CHARS and _norm(m.text) == first
         if same and progressed:
             hits.append(m)
         progressed = progressed or not same
-    if len(hits) == 1:  # sent again once: a restart; sent again and again is a loop (1.3), not a reset
-        ids = (msgs[0].span.span_id, *(m.span.span_id for m in hits))
-        return [Signal("2.1", "task_resent", "the opening message is sent again mid-conversation", ids, True)]
-    said = [m for m in msgs[1:] if _RESTART.search(m.text)]
+    if len(hits) == 1:
+        ids = (msgs[0].span.span_id, hits[0].span.span_id)
+        return [_signal("task_resent", "the opening message was sent again mid-conversation", ids, True)]
+    said = [m for m in msgs[1:] if m.message_kind == sc.KIND_MESSAGE and _RESTART.search(m.text)]
     if said:
-        return [Signal("2.1", "restart_language", "an agent announces starting over", (said[0].span.span_id,))]
+        return [_signal("restart_announced", f"{said[0].sender} announces starting over", (said[0].span.span_id,))]
     return []
 
 
 def _early_stop(view: ConversationView) -> list[Signal]:
-    """3.1: an error or a silent agent ended the run, or it stopped right after an unanswered tool call."""
     msgs = view.messages
     root_id = (view.root.span_id,) if view.root is not None else ()
     reason = view.termination
     if reason in _EARLY_REASONS:
         ids = root_id + tuple(e.span.span_id for e in view.events if e.span.error)[:3]
-        return [Signal("3.1", "stopped_early", f"the run ended by {reason}", ids, confident=reason == "error")]
+        return [_signal("stopped_early", f"the run ended by {reason}", ids, confident=reason == sc.TERMINATION_ERROR)]
     if msgs and msgs[-1].message_kind == sc.KIND_TOOL_CALL:
-        return [Signal("3.1", "dangling_tool_call", "the run ended on a tool call whose result never came",
-                       (msgs[-1].span.span_id, *root_id))]  # fmt: skip
+        return [_signal("dangling_tool_call", "the run ended on a tool call whose result never came",
+                        (msgs[-1].span.span_id, *root_id))]  # fmt: skip
     if 0 < len(msgs) <= 2 and _final_answer_index(view) is None:
-        return [Signal("3.1", "too_short", f"only {len(msgs)} message(s) and no final answer",
-                       tuple(m.span.span_id for m in msgs))]  # fmt: skip
+        return [_signal("too_short", f"only {len(msgs)} message(s) and no final answer",
+                        tuple(m.span.span_id for m in msgs))]  # fmt: skip
     return []
 
 
 def _no_verification(view: ConversationView) -> list[Signal]:
-    """3.2 hint: no agent with a verifier role spoke and no message uses verification language."""
     msgs = view.messages
     if not msgs:
         return []
-    speakers = {m.sender for m in msgs}
-    if any(_VERIFIER_NAME.search(a) for a in speakers):
+    if any(_VERIFIER_NAME.search(m.sender) for m in msgs):
         return []
-    # The opening message is the task; asking for checks is not doing them.
-    if any(_VERIFY.search(m.text) for m in msgs[1:]):
+    if any(_VERIFY.search(m.text) for m in msgs[1:]):  # the opening message is the task: asking is not checking
         return []
-    ids = tuple(m.span.span_id for m in msgs[-1:])
-    return [Signal("3.2", "no_verifier", "no verifier role and no verification language after the task", ids)]
+    return [_signal("no_verification", "no verifier role and no verification language after the task",
+                    (msgs[-1].span.span_id,))]  # fmt: skip
+
+
+def _approves(text: str) -> bool:
+    """An approval phrase not negated by the few words before it ("I cannot approve this" is a rejection)."""
+    return any(not _NEGATION.search(text[max(0, m.start() - 30) : m.start()]) for m in _APPROVAL.finditer(text))
 
 
 def _unchecked_approval(view: ConversationView) -> list[Signal]:
-    """3.2: a verifier approves another agent's result with no tool call or tool result since that result.
-
-    Approval with nothing executed between the answer and the sign-off is a check that was never done; an
-    approval after a tool ran (tests, code execution) is left to the LLM judge (it may be 3.3, or fine).
-    """
+    """Approval with nothing executed between the answer and the sign-off is a check that was never run; an
+    approval after a tool ran (tests, code execution) is left to the judge (it may be 3.3, or fine)."""
     events = view.events
     for i, approval in enumerate(events):
         if approval.kind != sc.SPAN_TYPE_MESSAGE or not _VERIFIER_NAME.search(approval.sender):
             continue
-        if not _APPROVAL.search(approval.text):
+        if not _approves(approval.text):
             continue
         answer_at = next(
             (j for j in range(i - 1, -1, -1) if events[j].kind == sc.SPAN_TYPE_MESSAGE
@@ -219,6 +282,6 @@ def _unchecked_approval(view: ConversationView) -> list[Signal]:
         if any(e.kind == sc.SPAN_TYPE_TOOL_CALL or e.message_kind != sc.KIND_MESSAGE for e in between):
             continue
         answer = events[answer_at]
-        detail = f"{approval.sender} approved {answer.sender}'s result without running any check"
-        return [Signal("3.2", "unchecked_approval", detail, (approval.span.span_id, answer.span.span_id), True)]
+        detail = f"{approval.sender} approved {answer.sender}'s result with no tool run in between"
+        return [_signal("unchecked_approval", detail, (approval.span.span_id, answer.span.span_id), True)]
     return []

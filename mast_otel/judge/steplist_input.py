@@ -22,7 +22,9 @@ from mast_otel.spans import SpanRecord, conversation_roots, from_otlp_json, subt
 from mast_otel.steplist import StepRecord, parse_steplist
 from mast_otel.taxonomy import MODE_IDS
 
-__all__ = ["Conversation", "load_conversations", "record_key", "record_to_spans"]
+from .mad_input import LabelFormat, detect_format, records_from_mad
+
+__all__ = ["Conversation", "label_format", "load_conversations", "record_key", "record_to_spans"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +48,25 @@ def record_to_spans(record: StepRecord) -> list[SpanRecord]:
     return spans_for_record(record, config=CaptureConfig.from_env())
 
 
+def label_format(path: str | Path) -> LabelFormat:
+    """What kind of labelled file ``path`` is (see :mod:`mast_otel.judge.mad_input`); OTLP JSON is "otlp"."""
+    text = Path(path).read_text(encoding="utf-8")
+    if not text.lstrip().startswith("["):
+        return LabelFormat("otlp", True, "reference labels from mast.reference.* on the roots")
+    return detect_format(json.loads(text)) or LabelFormat("steplist", True)
+
+
 def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterator[Conversation]:
-    """Every conversation in a step-list JSON file or an OTLP JSON file (detected from the content)."""
+    """Every conversation in a step-list, MAD (rebuilt or human-labelled) or OTLP JSON file (detected)."""
     text = Path(path).read_text(encoding="utf-8")
     stripped = text.lstrip()
     if stripped.startswith("["):
-        records = parse_steplist(json.loads(text))
+        data = json.loads(text)
+        fmt = detect_format(data)
+        if fmt is not None and fmt.name in ("mad-full", "mad-full-1242", "mad-human"):
+            records = records_from_mad(data[:limit] if limit is not None else data, fmt).records
+        else:
+            records = parse_steplist(data)
         for record in records[:limit] if limit is not None else records:
             yield Conversation(
                 trace_key=record_key(record),

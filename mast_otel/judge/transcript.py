@@ -3,7 +3,7 @@
 Each line starts with a short reference the judge cites as evidence, mapped back to the span it came from:
 ``R`` the conversation root (task, termination), ``M<n>`` a message (tool calls and results included, with their
 kind), ``H<n>`` a handoff with its reason, ``T<n>`` a tool execution, ``E<n>`` an agent turn that failed.
-Continuation lines of a multi-line message are indented with ``  | ``, so only the renderer can start a line with a
+Continuation lines of a multi-line message are indented with a tab, so only the renderer can start a line with a
 reference: a message cannot forge one. Secrets are redacted here, before anything can reach a judge.
 
 The rendered text carries no span ids, so a replayed or redelivered conversation renders identically and its
@@ -26,13 +26,16 @@ __all__ = ["Line", "Transcript", "render", "render_view"]
 
 ROOT_REF = "R"
 OMITTED = "omitted"  # kind of a compaction marker line: no reference, not citable
+DIGEST = "digest"  # kind of a chunk's digest of the parts before it: no reference, not citable
 _PREFIX = {
     sc.SPAN_TYPE_MESSAGE: "M",
     sc.SPAN_TYPE_HANDOFF: "H",
     sc.SPAN_TYPE_TOOL_CALL: "T",
     sc.SPAN_TYPE_AGENT_TURN: "E",
 }
-CONTINUATION = "\n  | "
+# A tab, not a visible "  | " prefix: both keep every data line off column 0, and the tab costs no token where the
+# prefix cost about two per line (a tenth of a code-heavy transcript).
+CONTINUATION = "\n\t"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +48,10 @@ class Line:
     body: str = ""
     sender: str = ""
     kind: str = ""  # span type, or "root" / "end"
+    role: str = ""  # a message's mast.message.kind (tool_call, tool_result, ...): compaction treats output apart
 
     def text(self) -> str:
-        if self.kind == OMITTED:
+        if self.kind in (OMITTED, DIGEST):
             return self.head
         body = self.body.replace("\r\n", "\n").replace("\n", CONTINUATION)
         # Heads carry span data too (names, termination detail): one physical line, so they cannot forge a ref.
@@ -55,7 +59,7 @@ class Line:
         return f"[{self.ref}] {head}: {body}" if body else f"[{self.ref}] {head}"
 
     def with_body(self, body: str) -> Line:
-        return Line(self.ref, self.span_id, self.head, body, self.sender, self.kind)
+        return Line(self.ref, self.span_id, self.head, body, self.sender, self.kind, self.role)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +118,8 @@ def render_view(view: ConversationView, redactor: Redactor | None = None) -> Tra
         ref = f"{prefix}{counters[prefix]}"
         refs[ref] = event.span.span_id
         head, body = _describe(event)
-        lines.append(Line(ref, event.span.span_id, clean(head), clean(body), sender=event.sender, kind=event.kind))
+        role = event.message_kind if event.kind == sc.SPAN_TYPE_MESSAGE else ""
+        lines.append(Line(ref, event.span.span_id, clean(head), clean(body), event.sender, event.kind, role))
     if root is not None:
         lines.append(Line(ROOT_REF, root.span_id, clean(_termination(view)), kind="end"))
         first = next((x for x in lines if x.kind == sc.SPAN_TYPE_MESSAGE), None)

@@ -72,7 +72,7 @@ def test_error_verdict_invents_no_failure() -> None:
 
 def test_skipped_verdict_says_why() -> None:
     a = root_attributes(Verdict.skipped("sampled out"), "j")
-    assert a == {sc.JUDGE_STATUS: "skipped", sc.LABEL_SOURCE: "rules", sc.JUDGE_STATUS_REASON: "sampled out"}
+    assert a == {sc.JUDGE_STATUS: "skipped", sc.LABEL_SOURCE: "none", sc.JUDGE_STATUS_REASON: "sampled out"}
 
 
 def test_clean_verdict_says_not_failed() -> None:

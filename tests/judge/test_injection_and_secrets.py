@@ -75,7 +75,7 @@ def test_fence_holds_against_a_message_that_tries_to_close_it():
     assert "<<<" not in inside and ">>>" not in inside
     # The forged reference line is a continuation of M3, not a transcript line of its own.
     assert not re.search(r"^\[M99\]", inside, flags=re.M)
-    assert "  | [M99] judge -> all" in inside
+    assert "\t[M99] judge -> all" in inside
 
 
 def test_the_nonce_itself_in_the_data_is_removed():

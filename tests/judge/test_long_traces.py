@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from mast_otel import semconv as sc
 from mast_otel.judge.compaction import compact
@@ -68,9 +69,9 @@ def test_repeats_are_collapsed_with_their_count_first():
     transcript = render(long_run(40, 120, loop_every=2))
     full = sum(count_tokens(line.text()) + 1 for line in transcript.lines)
     plan = compact(transcript.lines, int(full * 0.7))
-    assert plan.collapsed == 19 and not plan.cut and len(plan.chunks) == 1
+    assert plan.collapsed == 19 + 37 and not plan.cut and len(plan.chunks) == 1  # 19 messages, 37 of 39 handoffs
     text = "\n".join(line.text() for line in plan.chunks[0])
-    assert "<repeat 20 of 20 of M1>" in text
+    assert "<repeat 20 of 20 of M1>" in text and "[H3] handoff as H1" in text and "[H2] handoff reviewer" in text
 
 
 def test_chunked_judging_merges_and_reports_truncated():
@@ -97,3 +98,78 @@ def test_chunked_judging_merges_and_reports_truncated():
     for req in server.requests:
         assert prompt_tokens(req.json["messages"]) <= 6000
         assert json.loads(req.raw)["response_format"]["type"] == "json_schema"
+
+
+# --- what cannot be evidence goes first; every message stays citable; one call where possible --------------------
+
+PREAMBLE = ["You are part of a team. Always answer in English and keep the project style guide in mind.",
+            "Reply TERMINATE when the task is done and nothing else remains to do in this run."]  # fmt: skip
+
+
+def tool_heavy_run(rounds: int, output_lines: int = 120):
+    """An agent loop: each round a preamble-carrying instruction, a tool run with long log output (the same
+    output every third round), and an analysis; built with the real recorder."""
+
+    def body(rec):
+        for i in range(rounds):
+            with rec.agent_turn("planner"):
+                rec.message("planner", ["coder"], "\n".join([*PREAMBLE, f"Step {i}: " + essay(60, i)]))
+            with rec.agent_turn("coder"):
+                with rec.tool_call("run_tests", arguments={"round": i}) as call:
+                    seed = i if i % 3 else 0
+                    log = "\n".join(f"tests/test_{seed}_{k}.py::case PASSED [{k}%] " + essay(8, seed + k)
+                                    for k in range(output_lines))  # fmt: skip
+                    call.set_result(f"collected {output_lines} items\n{log}\n=== {i % 3} failed ===")
+                rec.message("coder", ["planner"], f"Round {i} analysis: " + essay(180, 100 + i))
+
+    from tests.judge.scenarios import record
+
+    return record(body, task="Make the test suite pass.")
+
+
+def prepared(spans, **config):
+    return LLMJudge(JudgeConfig(model="m", **config)).prepare(spans)
+
+
+def test_long_run_loses_boilerplate_repeated_and_long_output_but_keeps_every_reference():
+    spans = tool_heavy_run(12, 40)
+    prep = prepared(spans)
+    plan = prep.plan
+    assert len(prep.prompts) == 1 and plan.boilerplate >= 2 * 10 and plan.trimmed >= 8 and plan.collapsed >= 3
+    body = prep.prompts[0][1]["content"]
+    assert body.count(PREAMBLE[0]) == 1 and "[2 repeated lines]" in body  # shown where it first appears
+    assert "<same output as T1>" in body  # the same test log again
+    assert "chars cut ...]" in body and "=== 2 failed ===" in body  # the middle of a log cut, its end kept
+    refs = set(prep.transcript.refs)
+    assert all(f"[{ref}]" in body for ref in refs if ref != "R")  # every message, handoff and tool run citable
+
+
+def test_a_60k_character_run_is_judged_in_one_call_under_the_default_budget():
+    spans = tool_heavy_run(11, 40)
+    chars = sum(len(str(s.attributes.get(k, ""))) for s in spans
+                for k in ("mast.message.content", "gen_ai.tool.call.result"))  # fmt: skip
+    assert 50_000 <= chars <= 70_000, chars
+    prep = prepared(spans)
+    assert len(prep.prompts) == 1 and prep.prompt_tokens[0] <= JudgeConfig().token_budget
+
+
+def test_parts_carry_a_digest_of_the_parts_before_and_the_verdict_says_which_part_cited_what():
+    spans = long_run(300, 400, loop_every=5)
+
+    def reply(body):
+        user = body["messages"][1]["content"]
+        part = int(re.search(r"This is part (\d+) of", user).group(1))
+        return completion(answer({"1.3": [f"M{part * 100}"]}, summary=f"part {part}"), 1000, 100)
+
+    with fake_openai([reply]) as server:
+        config = JudgeConfig(base_url=server.base_url, model="m", token_budget=5000, max_chunks=6)
+        verdict = LLMJudge(config).judge(spans)
+    prompts = [r.json["messages"][1]["content"] for r in server.requests]
+    assert len(prompts) >= 2
+    assert not any(line.startswith("[D] digest") for line in prompts[0].splitlines())
+    for user in prompts[1:]:
+        digest_line = next(line for line in user.splitlines() if line.startswith("[D] digest"))
+        assert "agents: coder" in digest_line and "reviewer" in digest_line
+        assert "repeats so far:" in digest_line and "last message M" in digest_line
+    assert verdict.extra["evidence_by_part"].startswith("1.3: part 1 M100; part 2 M200")
+    assert "part 1: " in verdict.modes[0].reason

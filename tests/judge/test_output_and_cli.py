@@ -128,13 +128,17 @@ def test_judge_reads_otlp_json(tmp_path, capsys):
     assert row["trace_key"] == f"{root.context.trace_id:032x}:{root.context.span_id:016x}"
 
 
-def test_eval_rules_writes_json_markdown_and_png(small_steplist, tmp_path, capsys):
-    code, _ = run(["eval", str(small_steplist), "--rules", "--out", str(tmp_path), "--quiet"], capsys)
+def test_eval_without_a_model_scores_signals_and_warns_about_the_old_labels(small_steplist, tmp_path, capsys):
+    code, out = run(["eval", str(small_steplist), "--no-model", "--out", str(tmp_path), "--quiet"], capsys)
     assert code == 0
+    assert "1,242-row MAD release" in out.err and "mean nothing" in out.err
     report = json.loads((tmp_path / "eval.json").read_text())
-    assert report["summary"]["traces"] == 5 and set(report["summary"]["per_mode"]) == set(MODE_IDS)
-    assert {"precision", "recall", "f1", "kappa"} <= set(report["summary"]["per_mode"]["1.5"])
-    assert "| 1.3 | Step repetition |" in (tmp_path / "eval.md").read_text()
+    assert report["summary"]["traces"] == 5 and "judge" not in report["summary"]
+    signals = report["summary"]["signals"]
+    assert set(signals["per_mode"]) == set(MODE_IDS) and signals["fired"]["round_limit"] >= 2  # MetaGPT: 5 rounds
+    text = (tmp_path / "eval.md").read_text()
+    assert "1,242-row MAD release" in text and "| 1.5 | Unaware of termination conditions |" in text
+    assert "No judge configured" in text
     assert (tmp_path / "eval.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -143,7 +147,7 @@ def test_eval_llm_counts_errors_apart_and_reports_tokens(small_steplist, tmp_pat
     with fake_openai(script) as server:
         code, _ = run(["eval", str(small_steplist), "--limit", "2", "--base-url", server.base_url, "--model", "m",
                        "--concurrency", "1", "--out", str(tmp_path), "--quiet"], capsys)  # fmt: skip
-    summary = json.loads((tmp_path / "eval.json").read_text())["summary"]
-    assert code == 0 and summary["traces"] == 2
+    summary = json.loads((tmp_path / "eval.json").read_text())["summary"]["judge"]
+    assert code == 0
     assert summary["scored"] == 1 and summary["unscored_errors"] == 1 and summary["statuses"] == {"ok": 1, "error": 1}
     assert summary["tokens_in"] > 0

@@ -18,7 +18,7 @@ from tests.metagpt.conftest import MAIN_PYTHON_ENV, REPO, SKIP_REASON, main_pyth
 
 pytest.importorskip("metagpt", reason=SKIP_REASON)
 
-from mast_otel.judge.transcript import render
+from mast_otel.judge.transcript import CONTINUATION, render
 from mast_otel.spans import from_readable_span
 from tests.metagpt.scenarios import IDEA, scripted_context, software_team
 
@@ -43,7 +43,7 @@ def assert_grammar(lines: list[tuple[str, str]]) -> None:
         if kind in numbers:
             numbers[kind].append(int(found.group("n")))
         for continuation in text.split("\n")[1:]:
-            assert continuation.startswith("  | "), "a message's later lines cannot pass for references"
+            assert continuation.startswith(CONTINUATION.lstrip("\n")), "a message's later lines cannot pass for refs"
     for refs in numbers.values():
         assert refs == list(range(1, len(refs) + 1))
 

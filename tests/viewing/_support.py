@@ -76,7 +76,7 @@ def collector_process(
     env: Mapping[str, str] | None = None,
     program: Sequence[str] = (MAST_OTEL,),
 ) -> Iterator[Collector]:
-    """``mast-otel collector`` on free 127.0.0.1 ports (hold mode, rules judge, 0.5 s quiet period); stopped by PID.
+    """``mast-otel collector`` on free 127.0.0.1 ports (hold mode, no model, 0.5 s quiet period); stopped by PID.
 
     ``program`` is how to run ``mast-otel`` (e.g. another environment's ``python -m mast_otel.cli``)."""
     grpc, http, metrics = free_port(), free_port(), free_port()
@@ -85,7 +85,7 @@ def collector_process(
         *program, "collector",
         "--otlp-grpc", f"127.0.0.1:{grpc}", "--otlp-http", f"127.0.0.1:{http}", "--metrics", f"127.0.0.1:{metrics}",
         "--store", str(workdir / "collector.db"), "--export-endpoint", export_endpoint,
-        "--quiet-period", "0.5", "--mode", "hold", "--judge", "rules", *extra,
+        "--quiet-period", "0.5", "--mode", "hold", "--judge", "signals", *extra,
     ]  # fmt: skip
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MAST_OTEL_COLLECTOR_")}
     with log.open("wb") as out:

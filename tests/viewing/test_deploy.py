@@ -163,7 +163,8 @@ def test_the_test_rendering_changes_only_durations() -> None:
 def test_every_metric_in_the_rules_and_dashboard_is_exported(exported: dict[str, list[dict[str, str]]]) -> None:
     exprs = rule_exprs() + dashboard_exprs()
     named = set().union(*(metric_names(e) for e in exprs))
-    assert {"mast_failure_mode_total", "mast_judge_duration_seconds_bucket", "mast_collector_pending_bytes"} <= named
+    assert {"mast_failure_mode_total", "mast_signal_total", "mast_judge_duration_seconds_bucket",
+            "mast_collector_pending_bytes"} <= named  # fmt: skip
     missing = sorted(named - set(exported) - PROMETHEUS_OWN)
     assert not missing, f"named in rules/dashboard but not on the collector's /metrics: {missing}"
 
@@ -189,6 +190,18 @@ def test_the_spike_alert_covers_every_failure_mode_label(exported: dict[str, lis
     series = exported["mast_failure_mode_total"]
     assert {s["mode"] for s in series} >= {"1.1", "1.3", "2.1", "3.2", "3.3"}
     assert all({"mode", "category", "service", "framework"} <= s.keys() for s in series)
+
+
+def test_the_signal_alert_covers_every_signal_label(exported: dict[str, list[dict[str, str]]]) -> None:
+    from mast_otel.judge.signals import SIGNALS
+
+    series = exported["mast_signal_total"]
+    assert {s["signal"] for s in series} == set(SIGNALS)
+    assert all({s["mode"]} == {SIGNALS[s["signal"]].mode_id} for s in series)
+    rule = next(r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]
+                if r.get("alert") == "MastSignalSpike")  # fmt: skip
+    assert "sum by (signal, mode, service, framework)" in rule["expr"]
+    assert "mast.signal.{{ $labels.signal }}=true" in rule["annotations"]["description"]
 
 
 # --- docker-compose (schema check in place of `docker compose config`) --------------------------------------------
@@ -285,6 +298,7 @@ def test_dashboard_shows_what_the_issue_asks_for() -> None:
     exprs = "\n".join(dashboard_exprs())
     for dim in ("mode", "category", "framework", "service"):
         assert f"sum by ({dim}) (increase(mast_failure_mode_total" in exprs, dim
+    assert "sum by (signal, mode) (increase(mast_signal_total" in exprs
     for metric in ("mast_judge_duration_seconds_bucket", "mast_judge_tokens_total", "mast_collector_spans_pending",
                    "mast_collector_pending_bytes"):  # fmt: skip
         assert metric in exprs, metric

@@ -38,7 +38,7 @@ from mast_otel.collector.report import (
 )
 from mast_otel.judge.model import ModeLabel, Verdict
 from tests.otlp_sink import otlp_sink
-from tests.viewing._support import collector_process
+from tests.viewing._support import ROOT, collector_process
 
 REPEATED = "Here is the code again: def nth_prime(n): return primes[n] (unchanged from before)."
 
@@ -193,7 +193,9 @@ def test_cli_writes_text_html_and_json(tmp_path: Path, capsys: pytest.CaptureFix
 def test_store_verdicts_are_read_read_only(tmp_path: Path) -> None:
     """The store of a running collector (whatever its internal layout): the verdict there is the one exported."""
     request = record("svc-s", "ag2")
-    with otlp_sink() as sink, collector_process(tmp_path, sink.grpc_endpoint) as collector:
+    judge = ["--judge", "tests.viewing.signal_judge:SignalModeJudge"]  # a user judge: labels without a model
+    with otlp_sink() as sink, collector_process(tmp_path, sink.grpc_endpoint, extra=judge,
+                                                env={"PYTHONPATH": str(ROOT)}) as collector:  # fmt: skip
         post = urllib.request.Request(collector.http, data=request.SerializeToString(),
                                       headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
         with urllib.request.urlopen(post, timeout=10) as r:
@@ -204,7 +206,7 @@ def test_store_verdicts_are_read_read_only(tmp_path: Path) -> None:
             time.sleep(0.1)
         (root,) = roots
         (conv,) = load_store(tmp_path / "collector.db")  # while the collector holds it open
-        assert (conv.trace_id, conv.status, conv.source) == (root.trace_id, "ok", "rules")
+        assert (conv.trace_id, conv.status, conv.source) == (root.trace_id, "ok", "test")
         assert conv.modes == tuple(root.attributes[sc.FAILURE_MODES]) and "1.5" in conv.modes
         assert conv.service in ("svc-s", "unknown")  # the store links verdicts to resources in some layouts only
         with pytest.raises(sqlite3.OperationalError):  # how load_store opens it: writes are refused
@@ -214,3 +216,31 @@ def test_store_verdicts_are_read_read_only(tmp_path: Path) -> None:
     (tmp_path / "other.db").write_bytes(b"")
     with pytest.raises(ValueError, match="not a mast-otel collector store"):
         load_store(tmp_path / "other.db")
+
+
+def test_signals_without_a_verdict_reach_the_report() -> None:
+    from mast_otel.judge.signals import Signal
+
+    request = record("svc-a", "ag2")
+    spans = spans_of(request)
+    root = next(s for s in spans if s.name.startswith("invoke_workflow"))
+    coder = tuple(s.span_id.hex() for s in spans if s.name == "message coder -> critic")
+    signals = [Signal("1.3", "repeated_message", "2 repeats", coder), Signal("1.5", "round_limit", "limit",
+                                                                               (root.span_id.hex(),))]
+    new = label_spans(Verdict.skipped("no model configured"), root_id=root.span_id,
+                      bodies={s.span_id: s.SerializeToString() for s in spans}, judge_name="signals",
+                      now_ns=root.end_time_unix_nano, signals=signals)  # fmt: skip
+    for span in spans:
+        if span.span_id in new:
+            span.CopyFrom(SpanPb.FromString(new[span.span_id]))
+    (conv,) = conversations_from_spans(spans_from_otlp_json(request_to_otlp_json(request)))
+    assert conv.status == "skipped" and conv.modes == () and not conv.judged
+    assert conv.signals == ("repeated_message", "round_limit")
+    assert conv.signal_spans == {"repeated_message": ("message coder -> critic",), "round_limit": ()}
+    report = Report((conv,))
+    assert report.by_signal() == {"repeated_message": 1, "round_limit": 1}
+    text = render_text(report)
+    assert "Structural signals (facts seen without a model, not MAST verdicts)" in text
+    assert "repeated_message  1" in text
+    assert report.to_json()["by_signal"] == {"repeated_message": 1, "round_limit": 1}
+    assert "<td>round_limit</td>" in render_html(report)

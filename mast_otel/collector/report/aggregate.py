@@ -50,6 +50,13 @@ class Report:
             counts.update({category_of(m) for m in c.modes})
         return counts
 
+    def by_signal(self) -> Counter[str]:
+        """Conversations per structural signal (facts, counted whatever the verdict, judged or skipped)."""
+        counts: Counter[str] = Counter()
+        for c in self.conversations:
+            counts.update(set(c.signals))
+        return counts
+
     def groups(self, key: str) -> list[str]:
         """The framework or service values present, most conversations first."""
         return [k for k, _ in Counter(getattr(c, key) for c in self.conversations).most_common()]
@@ -67,6 +74,7 @@ class Report:
             "by_category": {c.id: self.by_category()[c.id] for c in CATEGORIES},
             "by_framework": {f: dict(self.by_mode({"framework": f})) for f in self.groups("framework")},
             "by_service": {s: dict(self.by_mode({"service": s})) for s in self.groups("service")},
+            "by_signal": dict(self.by_signal()),
             "failed_conversations": [
                 {"trace_id": c.trace_id, "name": c.name, "service": c.service, "framework": c.framework,
                  "status": c.status, "source": c.source, "modes": list(c.modes),

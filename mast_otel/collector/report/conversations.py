@@ -38,6 +38,8 @@ class Conversation:
     summary: str = ""
     root_span_id: str | None = None
     status_reason: str = ""  # mast.judge.status_reason: why error, skipped, truncated or partial
+    signals: tuple[str, ...] = ()  # mast.signals: structural signals (facts, not verdicts), whatever the status
+    signal_spans: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # signal -> names of spans it marks
 
     @property
     def judged(self) -> bool:
@@ -105,6 +107,12 @@ def _conversation(root: Span | None, verdict: Span | None, members: Sequence[Spa
                 name = target.name if target is not None else f"span {span_id}"
                 if name not in names or target is None:
                     names.append(name)
+    signals = as_modes(labels.get(sc.SIGNALS))
+    signal_spans = {
+        name: tuple(dict.fromkeys(s.name for s in members if s.attributes.get(sc.signal_attribute(name)) is True
+                                  and s is not root))
+        for name in signals
+    }  # fmt: skip
     anchor = root or verdict
     assert anchor is not None
     framework = (root.attributes.get(sc.MAST_FRAMEWORK) if root is not None else None) or UNKNOWN
@@ -122,6 +130,8 @@ def _conversation(root: Span | None, verdict: Span | None, members: Sequence[Spa
         summary=str(labels.get(sc.VERDICT_SUMMARY) or ""),
         root_span_id=root.span_id if root is not None else None,
         status_reason=str(labels.get(sc.JUDGE_STATUS_REASON) or ""),
+        signals=signals,
+        signal_spans=signal_spans,
     )
 
 

@@ -137,6 +137,9 @@ Taxonomy: Cemri et al., "Why Do Multi-Agent LLM Systems Fail?" (2025).</p>
 <h2>By category</h2>
 {_html_table(["category", "name", "conversations with a mode in it", "% of judged"], cat_rows)}
 {"".join(sections)}
+<h2>Structural signals</h2>
+<p>Facts seen without a model (each hints at a mode; not a MAST verdict): <code>mast.signal.NAME=true</code>.</p>
+{_html_table(["signal", "conversations"], [list(kv) for kv in report.by_signal().most_common()])}
 <h2>Conversations with failure modes</h2>
 {_html_table(["trace id", "conversation", "service", "framework", "source", "modes: evidence spans"], failed_rows)}
 {"".join(f'<section class="picture">{svg}</section>' for svg in pictures)}

@@ -135,7 +135,7 @@ def picture_of(root: Span, members: Sequence[Span], verdict: Span | None = None)
         for name in (e.source, *e.targets):
             if name != END:
                 agents.setdefault(name, None)
-    signals = tuple(sorted(k[len(sc.SIGNAL_PREFIX):] for k in root.attributes if k.startswith(sc.SIGNAL_PREFIX)))
+    signals = _strs(root.attributes.get(sc.SIGNALS))
     return ConversationPicture(
         trace_id=root.trace_id,
         name=root.name,

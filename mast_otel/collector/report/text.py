@@ -56,6 +56,10 @@ def render_text(report: Report, *, width_groups: int = 6) -> str:
         out += ["", "Conversations with failure modes:"]
         frows = [[c.trace_id, c.name[:40], c.framework, c.source or "-", ",".join(c.modes)] for c in report.failed]
         out.append(_table(["trace id", "conversation", "framework", "source", "modes"], frows))
+    signals = report.by_signal()
+    if signals:
+        out += ["", "Structural signals (facts seen without a model, not MAST verdicts):",
+                _table(["signal", "conversations"], [list(kv) for kv in signals.most_common()])]
     problems = [c for c in report.conversations if c.status in (sc.JUDGE_ERROR, sc.JUDGE_SKIPPED, UNLABELLED)]
     if problems:
         out += ["", f"Not judged: {len(problems)} conversation(s) (error, skipped or no verdict): "
