@@ -59,6 +59,7 @@ def instrument(
     redact: Callable[[str], str] | None = None,
     config: CaptureConfig | None = None,
     frameworks: Iterable[str] | None = None,
+    openinference: bool | None = None,
 ) -> None:
     """Instrument every supported framework, now if imported, else the moment it is imported. Idempotent."""
     if config is None:
@@ -67,6 +68,7 @@ def instrument(
             max_content_length=max_content_length,
             redact_patterns=redact_patterns,
             redact=redact,
+            openinference=openinference,
         )
     if tracer_provider is None:
         ensure_tracer_provider()

@@ -35,6 +35,7 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 MAX_CONTENT_LENGTH_ENV = "MAST_OTEL_MAX_CONTENT_LENGTH"
 REDACT_PATTERNS_ENV = "MAST_OTEL_REDACT_PATTERNS"
 PROPOSED_SEMCONV_ENV = "MAST_OTEL_PROPOSED_SEMCONV"
+OPENINFERENCE_ENV = "MAST_OTEL_OPENINFERENCE"
 
 DEFAULT_MAX_CONTENT_LENGTH = 8192
 _ON = {"true", "1", "yes", "on", "span_only", "span_and_event", "event_only"}
@@ -48,6 +49,8 @@ class CaptureConfig:
     capture_content: bool = True
     redactor: Redactor = field(default_factory=Redactor)
     proposed_semconv: bool = False  # also write proposal-stage attributes (gen_ai.transfer.*)
+    # also write the OpenInference attributes viewers key on (span kind, agent.name, graph.node.*, input/output)
+    openinference: bool = True
 
     @classmethod
     def from_env(
@@ -59,6 +62,7 @@ class CaptureConfig:
         redact: Callable[[str], str] | None = None,
         environ: dict[str, str] | None = None,
         proposed_semconv: bool | None = None,
+        openinference: bool | None = None,
     ) -> CaptureConfig:
         env = os.environ if environ is None else environ
         if capture_content is None:
@@ -69,10 +73,13 @@ class CaptureConfig:
         patterns.extend(redact_patterns or ())
         if proposed_semconv is None:
             proposed_semconv = env.get(PROPOSED_SEMCONV_ENV, "").strip().lower() in ("true", "1", "yes", "on")
+        if openinference is None:
+            openinference = env.get(OPENINFERENCE_ENV, "").strip().lower() not in ("false", "0", "no", "off")
         return cls(
             capture_content=capture_content,
             redactor=Redactor(patterns=tuple(patterns), callback=redact, max_length=max_content_length),
             proposed_semconv=proposed_semconv,
+            openinference=openinference,
         )
 
 

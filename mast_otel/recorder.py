@@ -83,6 +83,8 @@ class Conversation:
     """One MAS run: the root span and the counters the root reports when it ends."""
 
     __slots__ = (
+        "_last_handoff",
+        "_last_turn",
         "_lock",
         "_next_message",
         "_pending_reason",
@@ -115,6 +117,17 @@ class Conversation:
         # integrations park the reason here and the next handoff consumes it (under the lock: the event and the
         # selection may run on different threads).
         self._pending_reason: str | None = None
+        # For the OpenInference agent graph: who had control last, and the last handoff (source, target).
+        self._last_turn: str | None = None
+        self._last_handoff: tuple[str, str] | None = None
+
+    def graph_parent(self, agent: str) -> str | None:
+        """The agent control came to ``agent`` from: the source of the last handoff to it, else the previous turn's
+        agent; None at the start. Approximate under concurrent turns, which only draw the graph, never a record."""
+        handed = self._last_handoff
+        parent = handed[0] if handed is not None and handed[1] == agent else self._last_turn
+        self._last_turn = agent
+        return parent if parent != agent else None
 
     @property
     def pending_handoff_reason(self) -> str | None:
@@ -211,7 +224,10 @@ class ToolCall(AgentTurn):
     def set_arguments(self, arguments: Any) -> None:
         """Record the arguments after the call started (a framework may fill them in late); capture permitting."""
         if arguments is not None and self._recorder.config.capture_content:
-            self.span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, self._recorder._clean(arguments)[0])
+            text = self._recorder._clean(arguments)[0]
+            self.span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, text)
+            if self._recorder.config.openinference:
+                self.span.set_attribute(sc.OI_INPUT_VALUE, text)
 
     @guarded("recorder.tool.set_result")
     def set_result(self, result: Any, *, success: bool = True) -> None:
@@ -219,6 +235,8 @@ class ToolCall(AgentTurn):
         if self._recorder.config.capture_content:
             text, _, _ = self._recorder._clean(result)
             attrs[sc.GEN_AI_TOOL_CALL_RESULT] = text
+            if self._recorder.config.openinference:
+                attrs[sc.OI_OUTPUT_VALUE] = text
         self.span.set_attributes(attrs)
         if not success:
             self.span.set_status(Status(StatusCode.ERROR, "tool reported failure"))
@@ -278,6 +296,7 @@ class Handoff:
             if reason is None:
                 reason = pending or sc.HANDOFF_ROUTING
             name = target if target is not None else sc.HANDOFF_TO_TERMINATE
+            self._conversation._last_handoff = (self._source, name)
             attrs = self._attributes
             attrs[sc.HANDOFF_TO] = name
             attrs[sc.HANDOFF_REASON] = reason
@@ -387,6 +406,10 @@ class Recorder:
             attrs[sc.CONVERSATION_MAX_ROUNDS] = max_rounds
         if task is not None and self.config.capture_content:
             attrs[sc.CONVERSATION_TASK] = self._clean(task)[0]
+        if self.config.openinference:
+            attrs[sc.OI_SPAN_KIND] = sc.OI_KIND_CHAIN
+            if sc.CONVERSATION_TASK in attrs:
+                attrs[sc.OI_INPUT_VALUE] = attrs[sc.CONVERSATION_TASK]
         if attributes:
             attrs.update(attributes)
         span = self.tracer.start_span(sc.workflow_span_name(name), attributes=attrs, start_time=start_time)
@@ -403,7 +426,10 @@ class Recorder:
         Content capture and redaction apply as for ``task=`` of :meth:`start_conversation`.
         """
         if self.config.capture_content and task is not None:
-            conv.span.set_attribute(sc.CONVERSATION_TASK, self._clean(task)[0])
+            text = self._clean(task)[0]
+            conv.span.set_attribute(sc.CONVERSATION_TASK, text)
+            if self.config.openinference:
+                conv.span.set_attribute(sc.OI_INPUT_VALUE, text)
 
     @guarded("recorder.end_conversation")
     def end_conversation(
@@ -509,16 +535,20 @@ class Recorder:
             if conv is None:
                 return None
             conv._see(agent)
-            span = self.tracer.start_span(
-                sc.agent_span_name(agent),
-                attributes={
-                    sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-                    sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_AGENT_TURN,
-                    sc.GEN_AI_AGENT_NAME: agent,
-                    sc.GEN_AI_CONVERSATION_ID: conv.id,
-                },
-                start_time=start_time,
-            )
+            attrs: dict[str, AttributeValue] = {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_AGENT_TURN,
+                sc.GEN_AI_AGENT_NAME: agent,
+                sc.GEN_AI_CONVERSATION_ID: conv.id,
+            }
+            if self.config.openinference:
+                # The agent graph viewers draw: a node per agent, its parent the agent control came from.
+                attrs[sc.OI_SPAN_KIND] = sc.OI_KIND_AGENT
+                attrs[sc.OI_AGENT_NAME] = attrs[sc.OI_GRAPH_NODE_ID] = attrs[sc.OI_GRAPH_NODE_NAME] = agent
+                parent = conv.graph_parent(agent)
+                if parent is not None:
+                    attrs[sc.OI_GRAPH_NODE_PARENT_ID] = parent
+            span = self.tracer.start_span(sc.agent_span_name(agent), attributes=attrs, start_time=start_time)
             ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
             return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self.config.redactor)
         except Exception as exc:
@@ -587,6 +617,10 @@ class Recorder:
                     attrs[sc.MESSAGE_TRUNCATED] = True
                 if tool_calls:
                     attrs[sc.MESSAGE_TOOL_CALLS] = self._clean(tool_calls)[0]
+            if self.config.openinference:
+                attrs[sc.OI_SPAN_KIND] = sc.OI_KIND_CHAIN
+                if sc.MESSAGE_CONTENT in attrs:
+                    attrs[sc.OI_OUTPUT_VALUE] = attrs[sc.MESSAGE_CONTENT]
             if attributes:
                 attrs.update(attributes)
             first = recipients[0] if recipients else "*"
@@ -631,6 +665,8 @@ class Recorder:
             }
             if self.config.proposed_semconv:
                 attrs[sc.GEN_AI_TRANSFER_MODE] = "pass_control"
+            if self.config.openinference:
+                attrs[sc.OI_SPAN_KIND] = sc.OI_KIND_DECISION
             if attributes:  # facts the integration knows about this handoff (e.g. mast.handoff.synthetic)
                 attrs.update(attributes)
             handoff = Handoff(self.tracer, conv, source, attrs, self.config.redactor)
@@ -691,6 +727,11 @@ class Recorder:
             attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
         if arguments is not None and self.config.capture_content:
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = self._clean(arguments)[0]
+        if self.config.openinference:
+            attrs[sc.OI_SPAN_KIND] = sc.OI_KIND_TOOL
+            attrs[sc.OI_TOOL_NAME] = name
+            if sc.GEN_AI_TOOL_CALL_ARGUMENTS in attrs:
+                attrs[sc.OI_INPUT_VALUE] = attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS]
         span = self.tracer.start_span(sc.tool_span_name(name), attributes=attrs, start_time=start_time)
         ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TOOL)
         return ToolCall(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from openinference.semconv import trace as _oi
+
 # --- instrumentation scope -------------------------------------------------
 SCOPE_NAME: Final = "mast_otel"
 SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.37.0"
@@ -331,3 +333,22 @@ def message_span_name(sender: str, recipient: str) -> str:
 
 def handoff_span_name(source: str, target: str) -> str:
     return f"handoff {source} -> {target}"
+
+
+# --- OpenInference (what Phoenix, Arize and Langfuse key on), alongside the GenAI names ----------------------
+# Names from openinference-semantic-conventions (a dependency with no dependencies of its own). Written unless
+# switched off (MAST_OTEL_OPENINFERENCE=false / instrument(openinference=False)); content ones only with content
+# capture on. Kinds: conversation root CHAIN, agent turn AGENT, tool call TOOL, handoff DECISION (a routing
+# decision), message CHAIN (a step of the workflow: OpenInference has no kind for an inter-agent message).
+OI_SPAN_KIND: Final = _oi.SpanAttributes.OPENINFERENCE_SPAN_KIND
+OI_AGENT_NAME: Final = _oi.SpanAttributes.AGENT_NAME
+OI_GRAPH_NODE_ID: Final = _oi.SpanAttributes.GRAPH_NODE_ID
+OI_GRAPH_NODE_NAME: Final = _oi.SpanAttributes.GRAPH_NODE_NAME
+OI_GRAPH_NODE_PARENT_ID: Final = _oi.SpanAttributes.GRAPH_NODE_PARENT_ID
+OI_INPUT_VALUE: Final = _oi.SpanAttributes.INPUT_VALUE
+OI_OUTPUT_VALUE: Final = _oi.SpanAttributes.OUTPUT_VALUE
+OI_TOOL_NAME: Final = _oi.SpanAttributes.TOOL_NAME
+OI_KIND_CHAIN: Final = _oi.OpenInferenceSpanKindValues.CHAIN.value
+OI_KIND_AGENT: Final = _oi.OpenInferenceSpanKindValues.AGENT.value
+OI_KIND_TOOL: Final = _oi.OpenInferenceSpanKindValues.TOOL.value
+OI_KIND_DECISION: Final = _oi.OpenInferenceSpanKindValues.DECISION.value
