@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what it needs, then lint, type-check and every test tier.
 #   main tier     .venv: unit tests, AG2, collector, judge, replay, examples, and the integration tests that start
-#                 real servers (llama.cpp + Gemma 3 270M, Prometheus + Alertmanager, Phoenix + Chromium)
+#                 real servers (llama.cpp + Gemma 3 270M, Prometheus + Alertmanager, Phoenix + Chromium,
+#                 Jaeger + the OpenTelemetry Collector built from Go modules by scripts/setup-go-tools.sh)
 #   framework tiers  one nox session per framework whose pins clash with the main environment's (noxfile.py)
 # Extra arguments go to the main tier's pytest (e.g. `-m "not integration"` for the fast tiers only).
 set -euo pipefail
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-env.sh
 bash scripts/setup-system.sh
 bash scripts/setup-phoenix.sh
+bash scripts/setup-go-tools.sh  # Jaeger + the front-tier OpenTelemetry Collector, built once per machine
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
 
 echo "[test] ruff"
