@@ -37,7 +37,8 @@ pytestmark = pytest.mark.integration
 GROUP_CHAT, GROUP_API = EXAMPLES  # the demo's two AG2 runs, each under its own service.name
 GARBLED_SERVICE = "jaeger-e2e-garbled"
 GARBLED_TASK = "Summarise the incident report for the on-call channel."
-_LINE = re.compile(r"^\s*\[(M\d+)\] [^:\n]*: (.*)$", re.MULTILINE)
+_LINE = re.compile(r"^\s*\[(M\d+)\] [^:]*: (.*)$")
+_CONTINUED = re.compile(r"^\s*\| ?(.*)$")
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,18 @@ class Scripted:
 
 
 def transcript_messages(body: Any) -> dict[str, str]:
-    """Message ref -> text, from the judge's request (the transcript lines it fenced as data)."""
+    """Message ref -> text, from the judge's request (the transcript lines it fenced as data, continuations joined)."""
     text = "\n".join(m["content"] for m in body["messages"] if isinstance(m.get("content"), str))
-    return dict(_LINE.findall(text))
+    messages: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if (head := _LINE.match(line)) is not None:
+            current = messages.setdefault(head.group(1), [head.group(2)])
+        elif current is not None and (more := _CONTINUED.match(line)) is not None:
+            current.append(more.group(1))
+        else:
+            current = None
+    return {ref: "\n".join(lines).strip() for ref, lines in messages.items()}
 
 
 def verdict_for(body: Any) -> tuple[str, Scripted]:
@@ -60,7 +70,7 @@ def verdict_for(body: Any) -> tuple[str, Scripted]:
     messages = transcript_messages(body)
     if GARBLED_TASK in text:
         return GARBLED_SERVICE, Scripted({}, error=True)
-    if "chat_manager" in text:  # the GroupChat run: its members talk to the manager
+    if "Answer recorded" not in text:  # the GroupChat run (the group API run records its answer with a tool)
         by_text: dict[str, list[str]] = {}
         for ref, said in messages.items():
             by_text.setdefault(said.strip(), []).append(ref)
@@ -170,7 +180,8 @@ def check_labels_and_queries(j: Jaeger, traces: Mapping[str, list[JaegerSpan]], 
             assert sc.FAILED not in root.tags and not any(k.startswith("mast.fm.") for k in root.tags)
         evidence = [s for s in trace if sc.FAILURE_MODE in s.tags]
         cited = {transcripts[service][ref].strip(): want for ref, want in evidence_want.items()}
-        assert sorted(str(s.tags[sc.MESSAGE_CONTENT]).strip() for s in evidence) == sorted(cited), (
+        cited_texts = sorted(transcripts[service][ref] for ref in evidence_want)  # repeated texts count twice
+        assert sorted(str(s.tags[sc.MESSAGE_CONTENT]).strip() for s in evidence) == cited_texts, (
             f"{service}: evidence spans {[s.name for s in evidence]}, cited {sorted(evidence_want)}"
         )
         for span in evidence:
