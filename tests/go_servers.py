@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import urllib.parse
 import urllib.request
@@ -42,12 +41,6 @@ def go_tool(name: str) -> str:
 
 
 # --- Jaeger ----------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tag:
-    key: str
-    value: Any
 
 
 @dataclass(frozen=True)
@@ -183,7 +176,3 @@ def validate(config: Path) -> subprocess.CompletedProcess[str]:
     """``otelcol-mast-front validate``: the distribution parses the file and builds every component's config."""
     return subprocess.run([go_tool("otelcol-mast-front"), "validate", "--config", str(config)],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
-
-
-def kill9(pid: int) -> None:
-    os.kill(pid, signal.SIGKILL)

@@ -7,14 +7,16 @@ are this test's oracle: 1.3 for the group chat (citing the messages its transcri
 API run (citing its last message), and an answer that is not a verdict for a third conversation (status error).
 Every Tags query in docs/viewing.md's Jaeger table is run and must find exactly the traces those verdicts imply.
 
-No screenshot: ``go build`` of ``cmd/jaeger`` embeds only Jaeger's placeholder page (the UI's assets are built
-from the jaeger-ui repository with npm and are not part of the Go module), so there is no UI to photograph.
+The UI screenshot test skips, saying why: ``go build`` of ``cmd/jaeger`` embeds only Jaeger's placeholder page (the
+UI's assets are built from the jaeger-ui repository with npm and are not part of the Go module).
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import time
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +32,7 @@ from mast_otel.taxonomy import mode
 from tests.collector.conftest import provider
 from tests.go_servers import Jaeger, JaegerSpan, jaeger
 from tests.judge.fake_openai import Reply, answer, completion, fake_openai
-from tests.viewing._support import ROOT, collector_process
+from tests.viewing._support import ARTIFACTS, ROOT, collector_process, require_binary
 
 pytestmark = pytest.mark.integration
 
@@ -203,3 +205,22 @@ def check_labels_and_queries(j: Jaeger, traces: Mapping[str, list[JaegerSpan]], 
             want = {trace[0].trace_id} if any(matches(attrs, tags) for attrs in labelled[service]) else set()
             assert found == want, f"Jaeger tags {tags} in {service}: found {found}, expected {want}"
     assert all(any(matches(a, q) for s in traces for a in labelled[s]) for q in queries), "a query finds nothing"
+
+
+def test_jaeger_ui_screenshot(tmp_path: Path) -> None:
+    """A screenshot of Jaeger's UI when the binary embeds it; skipped with the reason when it serves the placeholder."""
+    chromium = require_binary("chromium")
+    with jaeger(tmp_path) as j:
+        with urllib.request.urlopen(j.query + "/", timeout=10) as r:
+            page = r.read().decode(errors="replace")
+        if "not compiled with the UI assets" in page:
+            pytest.skip(
+                "the Jaeger built from Go modules serves its placeholder page: the UI's assets are built from the "
+                "jaeger-ui repository with npm and are not in the Go module, so there is no UI to photograph"
+            )
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = ARTIFACTS / "jaeger-search.png"
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,900",
+                        "--virtual-time-budget=8000", f"--screenshot={shot}", f"{j.query}/search"],
+                       capture_output=True, timeout=120, check=True)  # fmt: skip
+        assert shot.stat().st_size > 10_000
