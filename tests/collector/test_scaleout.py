@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from mast_otel import semconv as sc
 from mast_otel.recorder import Recorder
-from tests.collector.conftest import conversation, metric, provider, wait_until
+from tests.collector.conftest import metric, provider, wait_until
 from tests.collector.test_durability import CollectorProcess
 from tests.go_servers import FRONT_CONFIG, FRONT_K8S_CONFIG, Front, Jaeger, front_collector, jaeger, validate
 from tests.judge.fake_openai import Reply, answer, completion, fake_openai
@@ -36,16 +36,24 @@ SERVICE = "scaleout"
 STEADY = 200  # conversations through the healthy tier
 FAILOVER = 150  # conversations streamed while one instance is killed and restarted
 DOWN_FOR = 3.0  # seconds the killed instance stays down
-_NAME = re.compile(r"conversation (conv-\d+) \(")
+_NAME = re.compile(r"\bconv-\d+\b")
 
 
 def conversations(names: Sequence[str]) -> list[list[ReadableSpan]]:
-    """Recorder conversations (one trace each) as finished SDK spans, grouped by trace."""
+    """Recorder conversations (one trace each) as finished SDK spans in finish order, grouped by trace; every
+    message names its conversation, so a judge request about any part of one says which conversation it is."""
     memory = InMemorySpanExporter()
     tp = provider(memory, SERVICE)
     rec = Recorder(tracer_provider=tp, framework="custom")
     for name in names:
-        conversation(rec, name)
+        with rec.conversation(name, task=f"Fix the failing build ({name})"):
+            with rec.agent_turn("planner"):
+                for i in range(3):
+                    rec.message("planner", ["coder"], f"Run the tests first ({name}, {i}).")
+            rec.handoff("planner", "coder", reason=sc.HANDOFF_ROUTING, candidates=["coder"])
+            with rec.agent_turn("coder"):
+                rec.message("coder", ["planner"], f"3 tests fail ({name}).")
+            rec.terminate(sc.TERMINATION_COMPLETED)
     tp.shutdown()
     traces: dict[int, list[ReadableSpan]] = {}
     for span in memory.get_finished_spans():
@@ -106,9 +114,11 @@ def wait_labelled(j: Jaeger, want: set[tuple[str, str]], n_roots: int, timeout: 
 
 
 def judged(instance: CollectorProcess) -> float:
-    text = instance.metrics()
-    return sum(metric(text, "mast_conversations_judged_total", status=s, service=SERVICE, framework="custom")
-               for s in ("ok", "partial", "error", "truncated", "skipped"))  # fmt: skip
+    """Verdicts the instance gave for SERVICE, whatever their status and framework (a part without its root has
+    no ``mast.framework``)."""
+    lines = instance.metrics().splitlines()
+    series = [ln for ln in lines if ln.startswith("mast_conversations_judged_total{") and f'service="{SERVICE}"' in ln]
+    return sum(float(ln.rpartition(" ")[2]) for ln in series)
 
 
 def otelcol_series(text: str, *prefixes: str) -> dict[str, float]:
@@ -119,11 +129,6 @@ def otelcol_series(text: str, *prefixes: str) -> dict[str, float]:
             head, _, value = line.rpartition(" ")
             found[head] = float(value)
     return found
-
-
-def total(series: dict[str, float], name: str, **labels: str) -> float:
-    want = [f'{k}="{v}"' for k, v in labels.items()]
-    return sum(v for k, v in series.items() if k.split("{")[0] == name and all(w in k for w in want))
 
 
 def retry_waits(log: str) -> list[str]:
@@ -231,3 +236,64 @@ def test_shipped_front_tier_configs_validate_with_the_built_collector(tmp_path: 
     broken = tmp_path / "broken.yaml"
     broken.write_text(FRONT_CONFIG.read_text().replace("routing_key: traceID", "routing_key: no_such_key"))
     assert validate(broken).returncode != 0
+
+
+MOVED_TEST = 90  # conversations in flight while an instance is added
+
+
+@pytest.mark.integration
+def test_an_instance_added_mid_conversation_moves_a_share_of_the_trace_ids(tmp_path: Path) -> None:
+    # prepare: three instances; the front tier knows two. Each conversation is exported in two halves (as a
+    # BatchSpanProcessor does for a long run): the first half before the third instance is added, the rest after.
+    script = ScriptedJudge()
+    traces = conversations([f"conv-{i}" for i in range(MOVED_TEST)])
+    first = [t[: len(t) // 2] for t in traces]  # finish order: the root, which ends last, is in the second half
+    second = [t[len(t) // 2 :] for t in traces]
+    with fake_openai([script]) as llm, jaeger(tmp_path) as j:
+        env = {"MAST_OTEL_COLLECTOR_JUDGE_BASE_URL": llm.base_url, "MAST_OTEL_COLLECTOR_JUDGE_API_KEY": "k",
+               "MAST_OTEL_COLLECTOR_JUDGE_MODEL": "judge-m"}  # fmt: skip
+        instances = []
+        for name in ("a", "b", "c"):
+            (tmp_path / name).mkdir()
+            instances.append(CollectorProcess(tmp_path / name, j.otlp_grpc, judge="llm", env=env,
+                                              extra=["--quiet-period", "0.5", "--max-trace-age", "8"]))  # fmt: skip
+            instances[-1].start()
+        backends = [f"127.0.0.1:{i.grpc_port}" for i in instances]
+        received = lambda: sum(  # noqa: E731
+            metric(i.metrics(), "mast_collector_spans_received_total", protocol="grpc") for i in instances
+        )
+        try:
+            # test: the first halves through a front tier of two, then the rest through a front tier of three
+            (tmp_path / "two").mkdir()
+            with front_collector(tmp_path / "two", backends[:2]) as front:
+                stream(front, first)
+                wait_until(lambda: received() >= len(keys(first)), timeout=60, what="the first halves delivered")
+            (tmp_path / "three").mkdir()
+            with front_collector(tmp_path / "three", backends) as front:
+                stream(front, second)
+                labelled = wait_labelled(j, keys(traces), MOVED_TEST, timeout=120)
+            wait_until(lambda: all(metric(i.metrics(), "mast_collector_traces_pending") == 0 for i in instances),
+                       timeout=60, what="every instance done")  # fmt: skip
+            per_instance = [judged(i) for i in instances]
+            statuses = Counter(r[sc.JUDGE_STATUS] for r in labelled)
+            verdict_spans = Counter(
+                s.tags.get(sc.JUDGE_STATUS)
+                for trace in j.search(SERVICE)
+                for s in trace
+                if s.tags.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_VERDICT
+            )
+            got, stored, _ = in_jaeger(j)
+        finally:
+            for instance in instances:
+                instance.stop()
+    # verify: nothing lost; the new instance took a share; each moved conversation was judged in two parts
+    assert keys(traces) <= got and set(stored.values()) == {1}
+    moved = sum(per_instance) - MOVED_TEST  # a conversation split across two instances is judged once by each
+    assert per_instance[2] > 0 and 0 < moved < MOVED_TEST, per_instance
+    assert sum(1 for c in script.asked.values() if c == 2) == moved and max(script.asked.values()) == 2
+    assert verdict_spans == {sc.JUDGE_PARTIAL: moved}  # the parts without their root: a partial verdict span each
+    print(
+        f"\ninstance added: {MOVED_TEST} conversations in flight; {moved} moved (judged in two parts), verdicts per "
+        f"instance {per_instance}; root statuses {dict(statuses)}; mast.verdict spans (parts without their root) "
+        f"by status {dict(verdict_spans)}; every span in Jaeger once"
+    )
