@@ -80,13 +80,13 @@ def keys(traces: Sequence[Sequence[ReadableSpan]]) -> set[tuple[str, str]]:
     return {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for t in traces for s in t}
 
 
-def stream(front: Front, traces: Sequence[Sequence[ReadableSpan]], per_request: int = 10) -> None:
+def stream(front: Front, traces: Sequence[Sequence[ReadableSpan]], per_request: int = 10, pause: float = 0.05) -> None:
     """The SDK's gRPC exporter sends whole conversations, ``per_request`` per Export (many trace ids each)."""
     exporter = OTLPSpanExporter(endpoint=front.grpc, insecure=True, timeout=30)
     for i in range(0, len(traces), per_request):
         batch = [s for t in traces[i : i + per_request] for s in t]
         assert exporter.export(batch) == SpanExportResult.SUCCESS
-        time.sleep(0.05)  # a stream, not one burst: the kill lands in the middle of it
+        time.sleep(pause)  # a stream, not one burst
     exporter.shutdown()
 
 
@@ -175,7 +175,8 @@ def test_each_conversation_judged_once_then_an_instance_killed_and_restarted(tmp
 
                 # test 2: kill -9 instance b once a third of the failover stream has reached it, restart it
                 b_before = metric(b.metrics(), "mast_collector_spans_received_total", protocol="grpc")
-                client = threading.Thread(target=stream, args=(front, failover), daemon=True)
+                # 15 Exports 0.3 s apart: the stream outlasts the downtime, so batches for b arrive while b is dead
+                client = threading.Thread(target=stream, args=(front, failover, 10, 0.3), daemon=True)
                 started = time.monotonic()
                 client.start()
                 b_share = len(keys(failover)) / 2
@@ -206,6 +207,7 @@ def test_each_conversation_judged_once_then_an_instance_killed_and_restarted(tmp
     assert want <= got and len(roots) == STEADY + FAILOVER
     assert set(script.asked) == {f"conv-{i}" for i in range(STEADY + FAILOVER)}
     assert all(r[sc.JUDGE_STATUS] in (sc.JUDGE_OK, sc.JUDGE_PARTIAL) for r in roots)
+    assert retries, "the Collector never retried: the kill did not land in the middle of the stream"
     twice = [n for n, c in script.asked.items() if c > 1]
     statuses = Counter(r[sc.JUDGE_STATUS] for r in roots)
     print(
