@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what it needs, then lint, type-check and every test tier.
 #   main tier     .venv: unit tests, AG2, collector, judge, replay, examples, and the integration tests that start
-#                 real servers (llama.cpp + Gemma 3 270M, Prometheus + Alertmanager, Phoenix + Chromium,
-#                 Jaeger + the OpenTelemetry Collector built from Go modules by scripts/setup-go-tools.sh)
+#                 real servers (llama.cpp + Gemma 3 270M, Prometheus + Alertmanager, Phoenix + Chromium)
 #   framework tiers  one nox session per framework whose pins clash with the main environment's (noxfile.py)
 # Extra arguments go to the main tier's pytest (e.g. `-m "not integration"` for the fast tiers only).
 set -euo pipefail

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,23 +27,14 @@ BATCH = 256
 class CollectorProcess:
     """``mast-otel collector`` as a subprocess on fixed free ports (a restart reuses them and the store)."""
 
-    def __init__(
-        self,
-        tmp: Path,
-        sink: OtlpSink | str,
-        *,
-        judge: str = "rules",
-        env: dict[str, str] | None = None,
-        extra: Sequence[str] = (),  # more flags; a repeated flag overrides the one above
-    ) -> None:
-        export_endpoint = sink if isinstance(sink, str) else sink.grpc_endpoint  # a sink, or any OTLP endpoint
+    def __init__(self, tmp: Path, sink: OtlpSink, *, judge: str = "rules", env: dict[str, str] | None = None) -> None:
         self.grpc_port, self.http_port, self.metrics_port = free_port(), free_port(), free_port()
         self.cmd = [
             sys.executable, "-m", "mast_otel.cli", "collector",
             "--otlp-grpc", f"127.0.0.1:{self.grpc_port}", "--otlp-http", f"127.0.0.1:{self.http_port}",
             "--metrics", f"127.0.0.1:{self.metrics_port}", "--store", str(tmp / "collector.db"),
-            "--export-endpoint", export_endpoint, "--quiet-period", "0.05", "--max-trace-age", "120",
-            "--poll-interval", "0.05", "--export-backoff-max", "1", "--judge", judge, *extra,
+            "--export-endpoint", sink.grpc_endpoint, "--quiet-period", "0.05", "--max-trace-age", "120",
+            "--poll-interval", "0.05", "--export-backoff-max", "1", "--judge", judge,
         ]  # fmt: skip
         self.env = None if env is None else {**os.environ, **env}
         self.log = tmp / "collector.log"

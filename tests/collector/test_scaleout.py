@@ -15,6 +15,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,24 @@ class ScriptedJudge:
         return completion(answer({"1.3": ["M1"]}, summary=f"{name} repeats itself"))
 
 
+@dataclass(frozen=True)
+class Downstream:
+    """Where an instance exports: CollectorProcess takes anything with an OTLP/gRPC ``grpc_endpoint``."""
+
+    grpc_endpoint: str
+
+
+def instance(tmp: Path, j: Jaeger, llm_base_url: str, *flags: str) -> CollectorProcess:
+    """A ``mast-otel collector`` process with the LLM judge, exporting to Jaeger; ``flags`` win over the defaults
+    (argparse keeps the last value of a repeated flag)."""
+    tmp.mkdir()
+    env = {"MAST_OTEL_COLLECTOR_JUDGE_BASE_URL": llm_base_url, "MAST_OTEL_COLLECTOR_JUDGE_API_KEY": "k",
+           "MAST_OTEL_COLLECTOR_JUDGE_MODEL": "judge-m"}  # fmt: skip
+    process = CollectorProcess(tmp, Downstream(j.otlp_grpc), judge="llm", env=env)  # type: ignore[arg-type]
+    process.cmd += flags
+    return process
+
+
 def keys(traces: Sequence[Sequence[ReadableSpan]]) -> set[tuple[str, str]]:
     return {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for t in traces for s in t}
 
@@ -113,10 +132,10 @@ def wait_labelled(j: Jaeger, want: set[tuple[str, str]], n_roots: int, timeout: 
         time.sleep(0.5)
 
 
-def judged(instance: CollectorProcess) -> float:
+def judged(process: CollectorProcess) -> float:
     """Verdicts the instance gave for SERVICE, whatever their status and framework (a part without its root has
     no ``mast.framework``)."""
-    lines = instance.metrics().splitlines()
+    lines = process.metrics().splitlines()
     series = [ln for ln in lines if ln.startswith("mast_conversations_judged_total{") and f'service="{SERVICE}"' in ln]
     return sum(float(ln.rpartition(" ")[2]) for ln in series)
 
@@ -142,15 +161,9 @@ def test_each_conversation_judged_once_then_an_instance_killed_and_restarted(tmp
     steady = conversations([f"conv-{i}" for i in range(STEADY)])
     failover = conversations([f"conv-{i}" for i in range(STEADY, STEADY + FAILOVER)])
     with fake_openai([script]) as llm, jaeger(tmp_path) as j:
-        env = {"MAST_OTEL_COLLECTOR_JUDGE_BASE_URL": llm.base_url, "MAST_OTEL_COLLECTOR_JUDGE_API_KEY": "k",
-               "MAST_OTEL_COLLECTOR_JUDGE_MODEL": "judge-m"}  # fmt: skip
-        instances = []
-        for name in ("a", "b"):
-            (tmp_path / name).mkdir()
-            instances.append(CollectorProcess(tmp_path / name, j.otlp_grpc, judge="llm", env=env,
-                                              extra=["--quiet-period", "0.5"]))  # fmt: skip
-        for instance in instances:
-            instance.start()
+        instances = [instance(tmp_path / name, j, llm.base_url, "--quiet-period", "0.5") for name in ("a", "b")]
+        for process in instances:
+            process.start()
         b = instances[1]  # the one killed in test 2
         try:
             with front_collector(tmp_path, [f"127.0.0.1:{i.grpc_port}" for i in instances]) as front:
@@ -201,8 +214,8 @@ def test_each_conversation_judged_once_then_an_instance_killed_and_restarted(tmp
                 retries = retry_waits(front.log.read_text())
                 redelivered = metric(b.metrics(), "mast_collector_spans_duplicated_total")
         finally:
-            for instance in instances:
-                instance.stop()
+            for process in instances:
+                process.stop()
     # verify 2: nothing lost; every root labelled; what was delivered or judged twice is counted, not hidden
     assert want <= got and len(roots) == STEADY + FAILOVER
     assert set(script.asked) == {f"conv-{i}" for i in range(STEADY + FAILOVER)}
@@ -223,6 +236,7 @@ def test_each_conversation_judged_once_then_an_instance_killed_and_restarted(tmp
         print(f"  {line} {front_metrics[line]:.0f}")
 
 
+@pytest.mark.integration  # runs the built Collector binary
 def test_shipped_front_tier_configs_validate_with_the_built_collector(tmp_path: Path) -> None:
     # The static and the Kubernetes (DNS resolver) configs, as shipped: the distribution accepts both.
     for config in (FRONT_CONFIG, FRONT_K8S_CONFIG):
@@ -252,14 +266,10 @@ def test_an_instance_added_mid_conversation_moves_a_share_of_the_trace_ids(tmp_p
     first = [t[: len(t) // 2] for t in traces]  # finish order: the root, which ends last, is in the second half
     second = [t[len(t) // 2 :] for t in traces]
     with fake_openai([script]) as llm, jaeger(tmp_path) as j:
-        env = {"MAST_OTEL_COLLECTOR_JUDGE_BASE_URL": llm.base_url, "MAST_OTEL_COLLECTOR_JUDGE_API_KEY": "k",
-               "MAST_OTEL_COLLECTOR_JUDGE_MODEL": "judge-m"}  # fmt: skip
-        instances = []
-        for name in ("a", "b", "c"):
-            (tmp_path / name).mkdir()
-            instances.append(CollectorProcess(tmp_path / name, j.otlp_grpc, judge="llm", env=env,
-                                              extra=["--quiet-period", "0.5", "--max-trace-age", "8"]))  # fmt: skip
-            instances[-1].start()
+        flags = ("--quiet-period", "0.5", "--max-trace-age", "8")
+        instances = [instance(tmp_path / name, j, llm.base_url, *flags) for name in ("a", "b", "c")]
+        for process in instances:
+            process.start()
         backends = [f"127.0.0.1:{i.grpc_port}" for i in instances]
         received = lambda: sum(  # noqa: E731
             metric(i.metrics(), "mast_collector_spans_received_total", protocol="grpc") for i in instances
@@ -286,8 +296,8 @@ def test_an_instance_added_mid_conversation_moves_a_share_of_the_trace_ids(tmp_p
             )
             got, stored, _ = in_jaeger(j)
         finally:
-            for instance in instances:
-                instance.stop()
+            for process in instances:
+                process.stop()
     # verify: nothing lost; the new instance took a share; each moved conversation was judged in two parts
     assert keys(traces) <= got and set(stored.values()) == {1}
     moved = sum(per_instance) - MOVED_TEST  # a conversation split across two instances is judged once by each
