@@ -36,7 +36,9 @@ from tests.viewing._support import ARTIFACTS, ROOT, collector_process, require_b
 
 pytestmark = pytest.mark.integration
 
-GROUP_CHAT, GROUP_API = EXAMPLES  # the demo's two AG2 runs, each under its own service.name
+# The demo's two AG2 Classic runs, each under its own service.name.
+GROUP_CHAT = next(e for e in EXAMPLES if e.script == "examples/ag2_group_chat.py")
+GROUP_API = next(e for e in EXAMPLES if e.script == "examples/ag2_group_api.py")
 GARBLED_SERVICE = "jaeger-e2e-garbled"
 GARBLED_TASK = "Summarise the incident report for the on-call channel."
 _LINE = re.compile(r"^\s*\[(M\d+)\] [^:]*: (.*)$")
