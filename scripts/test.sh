@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-env.sh
 bash scripts/setup-system.sh
 bash scripts/setup-phoenix.sh
+bash scripts/setup-go-tools.sh  # Jaeger + the front-tier OpenTelemetry Collector, built once per machine
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
 if [ "${CI:-}" = "true" ]; then
   # CI has ../shared: the tests on the full MAST data must run there, not skip.
