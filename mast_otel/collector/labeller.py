@@ -98,8 +98,21 @@ def root_attributes(verdict: Verdict, judge_name: str, signals: Sequence[Signal]
             attrs[sc.TASK_COMPLETED] = verdict.task_completed
         if verdict.summary:
             attrs[sc.VERDICT_SUMMARY] = verdict.summary
+        if verdict.decisive is not None:  # who and when, so a tag search and a trace view go straight to it
+            attrs[sc.DECISIVE_AGENT] = verdict.decisive.agent
+            attrs[sc.DECISIVE_MESSAGE_INDEX] = verdict.decisive.message_index
     attrs.update(signal_attributes(signals))
     return attrs
+
+
+def _decisive_id(verdict: Verdict) -> bytes | None:
+    if verdict.decisive is None or verdict.status not in _JUDGED:
+        return None
+    try:
+        sid = bytes.fromhex(verdict.decisive.span_id)
+    except ValueError:
+        return None
+    return sid if len(sid) == 8 else None
 
 
 def _any_value(value: AttrValue) -> AnyValue:
@@ -172,8 +185,9 @@ def label_spans(
     """Hold mode: the new bodies of the spans that change (root, evidence, signal spans); others stay as stored."""
     evidence = evidence_by_span(verdict)
     pointed = _signals_by_span(signals)
+    decisive = _decisive_id(verdict)
     out: dict[bytes, bytes] = {}
-    for sid in {*evidence, *pointed, *((root_id,) if root_id is not None else ())}:
+    for sid in {*evidence, *pointed, *((root_id,) if root_id is not None else ()), *((decisive,) if decisive else ())}:
         body = bodies.get(sid)
         if body is None:
             continue  # evidence outside this conversation's stored spans: nothing to label
@@ -195,6 +209,11 @@ def label_spans(
             _set(span.attributes, evidence_attrs)
             for m in modes:
                 _add_event(span, m, now_ns)
+        if sid == decisive and verdict.decisive is not None:
+            decisive_attrs: dict[str, AttrValue] = {sc.DECISIVE: True}
+            if verdict.decisive.reason:
+                decisive_attrs[sc.DECISIVE_REASON] = verdict.decisive.reason
+            _set(span.attributes, decisive_attrs)
         out[sid] = span.SerializeToString()
     return out
 

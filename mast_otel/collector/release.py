@@ -22,7 +22,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from mast_otel.judge.model import ModeLabel, Verdict
+from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 from mast_otel.spans import SpanRecord, from_otlp_request
 
 from .assembler import Assembler, Location
@@ -204,4 +204,6 @@ def verdict_from_json(text: str) -> Verdict:
         ModeLabel(m["mode_id"], tuple(m.get("evidence_span_ids") or ()), m.get("reason") or "")
         for m in values.get("modes") or ()
     )
+    decisive = values.get("decisive")
+    values["decisive"] = DecisiveStep(**decisive) if isinstance(decisive, dict) else None
     return Verdict(**values)

@@ -233,9 +233,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_attribution(args: argparse.Namespace) -> int:
     from . import attribution
 
-    config = config_from_args(args)
-    judge = LLMJudge(config) if config.llm_configured and not args.rules else None
-    name = f"{judge.name}, model {config.model_name}" if judge is not None else None
+    judge = configured_llm(args)
+    name = f"{judge.name}, model {judge.config.model_name}" if judge is not None else None
     files = list(args.files) or [p for p in os.environ.get(attribution.DATA_ENV, "").split(os.pathsep) if p]
     return attribution.run(files, judge, name, Path(args.out), args.limit)
 

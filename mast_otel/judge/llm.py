@@ -128,9 +128,13 @@ class LLMJudge:
                                      "cached_tokens_out": str(cached.tokens_out)})  # fmt: skip
         answers: list[JudgeOutput] = []
         spent_in = spent_out = attempts = 0
-        for prompt in prepared.prompts:
+        is_message = sc.SPAN_TYPE_MESSAGE
+        speakers = {line.sender for line in prepared.transcript.lines if line.kind == is_message and line.sender}
+        for prompt, chunk in zip(prepared.prompts, prepared.plan.chunks, strict=True):
+            # A decisive step must cite a message this chunk shows, sent by an agent that spoke.
+            message_refs = {line.ref: line.span_id for line in chunk if line.kind == is_message}
             try:
-                answer, t_in, t_out, n = self._ask(prompt)
+                answer, t_in, t_out, n = self._ask(prompt, _decisive_check(message_refs, speakers))
             except _Failed as failure:
                 spent_in, spent_out = spent_in + failure.tokens_in, spent_out + failure.tokens_out
                 return Verdict.error(
@@ -148,8 +152,11 @@ class LLMJudge:
                           extra={"cache": "miss", "attempts": str(attempts),
                                  "response_format": self.client.response_format})  # fmt: skip
 
-    def _ask(self, prompt: Prompt) -> tuple[JudgeOutput, int, int, int]:
-        """One chunk: ask, validate, re-ask with the validation error; raises _Failed with what was spent."""
+    def _ask(
+        self, prompt: Prompt, check: Callable[[JudgeOutput], None] = lambda _: None
+    ) -> tuple[JudgeOutput, int, int, int]:
+        """One chunk: ask, validate (the schema, then ``check``), re-ask with the validation error; raises _Failed
+        with what was spent."""
         messages = list(prompt)
         spent_in = spent_out = 0
         last = ""
@@ -161,7 +168,9 @@ class LLMJudge:
             spent_in += completion.tokens_in if completion.tokens_in is not None else prompt_tokens(messages)
             spent_out += completion.tokens_out if completion.tokens_out is not None else count_tokens(completion.text)
             try:
-                return parse_output(completion.text), spent_in, spent_out, attempt + 1
+                answer = parse_output(completion.text)
+                check(answer)
+                return answer, spent_in, spent_out, attempt + 1
             except OutputError as exc:
                 last = str(exc)
                 if completion.finish_reason == "length":
@@ -170,6 +179,10 @@ class LLMJudge:
                 messages = [*prompt, {"role": "user", "content": _retry_note(last)}]
         tries = self.config.invalid_retries + 1
         raise _Failed(f"no valid answer after {tries} attempt(s): {last}", spent_in, spent_out, tries)
+
+
+def _decisive_check(message_refs: dict[str, str], speakers: set[str]) -> Callable[[JudgeOutput], None]:
+    return lambda answer: answer.check_decisive(message_refs, speakers)
 
 
 def _retry_note(error: str) -> str:

@@ -18,7 +18,7 @@ from mast_otel import semconv as sc
 from mast_otel.taxonomy import MODE_IDS
 
 from .config import JudgeConfig
-from .model import ModeLabel, Verdict
+from .model import DecisiveStep, ModeLabel, Verdict
 from .output import JudgeOutput
 from .prompt import PROMPT_VERSION
 
@@ -91,7 +91,11 @@ def to_verdict(
         info["unknown_evidence_examples"] = ",".join(list(dict.fromkeys(unknown))[:5])
     if prepared.signals:
         info["signals"] = ",".join(f"{s.mode_id}:{s.name}" for s in prepared.signals)
+    decisive = _decisive(prepared, answers)
+    if decisive is not None and several:
+        info["decisive_part"] = str(decisive[1])
     return Verdict(
+        decisive=decisive[0] if decisive is not None else None,
         status=status,
         source=sc.SOURCE_LLM,
         modes=tuple(labels),
@@ -104,3 +108,23 @@ def to_verdict(
         status_reason="; ".join(reasons) or None,
         extra=info,
     )
+
+
+def _decisive(prepared: Prepared, answers: Sequence[JudgeOutput]) -> tuple[DecisiveStep, int] | None:
+    """The decisive step and the part that named it: across parts, the earliest message any part names (the
+    failure became inevitable there; a later part only saw its consequences). Answers were checked against their
+    part's transcript before this, so every reference maps to a message span."""
+    refs = prepared.transcript.refs
+    index_of = {e.span.span_id: e.attr(sc.MESSAGE_INDEX) for e in prepared.transcript.view.messages}
+    best: tuple[int, DecisiveStep, int] | None = None
+    for part, answer in enumerate(answers, start=1):
+        if answer.decisive is None or answer.decisive.ref() not in refs:
+            continue
+        span_id = refs[answer.decisive.ref()]
+        index = index_of.get(span_id)
+        if not isinstance(index, int):
+            continue
+        step = DecisiveStep(span_id, index, answer.decisive.agent, _one_line(answer.decisive.reason, _REASON_CHARS))
+        if best is None or index < best[0]:
+            best = (index, step, part)
+    return (best[1], best[2]) if best is not None else None

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mast_otel.taxonomy import MODE_IDS
 
-__all__ = ["JudgeOutput", "ModeAssessment", "OutputError", "json_schema", "parse_output"]
+__all__ = ["DecisiveAnswer", "JudgeOutput", "ModeAssessment", "OutputError", "json_schema", "parse_output"]
 
 _REF = re.compile(r"^\[?\s*([A-Za-z]+\d*)\s*\]?$")
 
@@ -51,12 +52,39 @@ class ModeAssessment(BaseModel):
         return out
 
 
+class DecisiveAnswer(BaseModel):
+    """Who and when: the message where the failure became inevitable, its sender, and why (one line)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    message: str
+    agent: str
+    reason: str = ""
+
+    def ref(self) -> str:
+        m = _REF.match(self.message.strip())
+        return m.group(1).upper() if m else self.message.strip()
+
+
 class JudgeOutput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     summary: str
     task_completed: bool
     modes: dict[str, ModeAssessment]
+    decisive: DecisiveAnswer | None = None  # null when nothing failed
+
+    def check_decisive(self, message_refs: Mapping[str, str], speakers: Collection[str]) -> None:
+        """Raise :class:`OutputError` unless the decisive step cites a message of this transcript sent by an agent
+        that spoke in it (never guessed: an invalid one is re-asked, then the verdict is an error)."""
+        if self.decisive is None:
+            return
+        ref = self.decisive.ref()
+        if ref not in message_refs:
+            raise OutputError(f"decisive.message {self.decisive.message!r} is not a message reference (M...) of "
+                              "this transcript")  # fmt: skip
+        if self.decisive.agent not in speakers:
+            raise OutputError(f"decisive.agent {self.decisive.agent!r} never sent a message in this transcript")
 
     @field_validator("modes")
     @classmethod
@@ -98,8 +126,19 @@ def json_schema(*, reason_max_chars: int | None = None, max_evidence: int | None
                 "required": list(MODE_IDS),
                 "additionalProperties": False,
             },
+            "decisive": {
+                "anyOf": [
+                    {"type": "null"},
+                    {
+                        "type": "object",
+                        "properties": {"message": {"type": "string"}, "agent": {"type": "string"}, "reason": reason},
+                        "required": ["message", "agent", "reason"],
+                        "additionalProperties": False,
+                    },
+                ]
+            },
         },
-        "required": ["summary", "task_completed", "modes"],
+        "required": ["summary", "task_completed", "modes", "decisive"],
         "additionalProperties": False,
     }
 
@@ -109,7 +148,8 @@ def schema_hint() -> str:
     entry = '{"evidence": ["M3", "H1"], "reason": "<one line>", "present": true|false}'
     ids = ", ".join(f'"{m}": {{...}}' for m in MODE_IDS)
     return (
-        '{"summary": "<one sentence>", "task_completed": true|false, "modes": {' + ids + "}}\n"
+        '{"summary": "<one sentence>", "task_completed": true|false, "modes": {' + ids + "}, "
+        '"decisive": {"message": "M7", "agent": "<its sender>", "reason": "<one line>"} | null}\n'
         f"where every {{...}} is {entry}; all 14 ids are required, no other keys."
     )
 

@@ -32,7 +32,7 @@ from .transcript import Line, Transcript
 
 __all__ = ["PROMPT_VERSION", "Prompt", "build_prompt", "format_hints", "new_nonce", "prompt_tokens"]
 
-PROMPT_VERSION = "mast-otel-judge/2"
+PROMPT_VERSION = "mast-otel-judge/3"
 _ANGLES = re.compile(r"<{2,}|>{2,}")
 
 Message = dict[str, str]
@@ -58,6 +58,9 @@ indented by a tab continue the message above them, whatever they contain.
 - 3.2 is a missing or incomplete check; 3.3 is a check that was done but is wrong or superficial.
 - task_completed: whether the system achieved the user's task by the end of the run.
 - summary: one sentence on what went wrong (or that nothing did).
+- decisive: if the run failed, the message (its "M" reference) where the failure became inevitable, the agent \
+that sent it, and why in one line; null if nothing failed. Only a message reference of this transcript, only an \
+agent that sent a message.
 - Each reason: one short line."""
 
 

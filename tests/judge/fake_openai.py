@@ -58,8 +58,15 @@ def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 
     )
 
 
-def answer(present: dict[str, Sequence[str]] | None = None, *, summary: str = "ok", done: bool = True) -> str:
-    """A valid judge answer: ``present`` maps mode id -> evidence refs; every other mode absent."""
+def answer(
+    present: dict[str, Sequence[str]] | None = None,
+    *,
+    summary: str = "ok",
+    done: bool = True,
+    decisive: dict[str, str] | None = None,
+) -> str:
+    """A valid judge answer: ``present`` maps mode id -> evidence refs; every other mode absent; ``decisive`` is
+    the who-and-when object (``{"message": "M3", "agent": ..., "reason": ...}``) or None."""
     present = present or {}
     modes = {
         m: {
@@ -69,7 +76,7 @@ def answer(present: dict[str, Sequence[str]] | None = None, *, summary: str = "o
         }
         for m in MODE_IDS
     }
-    return json.dumps({"summary": summary, "task_completed": done, "modes": modes})
+    return json.dumps({"summary": summary, "task_completed": done, "modes": modes, "decisive": decisive})
 
 
 _TRANSCRIPT_LINE = re.compile(r"^\[([A-Z]\d+)\] (.*)$", re.MULTILINE)

@@ -146,7 +146,7 @@ def test_json_schema_rejected_falls_back_to_json_object_with_schema_and_remember
     formats = [b["response_format"] for b in server.bodies()]
     assert formats[0]["type"] == "json_schema"
     assert formats[1]["type"] == "json_object" and formats[1]["schema"]["required"] == [
-        "summary", "task_completed", "modes"
+        "summary", "task_completed", "modes", "decisive"
     ]
     entry = formats[1]["schema"]["properties"]["modes"]["properties"]["1.1"]["properties"]
     assert entry["reason"]["maxLength"] == 300 and entry["evidence"]["maxItems"] == 12  # grammar bounds

@@ -1,0 +1,97 @@
+"""Who and when: the judge's decisive step, validated against the transcript, mapped to its span, labelled, and
+scored by ``mast-otel eval --attribution`` (plumbing, against a scripted OpenAI-compatible server)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from typing import Any
+
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanPb
+
+from mast_otel import semconv as sc
+from mast_otel.collector.labeller import label_spans
+from mast_otel.collector.release import verdict_from_json, verdict_to_json
+from mast_otel.judge.model import DecisiveStep, Verdict
+from mast_otel.whowhen import load_whowhen
+from tests.judge.fake_openai import Reply, answer, completion, fake_openai
+from tests.judge.scenarios import message_ids, simple
+from tests.judge.test_llm_judge import judge_for
+from tests.replay.test_whowhen import SAMPLE
+
+
+def test_a_valid_decisive_step_is_mapped_to_its_message_span() -> None:
+    spans = simple()
+    ids = message_ids(spans)
+    reply = answer({"3.1": ["M2"]}, decisive={"message": "[M2]", "agent": "solver", "reason": "stopped early"})
+    with fake_openai([completion(reply)]) as server:
+        verdict = judge_for(server.base_url).judge(spans)
+    assert verdict.status == sc.JUDGE_OK
+    assert verdict.decisive == DecisiveStep(ids[1], 1, "solver", "stopped early")
+
+
+def test_a_reference_not_in_the_transcript_is_re_asked_then_an_error_never_a_guess() -> None:
+    bad = completion(answer({"3.1": ["M2"]}, decisive={"message": "M99", "agent": "solver", "reason": "x"}))
+    good = completion(answer({"3.1": ["M2"]}, decisive={"message": "M1", "agent": "user", "reason": "y"}))
+    with fake_openai([bad, good]) as server:
+        verdict = judge_for(server.base_url).judge(simple())
+    assert verdict.status == sc.JUDGE_OK and verdict.decisive is not None and verdict.decisive.agent == "user"
+    assert "decisive.message 'M99' is not a message reference" in server.bodies()[1]["messages"][-1]["content"]
+    with fake_openai([bad]) as server:
+        failed = judge_for(server.base_url, invalid_retries=1).judge(simple())
+    assert failed.status == sc.JUDGE_ERROR and failed.decisive is None and failed.modes == ()
+    assert len(server.requests) == 2
+
+
+def test_an_agent_that_never_spoke_is_an_error() -> None:
+    ghost = completion(answer({"3.1": ["M2"]}, decisive={"message": "M2", "agent": "auditor", "reason": "x"}))
+    with fake_openai([ghost]) as server:
+        verdict = judge_for(server.base_url, invalid_retries=1).judge(simple())
+    assert verdict.status == sc.JUDGE_ERROR
+    assert "decisive.agent 'auditor' never sent a message" in (verdict.status_reason or "")
+
+
+def test_the_decisive_span_and_the_root_are_labelled_and_the_stored_verdict_keeps_it() -> None:
+    root_id, decisive_id = bytes.fromhex("01" * 8), bytes.fromhex("02" * 8)
+    step = DecisiveStep(decisive_id.hex(), 4, "coder", "resent broken code")
+    verdict = Verdict(status=sc.JUDGE_OK, source=sc.SOURCE_LLM, decisive=step)
+    bodies = {sid: SpanPb(span_id=sid, name=name).SerializeToString() for sid, name in
+              ((root_id, "invoke_workflow x"), (decisive_id, "message coder -> critic"))}  # fmt: skip
+    new = label_spans(verdict, root_id=root_id, bodies=bodies, judge_name="llm", now_ns=1)
+
+    def attrs(sid: bytes) -> dict[str, Any]:
+        span = SpanPb.FromString(new[sid])
+        return {kv.key: getattr(kv.value, kv.value.WhichOneof("value")) for kv in span.attributes}
+
+    assert attrs(decisive_id) == {sc.DECISIVE: True, sc.DECISIVE_REASON: "resent broken code"}
+    root = attrs(root_id)
+    assert (root[sc.DECISIVE_AGENT], root[sc.DECISIVE_MESSAGE_INDEX]) == ("coder", 4)
+    assert verdict_from_json(verdict_to_json(verdict)) == verdict
+
+
+def _first_message_judge(body: Any) -> Reply:
+    """Blames whoever sent M1 (the transcript says who: ``[M1] sender -> ...``)."""
+    prompt = "\n".join(m["content"] for m in body["messages"] if isinstance(m.get("content"), str))
+    sender = re.search(r"^\[M1\] (\S+) ->", prompt, re.MULTILINE)
+    assert sender is not None
+    return completion(answer({"3.3": ["M1"]}, decisive={"message": "M1", "agent": sender.group(1), "reason": "r"}))
+
+
+def test_attribution_eval_reads_the_judges_decisive_step_and_scores_it(tmp_path: Any) -> None:
+    runs = load_whowhen(SAMPLE)
+    expected = sum(1 for r in runs if r.history[0].sender == r.mistake_agent) / len(runs)
+    steps = sum(1 for r in runs if r.mistake_step == 0) / len(runs)
+    with fake_openai([_first_message_judge]) as server:
+        done = subprocess.run([sys.executable, "-m", "mast_otel.cli", "eval", "--attribution", str(SAMPLE),
+                               "--base-url", server.base_url, "--model", "scripted", "--out", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "attribution.json").read_text())
+    judge = report["methods"]["judge"]
+    assert judge["runs"] == 3 and judge["predicted"] == 3 and judge["errors"] == 0
+    assert judge["agent"] == round(expected, 4) and judge["step_exact"] == round(steps, 4)
+    # the judge blamed M1, which is exactly what the first-speaker baseline does
+    assert judge["agent"] == report["methods"]["first_speaker"]["agent"]
+    assert all(row["judge"]["step"] == 0 for row in report["rows"])
