@@ -1,0 +1,102 @@
+"""OpenInference (Arize / Phoenix instrumentors) -> a conversation.
+
+Read: ``openinference.span.kind`` AGENT / CHAIN / TOOL, ``agent.name`` (else ``graph.node.id``, else the span
+name's first word), ``graph.node.parent_id`` (the previous speaker, where the instrumentor sets it),
+``input.value`` / ``output.value``, ``tool.name``. The root is the outermost AGENT or CHAIN span; a reply is an
+AGENT span with no AGENT span under it (an AG2 chat manager or a team span holds its members' replies), sent to
+the agent whose span holds it.
+
+What OpenInference cannot provide: handoff reasons (no attribute exists; ``graph.node.parent_id`` gives only
+from -> to, and where it is absent the handoffs are read from the order of replies), the termination reason
+(at best a serialized result in the root's ``output.value``), and message recipients beyond the enclosing agent.
+Content is there only when the instrumentor captures it (``OPENINFERENCE_HIDE_*`` unset).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mast_otel.spans import SpanRecord
+
+from ._conversation import Adapted, ConversationBuilder, NotAConversation
+from ._tree import Tree, text
+
+SOURCE = "openinference"
+SPAN_KIND = "openinference.span.kind"
+_ROOT_KINDS = ("AGENT", "CHAIN")
+_START = "start"  # graph.node.parent_id of the first agent (autogen-agentchat)
+
+
+def recognises(span: SpanRecord) -> bool:
+    return SPAN_KIND in span.attributes
+
+
+def is_root(span: SpanRecord) -> bool:
+    return span.get(SPAN_KIND) in _ROOT_KINDS
+
+
+def agent_name(span: SpanRecord) -> str:
+    for key in ("agent.name", "graph.node.id", "graph.node.name"):
+        if span.get(key):
+            return text(span.get(key))
+    return span.name.split(".", 1)[0].split(" ", 1)[0]
+
+
+def framework_of(spans: list[SpanRecord]) -> str:
+    """The framework as the instrumentor names itself (``ag2.*`` attributes, else the scope-less span names)."""
+    if any(k.startswith("ag2.") for s in spans for k in s.attributes):
+        return "ag2"
+    for s in spans:
+        if s.get("llm.system"):
+            return text(s.get("llm.system"))
+    return "unknown"
+
+
+def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
+    below = tree.below(root)
+    agents = [s for s in below if s.get(SPAN_KIND) == "AGENT"]
+    replies = [s for s in agents if not any(c.get(SPAN_KIND) == "AGENT" for c in tree.below(s))]
+    speakers = {agent_name(s) for s in replies}
+    if len(speakers) < 2:
+        return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
+    conv = ConversationBuilder(SOURCE, framework_of([root, *below]), root)
+    initiator = agent_name(root) if root.get(SPAN_KIND) == "AGENT" else "user"
+    task = _task(root.get("input.value"))
+    if task:
+        first = text(root.get("ag2.recipient.name")) or next((agent_name(s) for s in agents), "")
+        conv.message(initiator, [first] if first else [], task, origin=root)
+    previous: str | None = None
+    for span in below:
+        kind = span.get(SPAN_KIND)
+        if kind == "TOOL":
+            owner = next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
+            conv.tool_call(agent_name(owner) if owner else "?", text(span.get("tool.name")) or span.name,
+                           text(span.get("input.value")), text(span.get("output.value")), origin=span)  # fmt: skip
+        elif span in replies:
+            sender = agent_name(span)
+            holder = next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
+            recipient = text(span.get("ag2.sender.name")) or (agent_name(holder) if holder else initiator)
+            recorded = text(span.get("graph.node.parent_id"))
+            source = previous if not recorded or recorded == _START else recorded
+            if source is not None and source != sender:
+                conv.handoff(source, sender, origin=span)
+            conv.message(sender, [recipient], text(span.get("output.value")), origin=span)
+            previous = sender
+    return conv.build(task=task, name=text(root.name))
+
+
+def _task(value: Any) -> str:
+    """The task from the root's ``input.value``: a message dict, a message list, or plain text."""
+    raw = text(value)
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return raw
+    if isinstance(parsed, dict):
+        for key in ("message", "task", "input", "content"):
+            if isinstance(parsed.get(key), str):
+                return str(parsed[key])
+    if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
+        return text(parsed[0].get("content"))
+    return raw
