@@ -34,6 +34,7 @@ __all__ = [
     "ConversationBuilder",
     "NotAConversation",
     "adapt",
+    "foreign_units",
     "root_candidate",
 ]
 
@@ -75,3 +76,27 @@ def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
             return NotAConversation(source, "no agent or workflow span to root a conversation")
         return convert(tree, roots[0])
     return None
+
+
+def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
+    """What the collector's assembler would hold as foreign units, for files: per trace with no mast-otel
+    root, each outermost root candidate and the spans under it (start order)."""
+    by_trace: dict[str, list[SpanRecord]] = {}
+    for s in spans:
+        by_trace.setdefault(s.trace_id, []).append(s)
+    units: list[list[SpanRecord]] = []
+    for trace_spans in by_trace.values():
+        if is_native(trace_spans):
+            continue
+        tree = Tree(trace_spans)
+        for root in tree.outermost(_held_as_root):
+            units.append([root, *tree.below(root)])
+    return units
+
+
+def _held_as_root(span: SpanRecord) -> bool:
+    def get(key: str) -> str | None:
+        value = span.get(key)
+        return value if isinstance(value, str) else None
+
+    return root_candidate(get)

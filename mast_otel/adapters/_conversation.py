@@ -23,7 +23,7 @@ from mast_otel.spans import SpanRecord
 __all__ = ["Adapted", "ConversationBuilder", "NotAConversation"]
 
 # The attribute naming the adapter on the synthetic root and, after judging, on the foreign root.
-SOURCE_ATTRIBUTE = "mast.source"
+SOURCE_ATTRIBUTE = sc.MAST_SOURCE
 SOURCE_NATIVE = "mast-otel"
 
 
