@@ -34,8 +34,10 @@ def recognises(span: SpanRecord) -> bool:
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
     agents = [s for s in below if s.get(SPAN_TYPE) == "agent"]
+    # The root itself speaks when it is the only agent (one agent answering one request).
+    speaking = agents or [s for s in (root,) if s.get(SPAN_TYPE) == "agent"]
     # A reply is an agent span with no agent span under it (a manager's span holds its members' replies).
-    replies = [s for s in agents if not any(c.get(SPAN_TYPE) == "agent" for c in tree.below(s))]
+    replies = [s for s in speaking if not any(c.get(SPAN_TYPE) == "agent" for c in tree.below(s))]
     speakers = {text(s.get(sc.GEN_AI_AGENT_NAME)) for s in replies}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")

@@ -56,7 +56,9 @@ def framework_of(spans: list[SpanRecord]) -> str:
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
     agents = [s for s in below if s.get(SPAN_KIND) == "AGENT"]
-    replies = [s for s in agents if not any(c.get(SPAN_KIND) == "AGENT" for c in tree.below(s))]
+    # The root itself speaks when it is the only agent (one agent answering one request).
+    speaking = agents or [s for s in (root,) if s.get(SPAN_KIND) == "AGENT"]
+    replies = [s for s in speaking if not any(c.get(SPAN_KIND) == "AGENT" for c in tree.below(s))]
     speakers = {agent_name(s) for s in replies}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")

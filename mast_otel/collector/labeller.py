@@ -24,7 +24,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from mast_otel import semconv as sc
-from mast_otel.judge.foreign import EXTRA_SOURCE
+from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE
 from mast_otel.judge.model import ModeLabel, Verdict
 from mast_otel.taxonomy import mode
 
@@ -57,6 +57,8 @@ def root_attributes(verdict: Verdict, judge_name: str) -> dict[str, AttrValue]:
         attrs[sc.JUDGE_STATUS_REASON] = verdict.status_reason
     if verdict.extra.get(EXTRA_SOURCE):  # a conversation another instrumentation recorded: the adapter that read it
         attrs[sc.MAST_SOURCE] = verdict.extra[EXTRA_SOURCE]
+        if verdict.extra.get(EXTRA_FRAMEWORK):
+            attrs[sc.MAST_FRAMEWORK] = verdict.extra[EXTRA_FRAMEWORK]
     if verdict.status != sc.JUDGE_SKIPPED:
         attrs[sc.JUDGE_MODEL] = verdict.model or judge_name
         attrs[sc.JUDGE_TOKENS_IN] = verdict.tokens_in

@@ -1,0 +1,117 @@
+"""The adapters on fixtures recorded from real AG2 runs (AG2's built-in tracing, OpenInference, both with
+mast-otel): messages, senders and handoffs against the framework's own record, evidence mapped back to the
+foreign spans, mast-otel's spans preferred, and no verdict for a trace that is not a multi-agent conversation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from mast_otel import semconv as sc
+from mast_otel.adapters import Adapted, NotAConversation, adapt, foreign_units, root_candidate
+from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, judge_spans, not_a_conversation
+from mast_otel.judge.model import ModeLabel, Verdict
+from mast_otel.judge.steplist_input import load_conversations
+from mast_otel.judge.transcript import render
+from mast_otel.spans import SpanRecord
+from tests.adapters._fixtures import DATA, fixture, handoffs, messages, speaker_handoffs
+
+FOREIGN = {"ag2_builtin": "ag2-builtin", "openinference_ag2": "openinference"}
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN))
+def test_transcript_matches_the_frameworks_record(name: str) -> None:
+    spans, oracle = fixture(name)
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    assert adapted.source == FOREIGN[name] and adapted.framework == "ag2"
+    assert messages(adapted.records) == oracle  # count, order, senders and text
+    assert handoffs(adapted.records) == speaker_handoffs(oracle)
+    # The root's labels go on the foreign root: the outermost span of the trace.
+    outermost = [s for s in spans if s.parent_span_id is None]
+    assert [s.span_id for s in outermost] == [adapted.root_span_id]
+    # Every synthetic span maps back to a span the user has.
+    assert set(adapted.origin.values()) <= {s.span_id for s in spans}
+    # The judge's transcript reads the same messages (the view and renderer need no change).
+    lines = [line for line in render(list(adapted.records)).lines if line.kind == sc.SPAN_TYPE_MESSAGE]
+    assert [line.sender for line in lines] == [sender for sender, _ in oracle]
+
+
+class _CitingJudge:
+    """Cites every message the coder sent as 1.3 (what the scripted run makes it do: repeat itself)."""
+
+    name = "citing"
+
+    def __init__(self) -> None:
+        self.seen: list[SpanRecord] = []
+
+    def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
+        self.seen = list(spans)
+        coder = tuple(s.span_id for s in spans if s.get(sc.MESSAGE_SENDER) == "coder")
+        return Verdict(status=sc.JUDGE_OK, source=sc.SOURCE_RULES, modes=(ModeLabel("1.3", coder, "repeats"),))
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN))
+def test_evidence_lands_on_the_foreign_spans(name: str) -> None:
+    spans, oracle = fixture(name)
+    judge = _CitingJudge()
+    verdict = judge_spans(judge, spans)
+    assert verdict.extra[EXTRA_SOURCE] == FOREIGN[name] and verdict.extra[EXTRA_FRAMEWORK] == "ag2"
+    by_id = {s.span_id: s for s in spans}
+    cited = [by_id[i] for i in verdict.modes[0].evidence_span_ids]  # KeyError: an id the user does not have
+    assert len(cited) == sum(sender == "coder" for sender, _ in oracle)
+    assert all("coder" in s.name for s in cited)
+
+
+def test_a_run_traced_twice_is_judged_from_mast_otels_spans() -> None:
+    spans, oracle = fixture("mixed_ag2")
+    assert any(s.get("openinference.span.kind") for s in spans)  # both instrumentations recorded the run
+    assert adapt(spans) is None
+    judge = _CitingJudge()
+    verdict = judge_spans(judge, spans)
+    assert EXTRA_SOURCE not in verdict.extra
+    assert judge.seen == spans  # the judge got the spans as they came: its view picks the recorder root
+    assert messages(spans) == [(s, c) for s, c in oracle]
+    assert foreign_units(spans) == []  # and the file reader finds no second conversation in it
+
+
+def test_a_single_agent_call_is_never_judged(tmp_path) -> None:
+    spans, _ = fixture("openinference_single_agent")
+    refused = adapt(spans)
+    assert isinstance(refused, NotAConversation) and "1 agent" in refused.reason
+
+    class Never:
+        name = "never"
+
+        def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
+            raise AssertionError("judged a trace with no conversation")
+
+    assert not_a_conversation(judge_spans(Never(), spans))
+    path = tmp_path / "single.json"
+    path.write_text(json.dumps(json.loads((DATA / "openinference_single_agent.json").read_text())["otlp"]))
+    assert list(load_conversations(path)) == []
+
+
+def test_root_candidates_are_agent_and_workflow_spans_only() -> None:
+    def held(**attrs: str) -> bool:
+        return root_candidate(attrs.get)
+
+    assert held(**{"openinference.span.kind": "AGENT"}) and held(**{"openinference.span.kind": "CHAIN"})
+    assert held(**{"ag2.span.type": "conversation"})
+    assert not held(**{"openinference.span.kind": "LLM"}) and not held(**{"ag2.span.type": "agent"})
+    assert not held(**{"http.method": "GET"}) and not held()
+
+
+def test_the_judge_cli_reads_foreign_otlp_files(tmp_path) -> None:
+    """``mast-otel judge FILE``'s reader: one conversation per foreign trace, none for the single call."""
+    docs = []
+    for name in ("ag2_builtin", "openinference_ag2", "openinference_single_agent"):
+        docs.append(json.loads((DATA / f"{name}.json").read_text())["otlp"])
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    found = list(load_conversations(path))
+    assert sorted(c.adapted.source for c in found if c.adapted) == ["ag2-builtin", "openinference"]
+    assert all(c.framework == "ag2" for c in found)
+    assert len(list(load_conversations(path, limit=1))) == 1
