@@ -385,6 +385,8 @@ class Assembler:
                         outer = by_conversation(conv_parent)
                         if outer[0] == "unit" or base == _FLOAT:
                             group = outer
+                    elif base == _FLOAT and not conv_id:
+                        group = _FLOAT  # another instrumentation's agent span: its parent may hold the conversation
                 elif conv_id:
                     group = by_conversation(conv_id)
                 else:

@@ -3,6 +3,7 @@ checks the fast tests and the real-collector tests share."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +24,7 @@ def fixture(name: str) -> tuple[list[SpanRecord], list[tuple[str, str]]]:
 def speaker_handoffs(oracle: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """The framework's speaker sequence as from -> to pairs (the task's sender excluded: it is not a member)."""
     speakers = [sender for sender, _ in oracle[1:]]
-    return [(a, b) for a, b in zip(speakers, speakers[1:], strict=False) if a != b]
+    return [(a, b) for a, b in itertools.pairwise(speakers) if a != b]
 
 
 def messages(records: Sequence[SpanRecord]) -> list[tuple[str, str]]:
