@@ -31,9 +31,9 @@ from mast_otel.collector.metrics import UNASSIGNED_NOT_A_CONVERSATION, MetricNam
 from mast_otel.collector.report.otlp import request_to_otlp_json
 from tests.adapters._fixtures import speaker_handoffs
 from tests.adapters.runs import RUNS
-from tests.collector.sink import OtlpSink
 from tests.collector.test_durability import CollectorProcess
 from tests.judge.fake_openai import citing, fake_openai
+from tests.otlp_sink import otlp_sink
 
 pytestmark = pytest.mark.integration
 
@@ -61,10 +61,9 @@ def _transcript(path: Path) -> list[str]:
 
 def test_foreign_runs_through_the_collector(tmp_path: Path) -> None:
     judge = fake_openai([citing({"1.3": r"^coder -> "}, summary="The coder repeated its code.")] * 8)
-    sink = OtlpSink().start()
     sent: dict[str, list[Any]] = {}
     oracles: dict[str, list[tuple[str, str]]] = {}
-    try:
+    with otlp_sink() as sink:
         with judge as model:
             env = {"MAST_OTEL_JUDGE_BASE_URL": model.base_url, "MAST_OTEL_JUDGE_MODEL": "scripted-judge"}
             proc = CollectorProcess(tmp_path, sink, judge="llm", env=env)
@@ -80,12 +79,12 @@ def test_foreign_runs_through_the_collector(tmp_path: Path) -> None:
                     provider.shutdown()
                     sent[name] = memory.get_finished_spans()
                 want = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for v in sent.values() for s in v}
-                got = sink.wait_for(lambda spans: want <= {x.key for x in spans}, timeout=90)
+                got = sink.wait_for_spans(len(want), timeout=90)
                 metrics = proc.metrics()
             finally:
                 proc.stop()
-    finally:
-        sink.stop()
+        exported = tmp_path / "exported.jsonl"  # what a file exporter downstream of the collector would keep
+        exported.write_text("".join(json.dumps(request_to_otlp_json(r)) + "\n" for r in sink.requests()))
 
     # Judged exactly once per conversation: three conversations (the mixed run once), the single call never.
     judged = _samples(metrics, MetricNames.CONVERSATIONS_JUDGED)
@@ -95,18 +94,18 @@ def test_foreign_runs_through_the_collector(tmp_path: Path) -> None:
     unassigned = _samples(metrics, MetricNames.SPANS_UNASSIGNED)
     assert unassigned[(("reason", UNASSIGNED_NOT_A_CONVERSATION),)] == len(sent["openinference_single_agent"])
     assert len(model.requests) == 3  # one judge call per conversation
-    assert len(got) == len(want)  # nothing lost, nothing added (labels ride on the existing spans)
+    assert {(s.trace_id, s.span_id) for s in got} == want  # nothing lost, nothing added
 
     by_service: dict[str, list[Any]] = {}
     for span in got:
-        by_service.setdefault(span.resource["service.name"], []).append(span)
+        by_service.setdefault(str(span.service_name), []).append(span)
     labelled = {name: [s for s in spans if sc.JUDGE_STATUS in s.attributes] for name, spans in by_service.items()}
     assert labelled["openinference_single_agent"] == []
     assert not any(sc.FAILURE_MODE in s.attributes for s in by_service["openinference_single_agent"])
 
     for name, source in SOURCES.items():
         (root,) = labelled[name]
-        assert root.parent_span_id == "" and root.attributes[sc.MAST_SOURCE] == source
+        assert root.parent_span_id is None and root.attributes[sc.MAST_SOURCE] == source
         assert root.attributes[sc.MAST_FRAMEWORK] == "ag2" and root.attributes[sc.LABEL_SOURCE] == sc.SOURCE_LLM
         assert list(root.attributes[sc.FAILURE_MODES]) == ["1.3"]
         evidence = [s for s in by_service[name] if s.attributes.get(sc.FAILURE_MODE) == "1.3"]
@@ -128,3 +127,17 @@ def test_foreign_runs_through_the_collector(tmp_path: Path) -> None:
     assert root.attributes[sc.MAST_SPAN_TYPE] == sc.SPAN_TYPE_CONVERSATION and sc.MAST_SOURCE not in root.attributes
     oi = [s for s in by_service["mixed_ag2"] if "openinference.span.kind" in s.attributes]
     assert oi and not any(sc.FAILURE_MODE in s.attributes or sc.JUDGE_STATUS in s.attributes for s in oi)
+
+    # mast-otel report reads the labelled foreign roots, from the exported spans and from the collector's store.
+    for args in ([str(exported)], ["--store", str(tmp_path / "collector.db")]):
+        cmd = [sys.executable, "-m", "mast_otel.cli", "report", *args, "--json", str(tmp_path / "r.json")]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["conversations"] == 3 and report["judged"] == 3, (args, done.stdout)
+        assert report["by_mode"]["1.3"] == 3, report
+        frameworks = [c["framework"] for c in report["failed_conversations"]]
+        # The store's verdict of a native conversation names no framework (the root does); the adapters' do.
+        assert frameworks.count("ag2") == (2 if args[0] == "--store" else 3), report
+        if args[0] != "--store":  # the store keeps verdicts, not span names
+            evidence = [c["evidence"]["1.3"] for c in report["failed_conversations"]]
+            assert all(names and all("coder" in n for n in names) for names in evidence), evidence
