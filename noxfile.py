@@ -99,3 +99,25 @@ def openai_agents(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "openai_agents", "tests/openai_agents")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_openai_agents(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on real runs of the OpenAI Agents SDK traced by OpenInference's
+    ``openinference-instrumentation-openai-agents``: the run goes over OTLP to a real collector, which judges it
+    through the OpenInference adapter. Same pins as the ``openai_agents`` session. The AG2 sources (AG2's built-in
+    tracing, openinference-instrumentation-ag2) run in the main environment: tests/adapters there."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/openai-agents-0.24.txt",
+            "-e",
+            ".[collector,judge]",
+            "openai-agents",
+            "openinference-instrumentation-openai-agents",
+            "pytest",
+            "pytest-asyncio",
+        ],
+    )
+    run_tests(session, "adapters_openai_agents", "tests/adapters")

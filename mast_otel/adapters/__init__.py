@@ -33,6 +33,7 @@ __all__ = [
     "Adapted",
     "ConversationBuilder",
     "NotAConversation",
+    "Tree",
     "adapt",
     "foreign_units",
     "root_candidate",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
@@ -26,6 +27,8 @@ SOURCE = "openinference"
 SPAN_KIND = "openinference.span.kind"
 _ROOT_KINDS = ("AGENT", "CHAIN")
 _START = "start"  # graph.node.parent_id of the first agent (autogen-agentchat)
+_HANDOFF_TOOL = "handoff to "  # the OpenAI Agents SDK's handoff, as a TOOL span (graph.node.parent_id has it too)
+_RUNTIME = "<runtime>"  # recipient of a tool call: the framework runs it
 
 
 def recognises(span: SpanRecord) -> bool:
@@ -43,14 +46,13 @@ def agent_name(span: SpanRecord) -> str:
     return span.name.split(".", 1)[0].split(" ", 1)[0]
 
 
-def framework_of(spans: list[SpanRecord]) -> str:
-    """The framework as the instrumentor names itself (``ag2.*`` attributes, else the scope-less span names)."""
+def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
+    """The framework, from what its OpenInference instrumentor leaves (no span carries it as such)."""
     if any(k.startswith("ag2.") for s in spans for k in s.attributes):
         return "ag2"
-    for s in spans:
-        if s.get("llm.system"):
-            return text(s.get("llm.system"))
-    return "unknown"
+    if root.name == "Agent workflow":  # the OpenAI Agents SDK's default trace name
+        return "openai-agents"
+    return next((text(s.get("llm.system")) for s in spans if s.get("llm.system")), "unknown")
 
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
@@ -62,30 +64,65 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     speakers = {agent_name(s) for s in replies}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
-    conv = ConversationBuilder(SOURCE, framework_of([root, *below]), root)
-    initiator = agent_name(root) if root.get(SPAN_KIND) == "AGENT" else "user"
-    task = _task(root.get("input.value"))
+    conv = ConversationBuilder(SOURCE, framework_of(root, [root, *below]), root)
+    initiator = agent_name(root) if root.get(SPAN_KIND) == "AGENT" and root.get("agent.name") else "user"
+    task = _task(root.get("input.value")) or _first_user_message(below)
     if task:
         first = text(root.get("ag2.recipient.name")) or next((agent_name(s) for s in agents), "")
         conv.message(initiator, [first] if first else [], task, origin=root)
+    # An agent span with its reply in output.value (AG2) is one message; otherwise (OpenAI Agents SDK) each of
+    # its model calls' answers is one.
+    by_output = {s.span_id for s in replies if s.get("output.value") is not None}
     previous: str | None = None
     for span in below:
         kind = span.get(SPAN_KIND)
-        if kind == "TOOL":
-            owner = next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
+        owner = next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
+        if kind == "TOOL" and not span.name.startswith(_HANDOFF_TOOL):
             conv.tool_call(agent_name(owner) if owner else "?", text(span.get("tool.name")) or span.name,
                            text(span.get("input.value")), text(span.get("output.value")), origin=span)  # fmt: skip
+        elif kind == "LLM" and owner in replies and owner is not None and owner.span_id not in by_output:
+            content, calls = _llm_output(span)
+            kind_ = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
+            conv.message(agent_name(owner), [_RUNTIME if calls else initiator], content or ", ".join(calls),
+                         origin=span, kind=kind_, tool_calls=", ".join(calls) or None)  # fmt: skip
         elif span in replies:
             sender = agent_name(span)
-            holder = next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
-            recipient = text(span.get("ag2.sender.name")) or (agent_name(holder) if holder else initiator)
+            recipient = text(span.get("ag2.sender.name")) or (agent_name(owner) if owner else initiator)
             recorded = text(span.get("graph.node.parent_id"))
             source = previous if not recorded or recorded == _START else recorded
             if source is not None and source != sender:
                 conv.handoff(source, sender, origin=span)
-            conv.message(sender, [recipient], text(span.get("output.value")), origin=span)
+            if span.span_id in by_output:
+                conv.message(sender, [recipient], text(span.get("output.value")), origin=span)
             previous = sender
     return conv.build(task=task, name=text(root.name))
+
+
+def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
+    """The text and the called tools' names of an LLM span's first output message (flattened attributes)."""
+    prefix = "llm.output_messages.0.message."
+    content = text(span.get(prefix + "content"))
+    calls = []
+    for n in range(64):
+        name = span.get(f"{prefix}tool_calls.{n}.tool_call.function.name")
+        if name is None:
+            break
+        calls.append(text(name))
+    return content, calls
+
+
+def _first_user_message(spans: list[SpanRecord]) -> str:
+    """The first user message a model was sent (the SDK's root carries no input)."""
+    for s in spans:
+        if s.get(SPAN_KIND) != "LLM":
+            continue
+        for n in range(64):
+            role = s.get(f"llm.input_messages.{n}.message.role")
+            if role is None:
+                break
+            if role == "user":
+                return text(s.get(f"llm.input_messages.{n}.message.content"))
+    return ""
 
 
 def _task(value: Any) -> str:

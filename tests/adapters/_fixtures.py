@@ -3,7 +3,6 @@ checks the fast tests and the real-collector tests share."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,16 +14,11 @@ from mast_otel.spans import SpanRecord, from_otlp_json
 DATA = Path(__file__).resolve().parents[1] / "data" / "adapters"
 
 
-def fixture(name: str) -> tuple[list[SpanRecord], list[tuple[str, str]]]:
-    """(spans, oracle) of a recorded run; the oracle is the framework's message list as (sender, content)."""
+def fixture(name: str) -> tuple[list[SpanRecord], dict[str, list[tuple[str, str]]]]:
+    """(spans, oracle) of a recorded run; the oracle is the framework's own record (see runs.py)."""
     data: dict[str, Any] = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
-    return from_otlp_json(json.dumps(data["otlp"])), [(s, c) for s, c in data["oracle"]]
-
-
-def speaker_handoffs(oracle: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The framework's speaker sequence as from -> to pairs (the task's sender excluded: it is not a member)."""
-    speakers = [sender for sender, _ in oracle[1:]]
-    return [(a, b) for a, b in itertools.pairwise(speakers) if a != b]
+    oracle = {key: [(a, b) for a, b in pairs] for key, pairs in data["oracle"].items()}
+    return from_otlp_json(json.dumps(data["otlp"])), oracle
 
 
 def messages(records: Sequence[SpanRecord]) -> list[tuple[str, str]]:

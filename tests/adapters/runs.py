@@ -1,28 +1,47 @@
-"""Real offline AG2 runs traced by another instrumentation (and, for the mixed case, by mast-otel as well).
+"""Real offline runs traced by another instrumentation (and, for the mixed case, by mast-otel as well).
 
 Each run takes the tracer provider to trace with and returns the framework's own record of the conversation
-(the oracle): the group chat's message list as ``(sender, content)`` pairs, in order. The fixture recorder
-(``python -m tests.adapters.record``) and the real-collector tests both use these runs.
+(the oracle): ``messages``, ``(sender, content)`` pairs in order (AG2: the group chat's message list; the OpenAI
+Agents SDK: the task, then each model answer in ``RunResult.new_items``), and ``handoffs``, ``(from, to)`` pairs
+(AG2: its speaker order; the SDK: its ``HandoffOutputItem``s). The fixture recorder
+(``python -m tests.adapters.record``) and the real-collector tests both use these runs. Frameworks are imported
+inside each run: each lives in the environment that has it (AG2: the main one; the SDK: ``nox -s
+adapters_openai_agents``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
 
 import mast_otel
-from examples.ag2_group_chat import TASK, build
 
-Oracle = list[tuple[str, str]]
+Pairs = list[tuple[str, str]]
+Oracle = dict[str, Pairs]
+TASK = "Write a Python function nth_prime(n) and use it to report the 10th prime number."
+REFUND_TASK = "My order B2 arrived damaged"
+
+
+def speaker_handoffs(messages: Pairs) -> Pairs:
+    """AG2's speaker sequence as from -> to pairs (the task's sender excluded: it is not a member)."""
+    speakers = [sender for sender, _ in messages[1:]]
+    return [(a, b) for a, b in itertools.pairwise(speakers) if a != b]
 
 
 def _messages(groupchat: Any) -> Oracle:
-    return [(str(m.get("name")), str(m.get("content") or "")) for m in groupchat.messages]
+    messages = [(str(m.get("name")), str(m.get("content") or "")) for m in groupchat.messages]
+    return {"messages": messages, "handoffs": speaker_handoffs(messages)}
 
 
 def _group_chat() -> tuple[Any, Any, Any]:
+    from examples.ag2_group_chat import TASK as EXAMPLE_TASK
+    from examples.ag2_group_chat import build
+
+    assert EXAMPLE_TASK == TASK
     user, manager, groupchat = build()
     return user, manager, groupchat
 
@@ -80,7 +99,39 @@ def openinference_single_agent(provider: TracerProvider) -> Oracle:
         reply = planner.generate_reply(messages=[{"role": "user", "content": TASK, "name": "user"}])
     finally:
         instrumentor.uninstrument()
-    return [("user", TASK), (planner.name, str(reply))]
+    messages = [("user", TASK), (planner.name, str(reply))]
+    return {"messages": messages, "handoffs": []}
+
+
+def openinference_openai_agents(provider: TracerProvider) -> Oracle:
+    """``openinference-instrumentation-openai-agents`` on an SDK run with two handoffs and two tools, against
+    the scripted server (the triage -> orders -> refund specialist scenario of tests/openai_agents)."""
+    from agents import ItemHelpers, set_trace_processors
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+    from examples.scripted_openai import ScriptedOpenAI
+    from tests.openai_agents import scenarios as sn
+
+    set_trace_processors([])  # no export to OpenAI (offline); the instrumentor adds its own processor
+    instrumentor = OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with ScriptedOpenAI(sn.CHAIN_SCRIPT) as server:
+            agent = sn.chain_agents(sn.model_for("chat_completions", server.base_url))
+            result = asyncio.run(sn.run(agent, REFUND_TASK))
+    finally:
+        instrumentor.uninstrument()
+    messages = [("user", REFUND_TASK)]
+    handoffs = []
+    for item in result.new_items:
+        kind = type(item).__name__
+        if kind == "MessageOutputItem":
+            messages.append((item.agent.name, ItemHelpers.text_message_output(item)))
+        elif kind in ("ToolCallItem", "HandoffCallItem"):
+            messages.append((item.agent.name, str(item.raw_item.name)))
+        elif kind == "HandoffOutputItem":
+            handoffs.append((item.source_agent.name, item.target_agent.name))
+    return {"messages": messages, "handoffs": handoffs}
 
 
 RUNS: dict[str, Callable[[TracerProvider], Oracle]] = {
@@ -89,3 +140,5 @@ RUNS: dict[str, Callable[[TracerProvider], Oracle]] = {
     "mixed_ag2": mixed,
     "openinference_single_agent": openinference_single_agent,
 }
+AG2_RUNS = tuple(RUNS)
+RUNS["openinference_openai_agents"] = openinference_openai_agents

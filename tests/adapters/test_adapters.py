@@ -10,15 +10,20 @@ from collections.abc import Sequence
 import pytest
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import Adapted, NotAConversation, adapt, foreign_units, root_candidate
+from mast_otel.adapters import Adapted, NotAConversation, Tree, adapt, foreign_units, root_candidate
 from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, judge_spans, not_a_conversation
 from mast_otel.judge.model import ModeLabel, Verdict
 from mast_otel.judge.steplist_input import load_conversations
 from mast_otel.judge.transcript import render
 from mast_otel.spans import SpanRecord
-from tests.adapters._fixtures import DATA, fixture, handoffs, messages, speaker_handoffs
+from tests.adapters._fixtures import DATA, fixture, handoffs, messages
 
-FOREIGN = {"ag2_builtin": "ag2-builtin", "openinference_ag2": "openinference"}
+# fixture -> (adapter, framework, an agent that spoke more than once)
+FOREIGN = {
+    "ag2_builtin": ("ag2-builtin", "ag2", "coder"),
+    "openinference_ag2": ("openinference", "ag2", "coder"),
+    "openinference_openai_agents": ("openinference", "openai-agents", "orders_agent"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(FOREIGN))
@@ -26,9 +31,9 @@ def test_transcript_matches_the_frameworks_record(name: str) -> None:
     spans, oracle = fixture(name)
     adapted = adapt(spans)
     assert isinstance(adapted, Adapted)
-    assert adapted.source == FOREIGN[name] and adapted.framework == "ag2"
-    assert messages(adapted.records) == oracle  # count, order, senders and text
-    assert handoffs(adapted.records) == speaker_handoffs(oracle)
+    assert (adapted.source, adapted.framework) == FOREIGN[name][:2]
+    assert messages(adapted.records) == oracle["messages"]  # count, order, senders and text
+    assert handoffs(adapted.records) == oracle["handoffs"]
     # The root's labels go on the foreign root: the outermost span of the trace.
     outermost = [s for s in spans if s.parent_span_id is None]
     assert [s.span_id for s in outermost] == [adapted.root_span_id]
@@ -36,33 +41,35 @@ def test_transcript_matches_the_frameworks_record(name: str) -> None:
     assert set(adapted.origin.values()) <= {s.span_id for s in spans}
     # The judge's transcript reads the same messages (the view and renderer need no change).
     lines = [line for line in render(list(adapted.records)).lines if line.kind == sc.SPAN_TYPE_MESSAGE]
-    assert [line.sender for line in lines] == [sender for sender, _ in oracle]
+    assert [line.sender for line in lines] == [sender for sender, _ in oracle["messages"]]
 
 
 class _CitingJudge:
-    """Cites every message the coder sent as 1.3 (what the scripted run makes it do: repeat itself)."""
+    """Cites every message one agent sent as 1.3."""
 
     name = "citing"
 
-    def __init__(self) -> None:
+    def __init__(self, agent: str = "coder") -> None:
+        self.agent = agent
         self.seen: list[SpanRecord] = []
 
     def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
         self.seen = list(spans)
-        coder = tuple(s.span_id for s in spans if s.get(sc.MESSAGE_SENDER) == "coder")
-        return Verdict(status=sc.JUDGE_OK, source=sc.SOURCE_RULES, modes=(ModeLabel("1.3", coder, "repeats"),))
+        cited = tuple(s.span_id for s in spans if s.get(sc.MESSAGE_SENDER) == self.agent)
+        return Verdict(status=sc.JUDGE_OK, source=sc.SOURCE_RULES, modes=(ModeLabel("1.3", cited, "repeats"),))
 
 
 @pytest.mark.parametrize("name", sorted(FOREIGN))
 def test_evidence_lands_on_the_foreign_spans(name: str) -> None:
     spans, oracle = fixture(name)
-    judge = _CitingJudge()
-    verdict = judge_spans(judge, spans)
-    assert verdict.extra[EXTRA_SOURCE] == FOREIGN[name] and verdict.extra[EXTRA_FRAMEWORK] == "ag2"
-    by_id = {s.span_id: s for s in spans}
-    cited = [by_id[i] for i in verdict.modes[0].evidence_span_ids]  # KeyError: an id the user does not have
-    assert len(cited) == sum(sender == "coder" for sender, _ in oracle)
-    assert all("coder" in s.name for s in cited)
+    source, framework, agent = FOREIGN[name]
+    verdict = judge_spans(_CitingJudge(agent), spans)
+    assert (verdict.extra[EXTRA_SOURCE], verdict.extra[EXTRA_FRAMEWORK]) == (source, framework)
+    tree = Tree(spans)
+    cited = [tree.by_id[i] for i in verdict.modes[0].evidence_span_ids]  # KeyError: an id the user does not have
+    assert len(cited) == sum(sender == agent for sender, _ in oracle["messages"]) > 1
+    # Each cited span is the agent's own span, or a model call inside it.
+    assert all(any(agent in a.name for a in [s, *tree.ancestors(s)]) for s in cited)
 
 
 def test_a_run_traced_twice_is_judged_from_mast_otels_spans() -> None:
@@ -73,7 +80,7 @@ def test_a_run_traced_twice_is_judged_from_mast_otels_spans() -> None:
     verdict = judge_spans(judge, spans)
     assert EXTRA_SOURCE not in verdict.extra
     assert judge.seen == spans  # the judge got the spans as they came: its view picks the recorder root
-    assert messages(spans) == [(s, c) for s, c in oracle]
+    assert messages(spans) == oracle["messages"]
     assert foreign_units(spans) == []  # and the file reader finds no second conversation in it
 
 
@@ -107,11 +114,12 @@ def test_root_candidates_are_agent_and_workflow_spans_only() -> None:
 def test_the_judge_cli_reads_foreign_otlp_files(tmp_path) -> None:
     """``mast-otel judge FILE``'s reader: one conversation per foreign trace, none for the single call."""
     docs = []
-    for name in ("ag2_builtin", "openinference_ag2", "openinference_single_agent"):
+    for name in (*FOREIGN, "openinference_single_agent"):
         docs.append(json.loads((DATA / f"{name}.json").read_text())["otlp"])
     path = tmp_path / "traces.jsonl"
     path.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
     found = list(load_conversations(path))
-    assert sorted(c.adapted.source for c in found if c.adapted) == ["ag2-builtin", "openinference"]
-    assert all(c.framework == "ag2" for c in found)
+    assert sorted((c.adapted.source, c.framework) for c in found if c.adapted) == sorted(
+        (source, framework) for source, framework, _ in FOREIGN.values()
+    )
     assert len(list(load_conversations(path, limit=1))) == 1
