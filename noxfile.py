@@ -121,3 +121,24 @@ def adapters_openai_agents(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "adapters_openai_agents", "tests/adapters")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_autogen_agentchat(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on real autogen-agentchat team runs traced by OpenInference's
+    ``openinference-instrumentation-autogen-agentchat``, through a real collector."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/adapters-autogen-agentchat.txt",
+            "-e",
+            ".[collector,judge]",
+            "autogen-agentchat",
+            "autogen-ext[openai]",
+            "openinference-instrumentation-autogen-agentchat",
+            "pytest",
+            "pytest-asyncio",
+        ],
+    )
+    run_tests(session, "adapters_autogen_agentchat", "tests/adapters")

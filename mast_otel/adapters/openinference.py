@@ -52,6 +52,8 @@ def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
         return "ag2"
     if root.name == "Agent workflow":  # the OpenAI Agents SDK's default trace name
         return "openai-agents"
+    if root.get("team_id") is not None or root.name.endswith(".run_stream"):  # an autogen-agentchat team
+        return "autogen-agentchat"
     return next((text(s.get("llm.system")) for s in spans if s.get("llm.system")), "unknown")
 
 
@@ -73,6 +75,8 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     # An agent span with its reply in output.value (AG2) is one message; otherwise (OpenAI Agents SDK) each of
     # its model calls' answers is one.
     by_output = {s.span_id for s in replies if s.get("output.value") is not None}
+    names = root.get("participant_names")
+    team = [text(n) for n in names] if isinstance(names, (list, tuple)) else []
     previous: str | None = None
     for span in below:
         kind = span.get(SPAN_KIND)
@@ -83,8 +87,11 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         elif kind == "LLM" and owner in replies and owner is not None and owner.span_id not in by_output:
             content, calls = _llm_output(span)
             kind_ = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
-            conv.message(agent_name(owner), [_RUNTIME if calls else initiator], content or ", ".join(calls),
-                         origin=span, kind=kind_, tool_calls=", ".join(calls) or None)  # fmt: skip
+            sender = agent_name(owner)
+            # A team's (autogen-agentchat) messages go to every other participant; otherwise back to the user.
+            to = [p for p in team if p != sender] or [initiator]
+            conv.message(sender, [_RUNTIME] if calls else to, content or ", ".join(calls), origin=span, kind=kind_,
+                         tool_calls=", ".join(calls) or None)  # fmt: skip
         elif span in replies:
             sender = agent_name(span)
             recipient = text(span.get("ag2.sender.name")) or (agent_name(owner) if owner else initiator)
@@ -95,7 +102,18 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             if span.span_id in by_output:
                 conv.message(sender, [recipient], text(span.get("output.value")), origin=span)
             previous = sender
-    return conv.build(task=task, name=text(root.name))
+    return conv.build(task=task, name=text(root.name), termination_detail=_stop_reason(root.get("output.value")))
+
+
+def _stop_reason(value: Any) -> str | None:
+    """autogen-agentchat's ``TaskResult.stop_reason``, from the team span's serialized result (a detail only:
+    the sentence is the termination condition's, not one of mast-otel's termination reasons)."""
+    try:
+        parsed = json.loads(text(value))
+    except ValueError:
+        return None
+    reason = parsed.get("stop_reason") if isinstance(parsed, dict) else None
+    return reason if isinstance(reason, str) and reason else None
 
 
 def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 
 from mast_otel import semconv as sc
+from mast_otel.collector.metrics import MetricNames
 from mast_otel.collector.report.otlp import request_to_otlp_json
 from mast_otel.spans import SpanRecord
 from tests.adapters.runs import RUNS, Oracle
@@ -125,3 +126,15 @@ def check_foreign(out: Outcome, name: str, source: str, framework: str, cited_se
     assert heads == [content.split("\n")[0] for _, content in oracle["messages"]]
     found = [re.match(r"H\d+ handoff (\S+) -> (\S+)", line) for line in lines if line.startswith("H")]
     assert [(h.group(1), h.group(2)) for h in found if h] == oracle["handoffs"]
+
+
+def check_once(tmp_path: Path, name: str, framework: str, cited_sender: str, source: str = "openinference") -> None:
+    """One run of one foreign source through the collector: judged exactly once, then :func:`check_foreign`."""
+
+    out = through_collector(tmp_path, [name], {"1.3": rf"^{cited_sender} -> "})
+    judged = samples(out.metrics, MetricNames.CONVERSATIONS_JUDGED)
+    assert sum(judged.values()) == 1, judged
+    (labels,) = [dict(k) for k, v in judged.items() if v]
+    assert labels["framework"] == framework and labels["status"] == sc.JUDGE_OK
+    assert out.judge_calls == 1
+    check_foreign(out, name, source, framework, cited_sender, tmp_path)

@@ -134,6 +134,56 @@ def openinference_openai_agents(provider: TracerProvider) -> Oracle:
     return {"messages": messages, "handoffs": handoffs}
 
 
+HAIKU_SCRIPT: dict[str, Any] = {
+    "rules": [
+        {"match": "ROLE_WRITER.", "replies": ["Draft: autumn leaves fall", "Draft: autumn leaves fall"]},
+        {"match": "ROLE_CRITIC.", "replies": ["Too short: give it three lines.", "APPROVE"]},
+    ],
+    "default": "unscripted",
+}
+
+
+def openinference_autogen_agentchat(provider: TracerProvider) -> Oracle:
+    """``openinference-instrumentation-autogen-agentchat`` on a round-robin team (writer, critic) against the
+    scripted server; the writer ignores the critic and the critic approves anyway."""
+    import os
+
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+    from autogen_core.models import ModelInfo
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+    from openinference.instrumentation.autogen_agentchat import AutogenAgentChatInstrumentor
+
+    from examples.scripted_openai import ScriptedOpenAI
+
+    os.environ["AUTOGEN_DISABLE_RUNTIME_TRACING"] = "true"  # autogen-core's own spans: not adaptable (docs)
+    info = ModelInfo(vision=False, function_calling=True, json_output=True, family="unknown", structured_output=True)
+    instrumentor = AutogenAgentChatInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with ScriptedOpenAI(HAIKU_SCRIPT) as server:
+
+            def client() -> Any:
+                return OpenAIChatCompletionClient(model="gpt-4o", base_url=server.base_url, api_key="x",
+                                                  model_info=info)  # fmt: skip
+
+            writer = AssistantAgent("writer", client(), system_message="ROLE_WRITER. You write.")
+            critic = AssistantAgent("critic", client(), system_message="ROLE_CRITIC. You review.")
+            stop = TextMentionTermination("APPROVE") | MaxMessageTermination(8)
+            result = asyncio.run(
+                RoundRobinGroupChat([writer, critic], termination_condition=stop).run(task="Write a haiku")
+            )
+    finally:
+        instrumentor.uninstrument()
+    messages = [(str(m.source), str(m.content)) for m in result.messages]
+    return {
+        "messages": messages,
+        "handoffs": speaker_handoffs(messages),
+        "termination": [("detail", str(result.stop_reason))],
+    }
+
+
 RUNS: dict[str, Callable[[TracerProvider], Oracle]] = {
     "ag2_builtin": ag2_builtin,
     "openinference_ag2": openinference_ag2,
@@ -142,3 +192,4 @@ RUNS: dict[str, Callable[[TracerProvider], Oracle]] = {
 }
 AG2_RUNS = tuple(RUNS)
 RUNS["openinference_openai_agents"] = openinference_openai_agents
+RUNS["openinference_autogen_agentchat"] = openinference_autogen_agentchat

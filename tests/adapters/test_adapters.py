@@ -23,6 +23,7 @@ FOREIGN = {
     "ag2_builtin": ("ag2-builtin", "ag2", "coder"),
     "openinference_ag2": ("openinference", "ag2", "coder"),
     "openinference_openai_agents": ("openinference", "openai-agents", "orders_agent"),
+    "openinference_autogen_agentchat": ("openinference", "autogen-agentchat", "writer"),
 }
 
 
@@ -34,6 +35,8 @@ def test_transcript_matches_the_frameworks_record(name: str) -> None:
     assert (adapted.source, adapted.framework) == FOREIGN[name][:2]
     assert messages(adapted.records) == oracle["messages"]  # count, order, senders and text
     assert handoffs(adapted.records) == oracle["handoffs"]
+    for _, detail in oracle.get("termination", ()):  # where the source records it: the framework's stop reason
+        assert adapted.records[0].get(sc.TERMINATION_DETAIL) == detail
     # The root's labels go on the foreign root: the outermost span of the trace.
     outermost = [s for s in spans if s.parent_span_id is None]
     assert [s.span_id for s in outermost] == [adapted.root_span_id]
