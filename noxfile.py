@@ -142,3 +142,24 @@ def adapters_autogen_agentchat(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "adapters_autogen_agentchat", "tests/adapters")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_langgraph(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on a real LangGraph supervisor run traced by OpenInference's
+    ``openinference-instrumentation-langchain``, through a real collector."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/adapters-langgraph.txt",
+            "-e",
+            ".[collector,judge]",
+            "langgraph",
+            "langgraph-supervisor",
+            "langchain-openai",
+            "openinference-instrumentation-langchain",
+            "pytest",
+        ],
+    )
+    run_tests(session, "adapters_langgraph", "tests/adapters")

@@ -184,6 +184,62 @@ def openinference_autogen_agentchat(provider: TracerProvider) -> Oracle:
     }
 
 
+SUPERVISOR_SCRIPT: dict[str, Any] = {
+    "rules": [
+        {"match": "ROLE_RESEARCHER", "replies": [{"tool": "search", "args": {"q": "GDP"}}, "GDP is 42."]},
+        {"match": "ROLE_SUPERVISOR", "replies": [{"tool": "transfer_to_researcher", "args": {}}, "Final: 42."]},
+    ],
+    "default": "unscripted",
+}
+
+
+def openinference_langgraph(provider: TracerProvider) -> Oracle:
+    """``openinference-instrumentation-langchain`` on a LangGraph supervisor (langgraph-supervisor, full history)
+    with one ReAct researcher that calls a tool, against the scripted server.
+
+    The oracle is the graph's final message list: the user's message, then each message a model wrote (its
+    ``response_metadata`` has a ``finish_reason``; langgraph-supervisor's own "Transferring back" message is
+    written by its code, not a model, and no span records it); handoffs are the transfer tools' results.
+    """
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+    from langgraph_supervisor import create_supervisor
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    from examples.scripted_openai import ScriptedOpenAI
+
+    @tool
+    def search(q: str) -> str:
+        """Search the web."""
+        return f"{q}: 42"
+
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with ScriptedOpenAI(SUPERVISOR_SCRIPT) as server:
+            model = ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="x")
+            researcher = create_react_agent(model, tools=[search], name="researcher", prompt="ROLE_RESEARCHER.")
+            graph = create_supervisor([researcher], model=model, prompt="ROLE_SUPERVISOR.", output_mode="full_history")
+            out = graph.compile().invoke({"messages": [{"role": "user", "content": "What is the GDP?"}]})
+    finally:
+        instrumentor.uninstrument()
+    messages: Pairs = []
+    handoffs: Pairs = []
+    last_ai = ""
+    for m in out["messages"]:
+        if m.type == "human":
+            messages.append(("user", str(m.content)))
+        elif m.type == "ai":
+            last_ai = str(m.name)
+            if "finish_reason" in m.response_metadata:
+                calls = ", ".join(c["name"] for c in m.tool_calls)
+                messages.append((last_ai, str(m.content) or calls))
+        elif m.type == "tool" and str(m.name).startswith("transfer_"):
+            handoffs.append((last_ai, str(m.name).rsplit("_to_", 1)[1]))
+    return {"messages": messages, "handoffs": handoffs}
+
+
 RUNS: dict[str, Callable[[TracerProvider], Oracle]] = {
     "ag2_builtin": ag2_builtin,
     "openinference_ag2": openinference_ag2,
@@ -193,3 +249,4 @@ RUNS: dict[str, Callable[[TracerProvider], Oracle]] = {
 AG2_RUNS = tuple(RUNS)
 RUNS["openinference_openai_agents"] = openinference_openai_agents
 RUNS["openinference_autogen_agentchat"] = openinference_autogen_agentchat
+RUNS["openinference_langgraph"] = openinference_langgraph

@@ -24,6 +24,7 @@ FOREIGN = {
     "openinference_ag2": ("openinference", "ag2", "coder"),
     "openinference_openai_agents": ("openinference", "openai-agents", "orders_agent"),
     "openinference_autogen_agentchat": ("openinference", "autogen-agentchat", "writer"),
+    "openinference_langgraph": ("openinference", "langgraph", "researcher"),
 }
 
 
