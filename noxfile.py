@@ -163,3 +163,23 @@ def adapters_langgraph(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "adapters_langgraph", "tests/adapters")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_smolagents(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on a real smolagents run (a manager delegating to a managed
+    agent) traced by OpenInference's ``openinference-instrumentation-smolagents``, through a real collector."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/adapters-smolagents.txt",
+            "-e",
+            ".[collector,judge]",
+            "smolagents",
+            "openai",
+            "openinference-instrumentation-smolagents",
+            "pytest",
+        ],
+    )
+    run_tests(session, "adapters_smolagents", "tests/adapters")

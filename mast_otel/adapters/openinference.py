@@ -61,58 +61,71 @@ def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
         return "autogen-agentchat"
     if root.name == "LangGraph" or "langgraph" in text(root.get("metadata")):
         return "langgraph"
+    if any(k.startswith("smolagents.") for k in root.attributes):
+        return "smolagents"
     return next((text(s.get("llm.system")) for s in spans if s.get("llm.system")), "unknown")
 
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
-    agents = [s for s in below if s.get(SPAN_KIND) == "AGENT"]
-    # The root itself speaks when it is the only agent (one agent answering one request).
-    speaking = agents or [s for s in (root,) if s.get(SPAN_KIND) == "AGENT"]
-    replies = [s for s in speaking if not any(c.get(SPAN_KIND) == "AGENT" for c in tree.below(s))]
-    speakers = {_speaker(tree, s) for s in replies}
+
+    def owner(span: SpanRecord) -> SpanRecord | None:  # the agent a span acts for: its nearest AGENT ancestor
+        return next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
+
+    agents = [s for s in (root, *below) if s.get(SPAN_KIND) == "AGENT"]
+    leaves = [s for s in agents if not any(c.get(SPAN_KIND) == "AGENT" for c in tree.below(s))]
+    # An agent speaks through its model calls (OpenAI Agents SDK, autogen-agentchat, LangGraph, smolagents); a
+    # leaf agent span with no model call under it carries its reply in output.value instead (AG2).
+    by_output = [
+        s
+        for s in leaves
+        if s.get("output.value") is not None and not any(c.get(SPAN_KIND) == "LLM" for c in tree.below(s))
+    ]
+    calls = [(s, o) for s in below if s.get(SPAN_KIND) == "LLM" and (o := owner(s)) is not None]
+    turns = sorted([*((s, s) for s in by_output), *calls], key=lambda pair: (pair[0].start_ns, pair[0].span_id))
+    speakers = {_speaker(tree, agent) for _, agent in turns}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
     conv = ConversationBuilder(SOURCE, framework_of(root, [root, *below]), root)
     initiator = agent_name(root) if root.get(SPAN_KIND) == "AGENT" and root.get("agent.name") else "user"
     task = _task(root.get("input.value")) or _first_user_message(below)
     if task:
-        first = text(root.get("ag2.recipient.name")) or next((_speaker(tree, s) for s in replies), "")
-        conv.message(initiator, [first] if first else [], task, origin=root)
-    # An agent span with its reply in output.value (AG2) is one message; otherwise (OpenAI Agents SDK) each of
-    # its model calls' answers is one.
-    by_output = {
-        s.span_id
-        for s in replies
-        if s.get("output.value") is not None and not any(c.get(SPAN_KIND) == "LLM" for c in tree.below(s))
-    }
+        first = text(root.get("ag2.recipient.name")) or _speaker(tree, turns[0][1])
+        conv.message(initiator, [first], task, origin=root)
     names = root.get("participant_names")
     team = [text(n) for n in names] if isinstance(names, (list, tuple)) else []
+    turn_of = {span.span_id: agent for span, agent in turns}
     previous: str | None = None
+    started: set[str] = set()  # agent spans that have spoken
     for span in below:
-        kind = span.get(SPAN_KIND)
-        owner = next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
-        if kind == "TOOL" and not span.name.startswith(_HANDOFF_TOOL):
-            conv.tool_call(_speaker(tree, owner) if owner else "?", text(span.get("tool.name")) or span.name,
+        if span.get(SPAN_KIND) == "TOOL" and not span.name.startswith(_HANDOFF_TOOL):
+            acting = owner(span)
+            conv.tool_call(_speaker(tree, acting) if acting else "?", text(span.get("tool.name")) or span.name,
                            text(span.get("input.value")), text(span.get("output.value")), origin=span)  # fmt: skip
-        elif kind == "LLM" and owner in replies and owner is not None and owner.span_id not in by_output:
-            content, calls = _llm_output(span)
-            kind_ = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
-            sender = _speaker(tree, owner)
-            # A team's (autogen-agentchat) messages go to every other participant; otherwise back to the user.
-            to = [p for p in team if p != sender] or [initiator]
-            conv.message(sender, [_RUNTIME] if calls else to, content or ", ".join(calls), origin=span, kind=kind_,
-                         tool_calls=", ".join(calls) or None)  # fmt: skip
-        elif span in replies:
-            sender = _speaker(tree, span)
-            recipient = text(span.get("ag2.sender.name")) or (_speaker(tree, owner) if owner else initiator)
-            recorded = text(span.get("graph.node.parent_id"))
-            source = previous if not recorded or recorded == _START else recorded
-            if source is not None and source != sender:
-                conv.handoff(source, sender, origin=span)
-            if span.span_id in by_output:
-                conv.message(sender, [recipient], text(span.get("output.value")), origin=span)
-            previous = sender
+            continue
+        agent = turn_of.get(span.span_id)
+        if agent is None:
+            continue
+        sender = _speaker(tree, agent)
+        # The turn passed: graph.node.parent_id names the previous agent where the instrumentor records it (on
+        # the agent's first turn), else the previous speaker did.
+        recorded = text(agent.get("graph.node.parent_id")) if agent.span_id not in started else ""
+        source = previous if not recorded or recorded == _START else recorded
+        if source is not None and source != sender:
+            conv.handoff(source, sender, origin=agent if agent.span_id not in started else span)
+        started.add(agent.span_id)
+        previous = sender
+        if span is agent:  # the reply is the agent span's output
+            holder = owner(span)
+            recipient = text(span.get("ag2.sender.name")) or (_speaker(tree, holder) if holder else initiator)
+            conv.message(sender, [recipient], text(span.get("output.value")), origin=span)
+            continue
+        content, tools = _llm_output(span)
+        kind = sc.KIND_TOOL_CALL if tools and not content else sc.KIND_MESSAGE
+        # A team's (autogen-agentchat) messages go to every other participant; otherwise back to the user.
+        to = [p for p in team if p != sender] or [initiator]
+        conv.message(sender, [_RUNTIME] if tools else to, content or ", ".join(tools), origin=span, kind=kind,
+                     tool_calls=", ".join(tools) or None)  # fmt: skip
     return conv.build(task=task, name=text(root.name), termination_detail=_stop_reason(root.get("output.value")))
 
 

@@ -240,6 +240,69 @@ def openinference_langgraph(provider: TracerProvider) -> Oracle:
     return {"messages": messages, "handoffs": handoffs}
 
 
+DELEGATION_SCRIPT: dict[str, Any] = {
+    "rules": [
+        {
+            "match": "ROLE_RESEARCHER",
+            "replies": [{"tool": "lookup", "args": {"q": "GDP"}}, {"tool": "final_answer", "args": {"answer": "42"}}],
+        },
+        {
+            "match": "ROLE_MANAGER",
+            "replies": [
+                {"tool": "researcher", "args": {"task": "Find the GDP"}},
+                {"tool": "final_answer", "args": {"answer": "The GDP is 42."}},
+            ],
+        },
+    ],
+    "default": "unscripted",
+}
+
+
+def openinference_smolagents(provider: TracerProvider) -> Oracle:
+    """``openinference-instrumentation-smolagents`` on a manager ToolCallingAgent that delegates to a managed
+    ``researcher`` (which calls a tool), against the scripted server.
+
+    The oracle is both agents' memory (``agent.memory.steps``): each action step's tool calls, in the order the
+    steps started; the unnamed manager is named after its class, as its span is. Handoffs follow the speakers."""
+    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+    from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+
+    from examples.scripted_openai import ScriptedOpenAI
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look something up.
+
+        Args:
+            q: the query
+        """
+        return f"{q} = 42"
+
+    instrumentor = SmolagentsInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with ScriptedOpenAI(DELEGATION_SCRIPT) as server:
+
+            def model() -> Any:
+                return OpenAIServerModel(model_id="gpt-4o", api_base=server.base_url, api_key="x")
+
+            researcher = ToolCallingAgent(tools=[lookup], model=model(), name="researcher", description="Researches",
+                                          instructions="ROLE_RESEARCHER", max_steps=4, verbosity_level=0)  # fmt: skip
+            manager = ToolCallingAgent(tools=[], model=model(), managed_agents=[researcher],
+                                       instructions="ROLE_MANAGER", max_steps=4, verbosity_level=0)  # fmt: skip
+            manager.run("What is the GDP?")
+    finally:
+        instrumentor.uninstrument()
+    steps = []
+    for agent in (manager, researcher):
+        name = agent.name or type(agent).__name__
+        for step in agent.memory.steps:
+            if type(step).__name__ == "ActionStep" and step.tool_calls:
+                steps.append((step.timing.start_time, name, ", ".join(c.name for c in step.tool_calls)))
+    messages = [("user", "What is the GDP?"), *((name, calls) for _, name, calls in sorted(steps))]
+    return {"messages": messages, "handoffs": speaker_handoffs(messages)}
+
+
 RUNS: dict[str, Callable[[TracerProvider], Oracle]] = {
     "ag2_builtin": ag2_builtin,
     "openinference_ag2": openinference_ag2,
@@ -250,3 +313,4 @@ AG2_RUNS = tuple(RUNS)
 RUNS["openinference_openai_agents"] = openinference_openai_agents
 RUNS["openinference_autogen_agentchat"] = openinference_autogen_agentchat
 RUNS["openinference_langgraph"] = openinference_langgraph
+RUNS["openinference_smolagents"] = openinference_smolagents

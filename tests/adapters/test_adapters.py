@@ -25,6 +25,7 @@ FOREIGN = {
     "openinference_openai_agents": ("openinference", "openai-agents", "orders_agent"),
     "openinference_autogen_agentchat": ("openinference", "autogen-agentchat", "writer"),
     "openinference_langgraph": ("openinference", "langgraph", "researcher"),
+    "openinference_smolagents": ("openinference", "smolagents", "researcher"),
 }
 
 
