@@ -183,3 +183,22 @@ def adapters_smolagents(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "adapters_smolagents", "tests/adapters")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_crewai(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on a real sequential CrewAI crew traced by OpenInference's
+    ``openinference-instrumentation-crewai``, through a real collector (about 1 GB of dependencies)."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/adapters-crewai.txt",
+            "-e",
+            ".[collector,judge]",
+            "crewai",
+            "openinference-instrumentation-crewai",
+            "pytest",
+        ],
+    )
+    run_tests(session, "adapters_crewai", "tests/adapters")

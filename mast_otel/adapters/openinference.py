@@ -63,6 +63,8 @@ def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
         return "langgraph"
     if any(k.startswith("smolagents.") for k in root.attributes):
         return "smolagents"
+    if root.get("crew_id") is not None:
+        return "crewai"
     return next((text(s.get("llm.system")) for s in spans if s.get("llm.system")), "unknown")
 
 
@@ -89,7 +91,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     conv = ConversationBuilder(SOURCE, framework_of(root, [root, *below]), root)
     initiator = agent_name(root) if root.get(SPAN_KIND) == "AGENT" and root.get("agent.name") else "user"
     task = _task(root.get("input.value")) or _first_user_message(below)
-    if task:
+    if task:  # (a CrewAI crew has no opening message: each agent gets its task; the root names them below)
         first = text(root.get("ag2.recipient.name")) or _speaker(tree, turns[0][1])
         conv.message(initiator, [first], task, origin=root)
     names = root.get("participant_names")
@@ -118,7 +120,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         if span is agent:  # the reply is the agent span's output
             holder = owner(span)
             recipient = text(span.get("ag2.sender.name")) or (_speaker(tree, holder) if holder else initiator)
-            conv.message(sender, [recipient], text(span.get("output.value")), origin=span)
+            conv.message(sender, [recipient], _reply(span.get("output.value")), origin=span)
             continue
         content, tools = _llm_output(span)
         kind = sc.KIND_TOOL_CALL if tools and not content else sc.KIND_MESSAGE
@@ -126,7 +128,32 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         to = [p for p in team if p != sender] or [initiator]
         conv.message(sender, [_RUNTIME] if tools else to, content or ", ".join(tools), origin=span, kind=kind,
                      tool_calls=", ".join(tools) or None)  # fmt: skip
-    return conv.build(task=task, name=text(root.name), termination_detail=_stop_reason(root.get("output.value")))
+    return conv.build(task=task or _crew_tasks(root.get("crew_tasks")), name=text(root.name),
+                      termination_detail=_stop_reason(root.get("output.value")))  # fmt: skip
+
+
+def _reply(value: Any) -> str:
+    """An agent span's reply: the text, or a CrewAI ``TaskOutput``'s ``raw`` answer when it is serialized."""
+    raw = text(value)
+    if raw.startswith("{"):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return raw
+        if isinstance(parsed, dict) and isinstance(parsed.get("raw"), str):
+            return str(parsed["raw"])
+    return raw
+
+
+def _crew_tasks(value: Any) -> str:
+    """A CrewAI crew's task descriptions, in order (the root's ``crew_tasks`` JSON)."""
+    try:
+        tasks = json.loads(text(value))
+    except ValueError:
+        return ""
+    if not isinstance(tasks, list):
+        return ""
+    return "\n".join(f"{t.get('agent_role', '?')}: {t.get('description', '')}" for t in tasks if isinstance(t, dict))
 
 
 def _speaker(tree: Tree, span: SpanRecord) -> str:

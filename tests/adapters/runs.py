@@ -303,6 +303,46 @@ def openinference_smolagents(provider: TracerProvider) -> Oracle:
     return {"messages": messages, "handoffs": speaker_handoffs(messages)}
 
 
+CREW_SCRIPT: dict[str, Any] = {
+    "rules": [
+        {"match": "ROLE_RESEARCHER", "replies": ["Thought: I now know the final answer\nFinal Answer: The GDP is 42."]},
+        {"match": "ROLE_WRITER", "replies": ["Thought: I now know the final answer\nFinal Answer: Report: GDP is 42."]},
+    ],
+    "default": "unscripted",
+}
+
+
+def openinference_crewai(provider: TracerProvider) -> Oracle:
+    """``openinference-instrumentation-crewai`` on a sequential crew (researcher, then writer with the
+    researcher's task as context), against the scripted server. The oracle is the crew's ``tasks_output``."""
+    import os
+
+    os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"  # CrewAI's own telemetry goes to its platform: off, offline
+    os.environ["CREWAI_TRACING_ENABLED"] = "false"
+    from crewai import LLM, Agent, Crew, Process, Task
+    from openinference.instrumentation.crewai import CrewAIInstrumentor
+
+    from examples.scripted_openai import ScriptedOpenAI
+
+    instrumentor = CrewAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with ScriptedOpenAI(CREW_SCRIPT) as server:
+            llm = LLM(model="openai/gpt-4o", base_url=server.base_url, api_key="x")
+            researcher = Agent(role="Researcher", goal="ROLE_RESEARCHER find facts", backstory="ROLE_RESEARCHER",
+                               llm=llm, allow_delegation=False)  # fmt: skip
+            writer = Agent(role="Writer", goal="ROLE_WRITER write a report", backstory="ROLE_WRITER", llm=llm,
+                           allow_delegation=False)  # fmt: skip
+            find = Task(description="Find the GDP", expected_output="a number", agent=researcher)
+            report = Task(description="Write a one-line report", expected_output="one line", agent=writer,
+                          context=[find])  # fmt: skip
+            out = Crew(agents=[researcher, writer], tasks=[find, report], process=Process.sequential).kickoff()
+    finally:
+        instrumentor.uninstrument()
+    messages = [(str(t.agent), str(t.raw)) for t in out.tasks_output]
+    return {"messages": messages, "handoffs": [(a, b) for (a, _), (b, _) in itertools.pairwise(messages) if a != b]}
+
+
 RUNS: dict[str, Callable[[TracerProvider], Oracle]] = {
     "ag2_builtin": ag2_builtin,
     "openinference_ag2": openinference_ag2,
@@ -314,3 +354,4 @@ RUNS["openinference_openai_agents"] = openinference_openai_agents
 RUNS["openinference_autogen_agentchat"] = openinference_autogen_agentchat
 RUNS["openinference_langgraph"] = openinference_langgraph
 RUNS["openinference_smolagents"] = openinference_smolagents
+RUNS["openinference_crewai"] = openinference_crewai

@@ -18,7 +18,7 @@ from mast_otel.judge.transcript import render
 from mast_otel.spans import SpanRecord
 from tests.adapters._fixtures import DATA, fixture, handoffs, messages
 
-# fixture -> (adapter, framework, an agent that spoke more than once)
+# fixture -> (adapter, framework, an agent whose messages a judge cites)
 FOREIGN = {
     "ag2_builtin": ("ag2-builtin", "ag2", "coder"),
     "openinference_ag2": ("openinference", "ag2", "coder"),
@@ -26,6 +26,7 @@ FOREIGN = {
     "openinference_autogen_agentchat": ("openinference", "autogen-agentchat", "writer"),
     "openinference_langgraph": ("openinference", "langgraph", "researcher"),
     "openinference_smolagents": ("openinference", "smolagents", "researcher"),
+    "openinference_crewai": ("openinference", "crewai", "Writer"),
 }
 
 
@@ -72,7 +73,7 @@ def test_evidence_lands_on_the_foreign_spans(name: str) -> None:
     assert (verdict.extra[EXTRA_SOURCE], verdict.extra[EXTRA_FRAMEWORK]) == (source, framework)
     tree = Tree(spans)
     cited = [tree.by_id[i] for i in verdict.modes[0].evidence_span_ids]  # KeyError: an id the user does not have
-    assert len(cited) == sum(sender == agent for sender, _ in oracle["messages"]) > 1
+    assert len(cited) == sum(sender == agent for sender, _ in oracle["messages"]) > 0
     # Each cited span is the agent's own span, or a model call inside it.
     assert all(any(agent in a.name for a in [s, *tree.ancestors(s)]) for s in cited)
 
