@@ -147,7 +147,8 @@ def adapters_autogen_agentchat(session: nox.Session) -> None:
 @nox.session(python="3.11", venv_backend="uv")
 def adapters_langgraph(session: nox.Session) -> None:
     """Foreign-span adapters (docs/adapters.md) on a real LangGraph supervisor run traced by OpenInference's
-    ``openinference-instrumentation-langchain``, through a real collector."""
+    ``openinference-instrumentation-langchain`` and, separately, by OpenLLMetry's
+    ``opentelemetry-instrumentation-langchain``, through a real collector."""
     install_once(
         session,
         [
@@ -159,6 +160,7 @@ def adapters_langgraph(session: nox.Session) -> None:
             "langgraph-supervisor",
             "langchain-openai",
             "openinference-instrumentation-langchain",
+            "opentelemetry-instrumentation-langchain",
             "pytest",
         ],
     )

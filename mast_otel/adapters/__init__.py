@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
-from . import ag2_builtin, openinference
+from . import ag2_builtin, openinference, openllmetry
 from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, ConversationBuilder, NotAConversation
 from ._tree import Tree
 
@@ -44,12 +44,14 @@ __all__ = [
 _ADAPTERS = (
     (ag2_builtin.SOURCE, ag2_builtin.recognises, ag2_builtin.is_root, ag2_builtin.adapt),
     (openinference.SOURCE, openinference.recognises, openinference.is_root, openinference.adapt),
+    (openllmetry.SOURCE, openllmetry.recognises, openllmetry.is_root, openllmetry.adapt),
 )
 
 # Attribute values that mark a span as the possible root of a foreign conversation (ingest's test).
 _CANDIDATES: tuple[tuple[str, frozenset[str]], ...] = (
     (ag2_builtin.SPAN_TYPE, frozenset({"conversation", "multi_conversation"})),
     (openinference.SPAN_KIND, frozenset({"AGENT", "CHAIN"})),
+    (openllmetry.SPAN_KIND, frozenset({"workflow"})),
 )
 
 

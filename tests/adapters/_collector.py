@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 
 from mast_otel import semconv as sc
+from mast_otel.adapters import foreign_units
 from mast_otel.collector.metrics import MetricNames
 from mast_otel.collector.report.otlp import request_to_otlp_json
 from mast_otel.spans import SpanRecord
@@ -101,10 +102,12 @@ def check_foreign(out: Outcome, name: str, source: str, framework: str, cited_se
     """One foreign conversation: labels on its root, evidence on its spans, the transcript = the framework's."""
     spans = out.spans[name]
     (root,) = [s for s in spans if sc.JUDGE_STATUS in s.attributes]
-    assert root.parent_span_id is None and root.attributes[sc.MAST_SOURCE] == source
+    assert root.attributes[sc.MAST_SOURCE] == source
     assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_OK and root.attributes[sc.LABEL_SOURCE] == sc.SOURCE_LLM
     assert root.attributes[sc.MAST_FRAMEWORK] == framework
     assert list(root.attributes[sc.FAILURE_MODES]) == ["1.3"]
+    held = foreign_units(out.spans[name])  # the outermost agent / workflow span: what the collector held
+    assert [unit[0].span_id for unit in held] == [root.span_id]
     oracle = out.oracles[name]
     evidence = [s for s in spans if s.attributes.get(sc.FAILURE_MODE) == "1.3"]
     assert len(evidence) == sum(sender == cited_sender for sender, _ in oracle["messages"])

@@ -194,8 +194,22 @@ SUPERVISOR_SCRIPT: dict[str, Any] = {
 
 
 def openinference_langgraph(provider: TracerProvider) -> Oracle:
-    """``openinference-instrumentation-langchain`` on a LangGraph supervisor (langgraph-supervisor, full history)
-    with one ReAct researcher that calls a tool, against the scripted server.
+    """The LangGraph supervisor run (:func:`_langgraph`) traced by OpenInference's langchain instrumentor."""
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    return _langgraph(provider, LangChainInstrumentor())
+
+
+def openllmetry_langgraph(provider: TracerProvider) -> Oracle:
+    """The LangGraph supervisor run (:func:`_langgraph`) traced by OpenLLMetry's langchain instrumentor."""
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+    return _langgraph(provider, LangchainInstrumentor())
+
+
+def _langgraph(provider: TracerProvider, instrumentor: Any) -> Oracle:
+    """A LangGraph supervisor (langgraph-supervisor, full history) with one ReAct researcher that calls a tool,
+    against the scripted server, traced by ``instrumentor``.
 
     The oracle is the graph's final message list: the user's message, then each message a model wrote (its
     ``response_metadata`` has a ``finish_reason``; langgraph-supervisor's own "Transferring back" message is
@@ -205,7 +219,6 @@ def openinference_langgraph(provider: TracerProvider) -> Oracle:
     from langchain_openai import ChatOpenAI
     from langgraph.prebuilt import create_react_agent
     from langgraph_supervisor import create_supervisor
-    from openinference.instrumentation.langchain import LangChainInstrumentor
 
     from examples.scripted_openai import ScriptedOpenAI
 
@@ -214,7 +227,6 @@ def openinference_langgraph(provider: TracerProvider) -> Oracle:
         """Search the web."""
         return f"{q}: 42"
 
-    instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
         with ScriptedOpenAI(SUPERVISOR_SCRIPT) as server:
@@ -353,5 +365,6 @@ AG2_RUNS = tuple(RUNS)
 RUNS["openinference_openai_agents"] = openinference_openai_agents
 RUNS["openinference_autogen_agentchat"] = openinference_autogen_agentchat
 RUNS["openinference_langgraph"] = openinference_langgraph
+RUNS["openllmetry_langgraph"] = openllmetry_langgraph
 RUNS["openinference_smolagents"] = openinference_smolagents
 RUNS["openinference_crewai"] = openinference_crewai

@@ -27,6 +27,7 @@ FOREIGN = {
     "openinference_langgraph": ("openinference", "langgraph", "researcher"),
     "openinference_smolagents": ("openinference", "smolagents", "researcher"),
     "openinference_crewai": ("openinference", "crewai", "Writer"),
+    "openllmetry_langgraph": ("openllmetry", "langgraph", "researcher"),
 }
 
 
@@ -40,9 +41,8 @@ def test_transcript_matches_the_frameworks_record(name: str) -> None:
     assert handoffs(adapted.records) == oracle["handoffs"]
     for _, detail in oracle.get("termination", ()):  # where the source records it: the framework's stop reason
         assert adapted.records[0].get(sc.TERMINATION_DETAIL) == detail
-    # The root's labels go on the foreign root: the outermost span of the trace.
-    outermost = [s for s in spans if s.parent_span_id is None]
-    assert [s.span_id for s in outermost] == [adapted.root_span_id]
+    # The root's labels go on the foreign root: the outermost agent / workflow span, the one the collector holds.
+    assert [unit[0].span_id for unit in foreign_units(spans)] == [adapted.root_span_id]
     # Every synthetic span maps back to a span the user has.
     assert set(adapted.origin.values()) <= {s.span_id for s in spans}
     # The judge's transcript reads the same messages (the view and renderer need no change).
