@@ -28,6 +28,7 @@ from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, Conversatio
 from ._tree import Tree
 
 __all__ = [
+    "ROOT_CANDIDATE_KEYS",
     "SOURCE_ATTRIBUTE",
     "SOURCE_NATIVE",
     "Adapted",
@@ -53,6 +54,10 @@ _CANDIDATES: tuple[tuple[str, frozenset[str]], ...] = (
     (openinference.SPAN_KIND, frozenset({"AGENT", "CHAIN"})),
     (openllmetry.SPAN_KIND, frozenset({"workflow"})),
 )
+
+
+# The attribute keys root_candidate reads: a span with none of them is never a candidate (ingest's fast path).
+ROOT_CANDIDATE_KEYS: tuple[str, ...] = tuple(key for key, _ in _CANDIDATES)
 
 
 def root_candidate(get: Callable[[str], str | None]) -> bool:
