@@ -129,3 +129,24 @@ def test_the_judge_cli_reads_foreign_otlp_files(tmp_path) -> None:
         (source, framework) for source, framework, _ in FOREIGN.values()
     )
     assert len(list(load_conversations(path, limit=1))) == 1
+
+
+def test_the_judge_cli_labels_foreign_spans(tmp_path, capsys) -> None:
+    """``mast-otel judge FILE --rules`` on AG2's built-in tracing: the rules judge finds the coder's repeated
+    message (1.3) and cites the user's spans, not the adapter's synthetic ones."""
+    from mast_otel.cli import main
+
+    spans, oracle = fixture("ag2_builtin")
+    path = tmp_path / "ag2.json"
+    path.write_text(json.dumps(json.loads((DATA / "ag2_builtin.json").read_text())["otlp"]))
+    assert main(["judge", str(path), "--rules"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (row["source"], row["framework"]) == ("ag2-builtin", "ag2")
+    verdict = row["verdict"]
+    assert verdict["extra"]["source"] == "ag2-builtin"
+    cited = {i for m in verdict["modes"] for i in m["evidence_span_ids"]}
+    by_id = {s.span_id: s for s in spans}
+    assert "1.3" in verdict["failure_modes"] and cited and cited <= set(by_id)
+    assert {by_id[i].name for m in verdict["modes"] if m["mode"] == "1.3" for i in m["evidence_span_ids"]} <= {
+        f"invoke_agent {sender}" for sender, _ in oracle["messages"]
+    }
