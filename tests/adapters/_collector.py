@@ -45,13 +45,19 @@ class Outcome:
     store: Path
 
 
-def through_collector(tmp_path: Path, names: Sequence[str], cite: dict[str, str]) -> Outcome:
-    """Run each named run against one collector; return once every span came out the other side."""
+def through_collector(tmp_path: Path, names: Sequence[str], cite: dict[str, str], *, verdict_spans: int = 0) -> (
+        Outcome):  # fmt: skip
+    """Run each named run against one collector; return once every span came out the other side.
+
+    ``verdict_spans`` > 0 runs the collector in passthrough mode and also waits for that many ``mast.verdict``
+    spans (the labels follow the spans there)."""
     judge = fake_openai([citing(cite, summary="scripted verdict")] * (2 * len(names)))
     sent: dict[str, list[Any]] = {}
     oracles: dict[str, Oracle] = {}
     with otlp_sink() as sink, judge as model:
         env = {"MAST_OTEL_JUDGE_BASE_URL": model.base_url, "MAST_OTEL_JUDGE_MODEL": "scripted-judge"}
+        if verdict_spans:
+            env["MAST_OTEL_COLLECTOR_MODE"] = "passthrough"
         proc = CollectorProcess(tmp_path, sink, judge="llm", env=env)
         proc.start()
         try:
@@ -65,13 +71,15 @@ def through_collector(tmp_path: Path, names: Sequence[str], cite: dict[str, str]
                 provider.shutdown()
                 sent[name] = list(memory.get_finished_spans())
             want = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for v in sent.values() for s in v}
-            got = sink.wait_for_spans(len(want), timeout=90)
+            got = sink.wait_for_spans(len(want) + verdict_spans, timeout=90)
             metrics = proc.metrics()
         finally:
             proc.stop()
         exported = tmp_path / "exported.jsonl"
         exported.write_text("".join(json.dumps(request_to_otlp_json(r)) + "\n" for r in sink.requests()))
-    assert {(s.trace_id, s.span_id) for s in got} == want  # nothing lost, nothing added
+    verdicts = [s for s in got if s.span_type == sc.SPAN_TYPE_VERDICT]
+    assert len(verdicts) == verdict_spans
+    assert {(s.trace_id, s.span_id) for s in got if s not in verdicts} == want  # nothing lost, nothing added
     by_service: dict[str, list[SpanRecord]] = {}
     for span in got:
         by_service.setdefault(str(span.service_name), []).append(span)

@@ -61,3 +61,17 @@ def test_ag2_runs_through_the_collector(tmp_path: Path) -> None:
         if args[0] != "--store":  # the store keeps verdicts, not span names
             evidence = [c["evidence"]["1.3"] for c in report["failed_conversations"]]
             assert all(names and all("coder" in n for n in names) for names in evidence), evidence
+
+
+def test_passthrough_mode_labels_follow_as_a_verdict_span(tmp_path: Path) -> None:
+    """``--mode passthrough``: OpenInference's spans leave as they came; a ``mast.verdict`` span follows in the
+    same trace, under the foreign root, naming the adapter and linking the coder's spans as evidence."""
+    out = through_collector(tmp_path, ["openinference_ag2"], {"1.3": r"^coder -> "}, verdict_spans=1)
+    spans = out.spans["openinference_ag2"]
+    (verdict,) = [s for s in spans if s.span_type == sc.SPAN_TYPE_VERDICT]
+    assert not any(sc.JUDGE_STATUS in s.attributes for s in spans if s is not verdict)  # the originals: untouched
+    by_id = {s.span_id: s for s in spans}
+    root = by_id[verdict.parent_span_id or ""]
+    assert root.parent_span_id is None and root.name.endswith(".initiate_chat")
+    assert verdict.attributes[sc.MAST_SOURCE] == "openinference" and verdict.attributes[sc.MAST_FRAMEWORK] == "ag2"
+    assert list(verdict.attributes[sc.FAILURE_MODES]) == ["1.3"]
