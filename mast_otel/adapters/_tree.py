@@ -57,7 +57,8 @@ def genai_messages_text(value: Any) -> tuple[str, list[dict[str, Any]]]:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for message in _json_list(value):
-        for part in message.get("parts", ()) if isinstance(message, dict) else ():
+        parts = message.get("parts") if isinstance(message, dict) else None
+        for part in parts if isinstance(parts, list) else ():
             if not isinstance(part, dict):
                 continue
             if part.get("type") == "text" and part.get("content"):

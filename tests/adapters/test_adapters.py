@@ -150,3 +150,25 @@ def test_the_judge_cli_labels_foreign_spans(tmp_path, capsys) -> None:
     assert {by_id[i].name for m in verdict["modes"] if m["mode"] == "1.3" for i in m["evidence_span_ids"]} <= {
         f"invoke_agent {sender}" for sender, _ in oracle["messages"]
     }
+
+
+def test_malformed_attribute_values_never_break_an_adapter() -> None:
+    """Attribute values are another program's data: each recorded fixture with random attributes replaced by
+    values of the wrong type or broken JSON still yields a conversation, a refusal or None, never an exception."""
+    import dataclasses
+    import random
+
+    rnd = random.Random(14)
+    weird: list[object] = [0, 1.5, True, ("a", 1), "{", "[", "null", '{"raw": 3}', '[{"parts": 5}]',
+                           '[{"parts": [{"type": "text", "content": 3}]}]', '{"inputs": {"messages": [3]}}',
+                           '{"messages": [{"data": 4}]}', '{"stop_reason": 5}', '[{"agent_role": 1}]', ""]  # fmt: skip
+    for path in sorted(DATA.glob("*.json")):
+        spans, _ = fixture(path.stem)
+        for _ in range(40):
+            mutated = [
+                dataclasses.replace(
+                    s, attributes={k: rnd.choice(weird) if rnd.random() < 0.3 else v for k, v in s.attributes.items()}
+                )
+                for s in spans
+            ]
+            assert adapt(mutated) is None or isinstance(adapt(mutated), (Adapted, NotAConversation))
