@@ -166,3 +166,108 @@ def autogen_agentchat(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "autogen_agentchat", "tests/autogen_agentchat")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_openai_agents(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on real runs of the OpenAI Agents SDK traced by OpenInference's
+    ``openinference-instrumentation-openai-agents``: the run goes over OTLP to a real collector, which judges it
+    through the OpenInference adapter. Same pins as the ``openai_agents`` session. The AG2 sources (AG2's built-in
+    tracing, openinference-instrumentation-ag2) run in the main environment: tests/adapters there."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/openai-agents-0.24.txt",
+            "-e",
+            ".[collector,judge]",
+            "openai-agents",
+            "openinference-instrumentation-openai-agents",
+            "pytest",
+            "pytest-asyncio",
+        ],
+    )
+    run_tests(session, "adapters_openai_agents", "tests/adapters")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_autogen_agentchat(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on real autogen-agentchat team runs traced by OpenInference's
+    ``openinference-instrumentation-autogen-agentchat``, through a real collector."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/adapters-autogen-agentchat.txt",
+            "-e",
+            ".[collector,judge]",
+            "autogen-agentchat",
+            "autogen-ext[openai]",
+            "openinference-instrumentation-autogen-agentchat",
+            "pytest",
+            "pytest-asyncio",
+        ],
+    )
+    run_tests(session, "adapters_autogen_agentchat", "tests/adapters")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_langgraph(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on a real LangGraph supervisor run traced by OpenInference's
+    ``openinference-instrumentation-langchain`` and, separately, by OpenLLMetry's
+    ``opentelemetry-instrumentation-langchain``, through a real collector."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/adapters-langgraph.txt",
+            "-e",
+            ".[collector,judge]",
+            "langgraph",
+            "langgraph-supervisor",
+            "langchain-openai",
+            "openinference-instrumentation-langchain",
+            "opentelemetry-instrumentation-langchain",
+            "pytest",
+        ],
+    )
+    run_tests(session, "adapters_langgraph", "tests/adapters")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_smolagents(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on a real smolagents run (a manager delegating to a managed
+    agent) traced by OpenInference's ``openinference-instrumentation-smolagents``, through a real collector."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/adapters-smolagents.txt",
+            "-e",
+            ".[collector,judge]",
+            "smolagents",
+            "openai",
+            "openinference-instrumentation-smolagents",
+            "pytest",
+        ],
+    )
+    run_tests(session, "adapters_smolagents", "tests/adapters")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def adapters_crewai(session: nox.Session) -> None:
+    """Foreign-span adapters (docs/adapters.md) on a real sequential CrewAI crew traced by OpenInference's
+    ``openinference-instrumentation-crewai``, through a real collector (about 1 GB of dependencies)."""
+    install_once(
+        session,
+        [
+            "-c",
+            "constraints/adapters-crewai.txt",
+            "-e",
+            ".[collector,judge]",
+            "crewai",
+            "openinference-instrumentation-crewai",
+            "pytest",
+        ],
+    )
+    run_tests(session, "adapters_crewai", "tests/adapters")

@@ -54,6 +54,7 @@ GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 # --- mast.*: what the conventions lack --------------------------------------
 MAST_SPAN_TYPE: Final = "mast.span.type"
 MAST_FRAMEWORK: Final = "mast.framework"
+MAST_SOURCE: Final = "mast.source"  # the adapter that read a conversation another instrumentation recorded
 
 # mast.span.type values: one per recorder call, so the collector and the judge
 # never have to guess a span's role from its name.

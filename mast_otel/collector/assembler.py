@@ -89,11 +89,12 @@ def _span(
 
 
 class _Trace:
-    __slots__ = ("scheduled", "spans")
+    __slots__ = ("gone", "scheduled", "spans")
 
     def __init__(self) -> None:
         self.spans: dict[bytes, _Span] = {}
         self.scheduled: float | None = None
+        self.gone: set[bytes] = set()  # released outside any conversation while the trace still holds spans
 
 
 class Assembler:
@@ -298,6 +299,8 @@ class Assembler:
             out.append(Untouched(trace_id, tuple(self._location(trace, sid) for sid in sids), reason))
             for sid in sids:
                 del trace.spans[sid]
+            if reason == "no_conversation":
+                trace.gone.update(sids)
         if not trace.spans:
             del self._traces[trace_id]
         elif next_due is not None:
@@ -384,6 +387,8 @@ class Assembler:
                         outer = by_conversation(conv_parent)
                         if outer[0] == "unit" or base == _FLOAT:
                             group = outer
+                    elif base == _FLOAT and not conv_id and parent not in trace.gone:
+                        group = _FLOAT  # another instrumentation's agent span: its parent may hold the conversation
                 elif conv_id:
                     group = by_conversation(conv_id)
                 else:

@@ -22,6 +22,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from mast_otel import semconv as sc
+from mast_otel.adapters import ROOT_CANDIDATE_KEYS, root_candidate
 from mast_otel.spans import any_value
 
 from .assembler import Assembler
@@ -70,6 +71,10 @@ def span_facts(attributes: Mapping[str, bytes]) -> tuple[bool, str | None, str |
     span's attributes. The framework is read for roots only (it labels the conversation's metrics)."""
     get = attributes.get
     root = string_value(get(sc.GEN_AI_OPERATION_NAME)) == sc.OP_INVOKE_WORKFLOW
+    if not root and any(key in attributes for key in ROOT_CANDIDATE_KEYS):
+        # Another instrumentation's agent/workflow span is held like a recorder root; the adapters decide, once
+        # the unit is whole, whether it is a conversation (mast_otel.judge.foreign).
+        root = root_candidate(lambda key: string_value(get(key)))
     conv_id = string_value(get(sc.GEN_AI_CONVERSATION_ID))
     raw_parent = get(sc.CONVERSATION_PARENT_ID)  # usually absent: no call then
     conv_parent = string_value(raw_parent) if raw_parent else None

@@ -34,6 +34,7 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 
 from mast_otel import semconv as sc
+from mast_otel.judge.foreign import EXTRA_FRAMEWORK, judge_spans, not_a_conversation
 from mast_otel.judge.model import Judge, Verdict
 from mast_otel.judge.signals import Signal
 from mast_otel.spans import SpanRecord
@@ -43,7 +44,7 @@ from .assembler import Assembler, Unit
 from .encoding import field
 from .judges import judge_name
 from .labeller import label_spans, verdict_span
-from .metrics import CollectorMetrics
+from .metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics
 from .release import (
     Loaded,
     SegmentCache,
@@ -194,7 +195,7 @@ class JudgePool:
             verdict = verdict_from_json(saved)
         called = verdict is None
         if verdict is None:
-            verdict = self.judge.judge(records, partial=job.unit.partial)
+            verdict = judge_spans(self.judge, records, partial=job.unit.partial)
             if not isinstance(verdict, Verdict):
                 raise TypeError(f"judge returned {type(verdict).__name__}, not a Verdict")
             if job.unit.partial and verdict.status == sc.JUDGE_OK:
@@ -334,12 +335,16 @@ class JudgePool:
             return
         with self._jobs_lock:
             self._jobs.pop(id(job), None)
-        self._metrics.count_verdict(verdict, service, framework)
-        self._metrics.count_signals(signals, service, framework)
+        unlabelled = not_a_conversation(verdict)
+        if unlabelled:  # an adapter found no multi-agent conversation: passed through, counted as unassigned
+            self._metrics.spans_unassigned.labels(UNASSIGNED_NOT_A_CONVERSATION).inc(len(unit.span_ids))
+        else:
+            self._metrics.count_verdict(verdict, service, framework)
+            self._metrics.count_signals(signals, service, framework)
         with self._lock:
             self._assembler.finished(unit)
         self._on_released()
-        if self._on_verdict is not None:
+        if self._on_verdict is not None and not unlabelled:
             try:
                 self._on_verdict(verdict, unit.trace_id.hex(), unit.root_id.hex() if unit.root_id else None)
             except Exception:  # an optional sink must never fail a release that is already committed
@@ -365,8 +370,11 @@ class JudgePool:
         exported = loaded.exported()
         root = next((r for r in records if unit.root_id is not None and r.span_id == unit.root_id.hex()), None)
         service = root.service_name if root else next((r.service_name for r in records if r.service_name), None)
-        framework = root.get(sc.MAST_FRAMEWORK) if root else None
+        framework = (root.get(sc.MAST_FRAMEWORK) if root else None) or verdict.extra.get(EXTRA_FRAMEWORK)
         root_here = root is not None and unit.root_id not in exported
+        if not_a_conversation(verdict):  # never judged: the spans leave as they came, no verdict is stored
+            tomb = Tomb(trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now)
+            return loaded.outbox({}), tomb, service, framework
         replace = label_spans(
             verdict,
             root_id=unit.root_id if root_here else None,

@@ -27,6 +27,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from mast_otel import semconv as sc
+from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE
 from mast_otel.judge.model import ModeLabel, Verdict
 from mast_otel.judge.signals import Signal
 from mast_otel.taxonomy import mode
@@ -84,6 +85,10 @@ def root_attributes(verdict: Verdict, judge_name: str, signals: Sequence[Signal]
     attrs: dict[str, AttrValue] = {sc.JUDGE_STATUS: verdict.status, sc.LABEL_SOURCE: verdict.source}
     if verdict.status_reason:
         attrs[sc.JUDGE_STATUS_REASON] = verdict.status_reason
+    if verdict.extra.get(EXTRA_SOURCE):  # a conversation another instrumentation recorded: the adapter that read it
+        attrs[sc.MAST_SOURCE] = verdict.extra[EXTRA_SOURCE]
+        if verdict.extra.get(EXTRA_FRAMEWORK):
+            attrs[sc.MAST_FRAMEWORK] = verdict.extra[EXTRA_FRAMEWORK]
     if verdict.status != sc.JUDGE_SKIPPED:
         attrs[sc.JUDGE_MODEL] = verdict.model or judge_name
         attrs[sc.JUDGE_TOKENS_IN] = verdict.tokens_in

@@ -87,7 +87,8 @@ SPAN_REFUSE_REASONS = (REFUSE_BACKPRESSURE, "invalid_id")
 # Why a span left without a conversation's labels.
 UNASSIGNED_NO_CONVERSATION = "no_conversation"
 UNASSIGNED_PARENT_TIMEOUT = "parent_timeout"
-UNASSIGNED_REASONS = (UNASSIGNED_NO_CONVERSATION, UNASSIGNED_PARENT_TIMEOUT)
+UNASSIGNED_NOT_A_CONVERSATION = "not_a_conversation"  # held as a foreign root; an adapter found no conversation
+UNASSIGNED_REASONS = (UNASSIGNED_NO_CONVERSATION, UNASSIGNED_PARENT_TIMEOUT, UNASSIGNED_NOT_A_CONVERSATION)
 # Spans lost after they were accepted (the downstream refused them permanently).
 DROP_EXPORT_REJECTED = "export_rejected"
 DROP_EXPORT_PARTIAL = "export_partial"

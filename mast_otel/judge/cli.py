@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .config import RESPONSE_FORMATS, JudgeConfig
+from .foreign import to_foreign
 from .llm import LLMJudge, Prepared
 from .model import Judge, Verdict
 from .rules import NoModelJudge
@@ -90,6 +91,7 @@ def prepared_dict(conv: Conversation, prep: Prepared) -> dict[str, Any]:
         "compaction": prep.plan.describe(),
         "signals": [f"{s.mode_id}:{s.name}" for s in prep.signals],
         "spans": len(conv.spans),
+        **({"source": conv.adapted.source, "framework": conv.adapted.framework} if conv.adapted else {}),
     }
 
 
@@ -107,6 +109,8 @@ def judge_file(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             row["prompt"] = [list(p) for p in prep.prompts]
         if not args.dry_run:
             verdict = llm.judge_prepared(prep) if judge is llm else judge.judge(conv.spans)
+            if conv.adapted is not None:  # evidence on the spans the user has, not the adapter's synthetic ones
+                verdict = to_foreign(verdict, conv.adapted)
             row["verdict"] = verdict_dict(verdict)
         return row
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mast_otel import semconv as sc
+from mast_otel.adapters import Adapted, adapt, foreign_units
 from mast_otel.config import CaptureConfig
 from mast_otel.spans import SpanRecord, conversation_roots, from_otlp_json, subtree
 from mast_otel.steplist import StepRecord, parse_steplist
@@ -35,6 +36,7 @@ class Conversation:
     spans: list[SpanRecord]
     reference: dict[str, bool] = field(default_factory=dict)  # mode id -> present (step-list mast_annotation)
     framework: str | None = None
+    adapted: Adapted | None = None  # recorded by another instrumentation: ``spans`` are the adapter's synthetic ones
 
 
 def record_key(record: StepRecord) -> str:
@@ -92,6 +94,23 @@ def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterato
             reference=reference,
             framework=framework if isinstance(framework, str) else None,
         )
+    yield from _foreign(spans, None if limit is None else limit - len(roots))
+
+
+def _foreign(spans: list[SpanRecord], limit: int | None) -> Iterator[Conversation]:
+    """Conversations another instrumentation recorded (traces with no mast-otel root), as the collector reads them."""
+    if limit is not None and limit <= 0:
+        return
+    for unit in foreign_units(spans):
+        adapted = adapt(unit)
+        if not isinstance(adapted, Adapted):
+            continue  # not a multi-agent conversation: never judged
+        yield Conversation(trace_key=f"{adapted.records[0].trace_id}:{adapted.root_span_id}",
+                           spans=list(adapted.records), framework=adapted.framework, adapted=adapted)  # fmt: skip
+        if limit is not None:
+            limit -= 1
+            if limit <= 0:
+                return
 
 
 def _otlp_spans(text: str) -> list[SpanRecord]:

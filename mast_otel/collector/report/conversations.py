@@ -58,15 +58,20 @@ def as_modes(value: Any) -> tuple[str, ...]:
     return tuple(str(v).strip() for v in items if str(v).strip())
 
 
+def _is_root(span: Span) -> bool:
+    """A recorder root, or the root of a conversation another instrumentation recorded (labelled: mast.source)."""
+    return span.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW or sc.MAST_SOURCE in span.attributes
+
+
 def _outer_roots(spans: Sequence[Span]) -> list[Span]:
     by_id = {s.span_id: s for s in spans}
     roots = []
     for s in spans:
-        if s.attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_INVOKE_WORKFLOW:
+        if not _is_root(s):
             continue
         parent, nested, hops = by_id.get(s.parent_span_id or ""), False, 0
         while parent is not None and hops < 10_000:
-            if parent.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW:
+            if _is_root(parent):
                 nested = True
                 break
             parent, hops = by_id.get(parent.parent_span_id or ""), hops + 1

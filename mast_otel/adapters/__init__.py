@@ -1,0 +1,110 @@
+"""Adapters: conversations recorded by other instrumentations, turned into the spans the judge reads.
+
+Each source has one small, pure module (spans in, conversation out) whose docstring says which fields its
+source cannot provide. :func:`adapt` picks the adapter for one conversation's spans:
+
+- the spans hold a mast-otel recorder root -> ``None``: mast-otel's own spans are judged, the foreign ones
+  beside them are ignored (a run traced twice is judged once, from mast-otel's spans);
+- an adapter recognises its source -> :class:`Adapted` (synthetic spans in mast-otel's shapes, never exported,
+  plus the map back to the foreign spans), or :class:`NotAConversation` when there is no multi-agent
+  conversation (one LLM call, one agent, a web request): such spans are never judged.
+
+:func:`root_candidate` is the per-span test the collector's ingest uses to hold a foreign trace until it is
+whole; it reads one attribute or two, so it costs nothing measurable on the receive path.
+
+The adapters import the span record and the conventions only: nothing of the collector, the judge or the
+integrations (data flows collector -> adapters -> judge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from mast_otel import semconv as sc
+from mast_otel.spans import SpanRecord
+
+from . import ag2_builtin, openinference, openllmetry
+from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, ConversationBuilder, NotAConversation
+from ._tree import Tree
+
+__all__ = [
+    "ROOT_CANDIDATE_KEYS",
+    "SOURCE_ATTRIBUTE",
+    "SOURCE_NATIVE",
+    "Adapted",
+    "ConversationBuilder",
+    "NotAConversation",
+    "Tree",
+    "adapt",
+    "foreign_units",
+    "root_candidate",
+]
+
+# (name, recognises a span of this source, is a conversation root candidate, adapt) in priority order: the
+# GenAI-convention built-ins first (they carry the framework's own names), OpenInference last.
+_ADAPTERS = (
+    (ag2_builtin.SOURCE, ag2_builtin.recognises, ag2_builtin.is_root, ag2_builtin.adapt),
+    (openinference.SOURCE, openinference.recognises, openinference.is_root, openinference.adapt),
+    (openllmetry.SOURCE, openllmetry.recognises, openllmetry.is_root, openllmetry.adapt),
+)
+
+# Attribute values that mark a span as the possible root of a foreign conversation (ingest's test).
+_CANDIDATES: tuple[tuple[str, frozenset[str]], ...] = (
+    (ag2_builtin.SPAN_TYPE, frozenset({"conversation", "multi_conversation"})),
+    (openinference.SPAN_KIND, frozenset({"AGENT", "CHAIN"})),
+    (openllmetry.SPAN_KIND, frozenset({"workflow"})),
+)
+
+
+# The attribute keys root_candidate reads: a span with none of them is never a candidate (ingest's fast path).
+ROOT_CANDIDATE_KEYS: tuple[str, ...] = tuple(key for key, _ in _CANDIDATES)
+
+
+def root_candidate(get: Callable[[str], str | None]) -> bool:
+    """Whether a span (read through ``get``: attribute key -> string value or None) may root a foreign
+    conversation, so the collector holds it and its subtree as one unit instead of passing them through."""
+    return any(get(key) in values for key, values in _CANDIDATES)
+
+
+def is_native(spans: Iterable[SpanRecord]) -> bool:
+    """The spans hold a mast-otel recorder root."""
+    return any(s.is_conversation_root and s.span_type == sc.SPAN_TYPE_CONVERSATION for s in spans)
+
+
+def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
+    """One conversation's spans -> the adapted conversation, a refusal, or None (native, or no known source)."""
+    if is_native(spans):
+        return None
+    tree = Tree(spans)
+    for source, recognises, is_root, convert in _ADAPTERS:
+        if not any(recognises(s) for s in spans):
+            continue
+        roots = tree.outermost(is_root)
+        if not roots:
+            return NotAConversation(source, "no agent or workflow span to root a conversation")
+        return convert(tree, roots[0])
+    return None
+
+
+def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
+    """What the collector's assembler would hold as foreign units, for files: per trace with no mast-otel
+    root, each outermost root candidate and the spans under it (start order)."""
+    by_trace: dict[str, list[SpanRecord]] = {}
+    for s in spans:
+        by_trace.setdefault(s.trace_id, []).append(s)
+    units: list[list[SpanRecord]] = []
+    for trace_spans in by_trace.values():
+        if is_native(trace_spans):
+            continue
+        tree = Tree(trace_spans)
+        for root in tree.outermost(_held_as_root):
+            units.append([root, *tree.below(root)])
+    return units
+
+
+def _held_as_root(span: SpanRecord) -> bool:
+    def get(key: str) -> str | None:
+        value = span.get(key)
+        return value if isinstance(value, str) else None
+
+    return root_candidate(get)

@@ -1,0 +1,78 @@
+"""Reading a foreign trace: children by parent, subtrees, outermost spans, and message text in either convention."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from mast_otel.spans import SpanRecord
+
+
+class Tree:
+    """One trace's spans indexed by parent; every walk is in start order."""
+
+    def __init__(self, spans: Iterable[SpanRecord]) -> None:
+        self.spans = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
+        self.by_id = {s.span_id: s for s in self.spans}
+        self.children: dict[str | None, list[SpanRecord]] = {}
+        for s in self.spans:
+            self.children.setdefault(s.parent_span_id, []).append(s)
+
+    def parent(self, span: SpanRecord) -> SpanRecord | None:
+        return self.by_id.get(span.parent_span_id) if span.parent_span_id else None
+
+    def ancestors(self, span: SpanRecord) -> list[SpanRecord]:
+        out: list[SpanRecord] = []
+        node = self.parent(span)
+        while node is not None and node not in out:
+            out.append(node)
+            node = self.parent(node)
+        return out
+
+    def outermost(self, match: Callable[[SpanRecord], bool]) -> list[SpanRecord]:
+        """Spans that match with no matching ancestor, in start order."""
+        return [s for s in self.spans if match(s) and not any(match(a) for a in self.ancestors(s))]
+
+    def below(self, root: SpanRecord) -> list[SpanRecord]:
+        """Every span under ``root`` (not ``root`` itself), in start order."""
+        out: list[SpanRecord] = []
+        stack = list(self.children.get(root.span_id, ()))
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(self.children.get(node.span_id, ()))
+        return sorted(out, key=lambda s: (s.start_ns, s.span_id))
+
+
+def text(value: Any) -> str:
+    """An attribute as text ("" when absent)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def genai_messages_text(value: Any) -> tuple[str, list[dict[str, Any]]]:
+    """The text parts and tool-call parts of ``gen_ai.input.messages`` / ``gen_ai.output.messages`` JSON."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for message in _json_list(value):
+        parts = message.get("parts") if isinstance(message, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text" and part.get("content"):
+                texts.append(str(part["content"]))
+            elif part.get("type") == "tool_call":
+                calls.append(part)
+    return "\n".join(texts), calls
+
+
+def _json_list(value: Any) -> Sequence[Any]:
+    if not isinstance(value, str):
+        return ()
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return ()
+    return parsed if isinstance(parsed, list) else ()

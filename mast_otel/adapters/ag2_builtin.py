@@ -1,0 +1,92 @@
+"""AG2 Classic's built-in tracing (``autogen.opentelemetry``, GenAI conventions) -> a conversation.
+
+What AG2 records (``ag2.span.type`` on every span): a ``conversation <initiator>`` root with the task in
+``gen_ai.input.messages``; one ``invoke_agent <name>`` span per reply, nested under the agent that asked for it
+(a group chat's members under ``invoke_agent chat_manager``), with the reply in ``gen_ai.output.messages``;
+``execute_tool`` spans with arguments and result; and, when the group chat is instrumented with
+``instrument_pattern``, a ``speaker_selection`` span per turn naming the selected speaker.
+
+What it cannot provide: the reason a speaker was chosen (round robin, LLM selection, a condition: only the
+choice is recorded), the termination reason (the max-round limit or a termination message leave no trace),
+and messages that are not an agent's reply (e.g. a nested chat's internal traffic without its own root).
+Handoffs are taken from ``speaker_selection`` spans when present, else from the order in which agents replied.
+"""
+
+from __future__ import annotations
+
+from mast_otel import semconv as sc
+from mast_otel.spans import SpanRecord
+
+from ._conversation import Adapted, ConversationBuilder, NotAConversation
+from ._tree import Tree, genai_messages_text, text
+
+SOURCE = "ag2-builtin"
+FRAMEWORK = "ag2"
+SPAN_TYPE = "ag2.span.type"
+_ROOT_TYPES = ("conversation", "multi_conversation")
+_SELECTED = "ag2.speaker_selection.selected"
+
+
+def recognises(span: SpanRecord) -> bool:
+    return SPAN_TYPE in span.attributes
+
+
+def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
+    below = tree.below(root)
+    agents = [s for s in below if s.get(SPAN_TYPE) == "agent"]
+    # The root itself speaks when it is the only agent (one agent answering one request).
+    speaking = agents or [s for s in (root,) if s.get(SPAN_TYPE) == "agent"]
+    # A reply is an agent span with no agent span under it (a manager's span holds its members' replies).
+    replies = [s for s in speaking if not any(c.get(SPAN_TYPE) == "agent" for c in tree.below(s))]
+    speakers = {text(s.get(sc.GEN_AI_AGENT_NAME)) for s in replies}
+    if len(speakers) < 2:
+        return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
+    conv = ConversationBuilder(SOURCE, FRAMEWORK, root)
+    initiator = text(root.get(sc.GEN_AI_AGENT_NAME)) or "user"
+    task, _ = genai_messages_text(root.get("gen_ai.input.messages"))
+    top = next((s for s in agents if tree.parent(s) is root), None)
+    if task:
+        first = text(top.get(sc.GEN_AI_AGENT_NAME)) if top is not None else ""
+        conv.message(initiator, [first] if first else [], task, origin=root)
+    previous: str | None = None
+    for span in below:
+        kind = span.get(SPAN_TYPE)
+        if kind == "speaker_selection" and span.get(_SELECTED):
+            target = text(span.get(_SELECTED))
+            conv.handoff(previous or initiator, target, origin=span,
+                         detail=text(span.get("ag2.speaker_selection.candidates")) or None)  # fmt: skip
+            previous = target
+        elif kind == "tool":
+            owner = next((a for a in tree.ancestors(span) if a.get(SPAN_TYPE) == "agent"), None)
+            conv.tool_call(text(owner.get(sc.GEN_AI_AGENT_NAME)) if owner else "?",
+                           text(span.get(sc.GEN_AI_TOOL_NAME)), text(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)),
+                           text(span.get(sc.GEN_AI_TOOL_CALL_RESULT)), origin=span)  # fmt: skip
+        elif span in replies:
+            sender = text(span.get(sc.GEN_AI_AGENT_NAME))
+            parent = next((a for a in tree.ancestors(span) if a.get(SPAN_TYPE) == "agent"), None)
+            recipient = text(parent.get(sc.GEN_AI_AGENT_NAME)) if parent is not None else initiator
+            if previous is not None and previous != sender and not _selected_before(below, span):
+                conv.handoff(previous, sender, origin=span)
+            content, calls = genai_messages_text(span.get("gen_ai.output.messages"))
+            kind_ = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
+            conv.message(sender, [recipient], content, origin=span, kind=kind_,
+                         tool_calls=",".join(text(c.get("name")) for c in calls) or None)  # fmt: skip
+            previous = sender
+    return conv.build(task=task, name=text(root.name))
+
+
+def _selected_before(below: list[SpanRecord], reply: SpanRecord) -> bool:
+    """True when a speaker_selection span chose this reply's speaker (the handoff is recorded already)."""
+    name = reply.get(sc.GEN_AI_AGENT_NAME)
+    earlier = [s for s in below if s.start_ns <= reply.start_ns and s.get(SPAN_TYPE) in ("speaker_selection", "agent")
+               and s is not reply]  # fmt: skip
+    for s in reversed(earlier):
+        if s.get(SPAN_TYPE) == "speaker_selection":
+            return bool(s.get(_SELECTED) == name)
+        if s.get(SPAN_TYPE) == "agent" and s.end_ns <= reply.start_ns:
+            return False
+    return False
+
+
+def is_root(span: SpanRecord) -> bool:
+    return span.get(SPAN_TYPE) in _ROOT_TYPES

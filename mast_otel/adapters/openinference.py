@@ -1,0 +1,219 @@
+"""OpenInference (Arize / Phoenix instrumentors) -> a conversation.
+
+Read: ``openinference.span.kind`` AGENT / CHAIN / TOOL, ``agent.name`` (else ``graph.node.id``, else the span
+name's first word), ``graph.node.parent_id`` (the previous speaker, where the instrumentor sets it),
+``input.value`` / ``output.value``, ``tool.name``. The root is the outermost AGENT or CHAIN span; a reply is an
+AGENT span with no AGENT span under it (an AG2 chat manager or a team span holds its members' replies), sent to
+the agent whose span holds it.
+
+What OpenInference cannot provide: handoff reasons (no attribute exists; ``graph.node.parent_id`` gives only
+from -> to, and where it is absent the handoffs are read from the order of replies), the termination reason
+(at best a serialized result in the root's ``output.value``), and message recipients beyond the enclosing agent.
+Content is there only when the instrumentor captures it (``OPENINFERENCE_HIDE_*`` unset).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mast_otel import semconv as sc
+from mast_otel.spans import SpanRecord
+
+from ._conversation import Adapted, ConversationBuilder, NotAConversation
+from ._tree import Tree, text
+
+SOURCE = "openinference"
+SPAN_KIND = "openinference.span.kind"
+_ROOT_KINDS = ("AGENT", "CHAIN")
+_START = "start"  # graph.node.parent_id of the first agent (autogen-agentchat)
+_HANDOFF_TOOL = "handoff to "  # the OpenAI Agents SDK's handoff, as a TOOL span (graph.node.parent_id has it too)
+_RUNTIME = "<runtime>"  # recipient of a tool call: the framework runs it
+_GENERIC = frozenset({"agent", "call_agent"})  # LangGraph span names that say nothing of which agent it is
+
+
+def recognises(span: SpanRecord) -> bool:
+    return SPAN_KIND in span.attributes
+
+
+def is_root(span: SpanRecord) -> bool:
+    return span.get(SPAN_KIND) in _ROOT_KINDS
+
+
+def agent_name(span: SpanRecord, parent: SpanRecord | None = None) -> str:
+    """The agent an AGENT span speaks for: its agent / graph-node attribute, else its name's first word; a
+    generically named span (LangGraph's ReAct ``agent`` node) speaks for the graph node that encloses it."""
+    for key in ("agent.name", "graph.node.id", "graph.node.name"):
+        if span.get(key):
+            return text(span.get(key))
+    if span.name in _GENERIC and parent is not None:
+        return parent.name
+    return span.name.split(".", 1)[0].split(" ", 1)[0]
+
+
+def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
+    """The framework, from what its OpenInference instrumentor leaves (no span carries it as such)."""
+    if any(k.startswith("ag2.") for s in spans for k in s.attributes):
+        return "ag2"
+    if root.name == "Agent workflow":  # the OpenAI Agents SDK's default trace name
+        return "openai-agents"
+    if root.get("team_id") is not None or root.name.endswith(".run_stream"):  # an autogen-agentchat team
+        return "autogen-agentchat"
+    if root.name == "LangGraph" or "langgraph" in text(root.get("metadata")):
+        return "langgraph"
+    if any(k.startswith("smolagents.") for k in root.attributes):
+        return "smolagents"
+    if root.get("crew_id") is not None:
+        return "crewai"
+    return next((text(s.get("llm.system")) for s in spans if s.get("llm.system")), "unknown")
+
+
+def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
+    below = tree.below(root)
+
+    def owner(span: SpanRecord) -> SpanRecord | None:  # the agent a span acts for: its nearest AGENT ancestor
+        return next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
+
+    agents = [s for s in (root, *below) if s.get(SPAN_KIND) == "AGENT"]
+    leaves = [s for s in agents if not any(c.get(SPAN_KIND) == "AGENT" for c in tree.below(s))]
+    # An agent speaks through its model calls (OpenAI Agents SDK, autogen-agentchat, LangGraph, smolagents); a
+    # leaf agent span with no model call under it carries its reply in output.value instead (AG2).
+    by_output = [
+        s
+        for s in leaves
+        if s.get("output.value") is not None and not any(c.get(SPAN_KIND) == "LLM" for c in tree.below(s))
+    ]
+    calls = [(s, o) for s in below if s.get(SPAN_KIND) == "LLM" and (o := owner(s)) is not None]
+    turns = sorted([*((s, s) for s in by_output), *calls], key=lambda pair: (pair[0].start_ns, pair[0].span_id))
+    speakers = {_speaker(tree, agent) for _, agent in turns}
+    if len(speakers) < 2:
+        return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
+    conv = ConversationBuilder(SOURCE, framework_of(root, [root, *below]), root)
+    initiator = agent_name(root) if root.get(SPAN_KIND) == "AGENT" and root.get("agent.name") else "user"
+    task = _task(root.get("input.value")) or _first_user_message(below)
+    if task:  # (a CrewAI crew has no opening message: each agent gets its task; the root names them below)
+        first = text(root.get("ag2.recipient.name")) or _speaker(tree, turns[0][1])
+        conv.message(initiator, [first], task, origin=root)
+    names = root.get("participant_names")
+    team = [text(n) for n in names] if isinstance(names, (list, tuple)) else []
+    turn_of = {span.span_id: agent for span, agent in turns}
+    previous: str | None = None
+    started: set[str] = set()  # agent spans that have spoken
+    for span in below:
+        if span.get(SPAN_KIND) == "TOOL" and not span.name.startswith(_HANDOFF_TOOL):
+            acting = owner(span)
+            conv.tool_call(_speaker(tree, acting) if acting else "?", text(span.get("tool.name")) or span.name,
+                           text(span.get("input.value")), text(span.get("output.value")), origin=span)  # fmt: skip
+            continue
+        agent = turn_of.get(span.span_id)
+        if agent is None:
+            continue
+        sender = _speaker(tree, agent)
+        # The turn passed: graph.node.parent_id names the previous agent where the instrumentor records it (on
+        # the agent's first turn), else the previous speaker did.
+        recorded = text(agent.get("graph.node.parent_id")) if agent.span_id not in started else ""
+        source = previous if not recorded or recorded == _START else recorded
+        if source is not None and source != sender:
+            conv.handoff(source, sender, origin=agent if agent.span_id not in started else span)
+        started.add(agent.span_id)
+        previous = sender
+        if span is agent:  # the reply is the agent span's output
+            holder = owner(span)
+            recipient = text(span.get("ag2.sender.name")) or (_speaker(tree, holder) if holder else initiator)
+            conv.message(sender, [recipient], _reply(span.get("output.value")), origin=span)
+            continue
+        content, tools = _llm_output(span)
+        kind = sc.KIND_TOOL_CALL if tools and not content else sc.KIND_MESSAGE
+        # A team's (autogen-agentchat) messages go to every other participant; otherwise back to the user.
+        to = [p for p in team if p != sender] or [initiator]
+        conv.message(sender, [_RUNTIME] if tools else to, content or ", ".join(tools), origin=span, kind=kind,
+                     tool_calls=", ".join(tools) or None)  # fmt: skip
+    return conv.build(task=task or _crew_tasks(root.get("crew_tasks")), name=text(root.name),
+                      termination_detail=_stop_reason(root.get("output.value")))  # fmt: skip
+
+
+def _reply(value: Any) -> str:
+    """An agent span's reply: the text, or a CrewAI ``TaskOutput``'s ``raw`` answer when it is serialized."""
+    raw = text(value)
+    if raw.startswith("{"):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return raw
+        if isinstance(parsed, dict) and isinstance(parsed.get("raw"), str):
+            return str(parsed["raw"])
+    return raw
+
+
+def _crew_tasks(value: Any) -> str:
+    """A CrewAI crew's task descriptions, in order (the root's ``crew_tasks`` JSON)."""
+    try:
+        tasks = json.loads(text(value))
+    except ValueError:
+        return ""
+    if not isinstance(tasks, list):
+        return ""
+    return "\n".join(f"{t.get('agent_role', '?')}: {t.get('description', '')}" for t in tasks if isinstance(t, dict))
+
+
+def _speaker(tree: Tree, span: SpanRecord) -> str:
+    return agent_name(span, tree.parent(span))
+
+
+def _stop_reason(value: Any) -> str | None:
+    """autogen-agentchat's ``TaskResult.stop_reason``, from the team span's serialized result (a detail only:
+    the sentence is the termination condition's, not one of mast-otel's termination reasons)."""
+    try:
+        parsed = json.loads(text(value))
+    except ValueError:
+        return None
+    reason = parsed.get("stop_reason") if isinstance(parsed, dict) else None
+    return reason if isinstance(reason, str) and reason else None
+
+
+def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
+    """The text and the called tools' names of an LLM span's first output message (flattened attributes)."""
+    prefix = "llm.output_messages.0.message."
+    content = text(span.get(prefix + "content"))
+    calls = []
+    for n in range(64):
+        name = span.get(f"{prefix}tool_calls.{n}.tool_call.function.name")
+        if name is None:
+            break
+        calls.append(text(name))
+    return content, calls
+
+
+def _first_user_message(spans: list[SpanRecord]) -> str:
+    """The first user message a model was sent (the SDK's root carries no input)."""
+    for s in spans:
+        if s.get(SPAN_KIND) != "LLM":
+            continue
+        for n in range(64):
+            role = s.get(f"llm.input_messages.{n}.message.role")
+            if role is None:
+                break
+            if role == "user":
+                return text(s.get(f"llm.input_messages.{n}.message.content"))
+    return ""
+
+
+def _task(value: Any) -> str:
+    """The task from the root's ``input.value``: a message dict, a message list, or plain text."""
+    raw = text(value)
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return raw
+    if isinstance(parsed, dict):
+        for key in ("message", "task", "input", "content"):
+            if isinstance(parsed.get(key), str):
+                return str(parsed[key])
+        messages = parsed.get("messages")
+        if isinstance(messages, list) and messages and isinstance(messages[0], dict):
+            first = messages[0]  # {"role", "content"}, or LangChain's {"type", "data": {"content"}}
+            data = first.get("data")
+            return text(data.get("content") if isinstance(data, dict) else first.get("content"))
+    if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
+        return text(parsed[0].get("content"))
+    return raw
