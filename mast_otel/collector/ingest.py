@@ -71,9 +71,10 @@ def span_facts(attributes: Mapping[str, bytes]) -> tuple[bool, str | None, str |
     span's attributes. The framework is read for roots only (it labels the conversation's metrics)."""
     get = attributes.get
     root = string_value(get(sc.GEN_AI_OPERATION_NAME)) == sc.OP_INVOKE_WORKFLOW
-    if not root and any(key in attributes for key in ROOT_CANDIDATE_KEYS):
+    if not root and sc.MAST_SPAN_TYPE not in attributes and any(key in attributes for key in ROOT_CANDIDATE_KEYS):
         # Another instrumentation's agent/workflow span is held like a recorder root; the adapters decide, once
-        # the unit is whole, whether it is a conversation (mast_otel.judge.foreign).
+        # the unit is whole, whether it is a conversation (mast_otel.judge.foreign). mast-otel's own spans carry
+        # OpenInference kinds too, but never root anything but through invoke_workflow.
         root = root_candidate(lambda key: string_value(get(key)))
     conv_id = string_value(get(sc.GEN_AI_CONVERSATION_ID))
     raw_parent = get(sc.CONVERSATION_PARENT_ID)  # usually absent: no call then

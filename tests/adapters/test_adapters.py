@@ -132,14 +132,16 @@ def test_the_judge_cli_reads_foreign_otlp_files(tmp_path) -> None:
 
 
 def test_the_judge_cli_labels_foreign_spans(tmp_path, capsys) -> None:
-    """``mast-otel judge FILE --rules`` on AG2's built-in tracing: the rules judge finds the coder's repeated
-    message (1.3) and cites the user's spans, not the adapter's synthetic ones."""
+    """``mast-otel judge FILE`` on AG2's built-in tracing, with a scripted judge that marks the coder's messages
+    1.3: the labels cite the user's spans, not the adapter's synthetic ones."""
     from mast_otel.cli import main
+    from tests.judge.fake_openai import citing, fake_openai
 
     spans, oracle = fixture("ag2_builtin")
     path = tmp_path / "ag2.json"
     path.write_text(json.dumps(json.loads((DATA / "ag2_builtin.json").read_text())["otlp"]))
-    assert main(["judge", str(path), "--rules"]) == 0
+    with fake_openai([citing({"1.3": r"^coder -> "})]) as server:
+        assert main(["judge", str(path), "--base-url", server.base_url, "--model", "scripted"]) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert (row["source"], row["framework"]) == ("ag2-builtin", "ag2")
     verdict = row["verdict"]
