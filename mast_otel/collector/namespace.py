@@ -22,16 +22,18 @@ OWNED_PREFIXES: tuple[str, ...] = (
     sc.FM_PREFIX,
     "mast.verdict.",
     "mast.signal.",
+    "mast.decisive.",
     sc.FAILED,
     sc.FAILURE_MODES,  # also covers mast.failure_mode and mast.failure_mode.name
     sc.TASK_COMPLETED,
 )
-_EXACT = {sc.FAILED, sc.FAILURE_MODES, sc.FAILURE_MODE, sc.FAILURE_MODE_NAME, sc.TASK_COMPLETED}
+_EXACT = {sc.FAILED, sc.FAILURE_MODES, sc.FAILURE_MODE, sc.FAILURE_MODE_NAME, sc.TASK_COMPLETED, sc.SIGNALS,
+          sc.DECISIVE, sc.MAST_SOURCE}
 _DOTTED = tuple(p for p in OWNED_PREFIXES if p.endswith("."))
 # A ScopeSpans in which this finds nothing cannot carry an owned key (one pass at C speed).
 # Written as "mast\.(?:...)" so the regex engine scans for the literal prefix (a third faster than alternatives).
-_NEEDLE = re.compile(rb"mast\.(?:" + b"|".join(re.escape(p.encode()[5:]) for p in (
-    *_DOTTED, sc.FAILED, sc.FAILURE_MODE, sc.TASK_COMPLETED)) + rb")")  # fmt: skip
+_NEEDLES = (*_DOTTED, sc.FAILED, sc.FAILURE_MODE, sc.TASK_COMPLETED, sc.SIGNALS, sc.DECISIVE, sc.MAST_SOURCE)
+_NEEDLE = re.compile(rb"mast\.(?:" + b"|".join(re.escape(p.encode()[5:]) for p in _NEEDLES) + rb")")
 
 
 def is_owned(key: str) -> bool:

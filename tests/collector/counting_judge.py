@@ -1,4 +1,4 @@
-"""The rules judge, counting its verdicts: ``--judge tests.collector.counting_judge:factory`` in a collector
+"""A stand-in for a paid judge, counting its verdicts: ``--judge tests.collector.counting_judge:factory`` in a collector
 subprocess appends one line per verdict reached (the conversation's root span id, or its trace id) to the file
 named by ``MAST_TEST_JUDGE_LOG``, so a test can tell whether any conversation was judged twice across kill -9s.
 
@@ -10,30 +10,27 @@ sizeable share of the judge's time, with a model it is not.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Sequence
 
 from mast_otel import semconv as sc
 from mast_otel.judge.model import Verdict
-from mast_otel.judge.rules import RulesJudge
 from mast_otel.spans import SpanRecord
 
 
 class CountingJudge:
-    name = "rules"
+    name = "counting"
 
     def __init__(self, path: str, seconds: float) -> None:
-        self._inner = RulesJudge()
         self._path = path
         self._seconds = seconds
 
     def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
         time.sleep(self._seconds)
         # usage reported as an LLM judge reports it: a verdict that was paid for (the collector keeps those at once)
-        verdict = dataclasses.replace(self._inner.judge(spans, partial=partial), tokens_in=10 * len(spans),
-                                      tokens_out=20)  # fmt: skip
+        status = sc.JUDGE_PARTIAL if partial else sc.JUDGE_OK
+        verdict = Verdict(status=status, source="test", tokens_in=10 * len(spans), tokens_out=20)
         root = next((s for s in spans if s.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW), None)
         key = f"{spans[0].trace_id}/{root.span_id if root else '-'}\n" if spans else "-\n"
         fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

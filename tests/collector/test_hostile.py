@@ -70,7 +70,10 @@ class Hostile:
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
     tmp = tmp_path_factory.mktemp("hostile")
     sink = OtlpSink().start()
-    proc = CollectorProcess(tmp, sink, extra=[
+    # A judge that answers ok, so the good traffic afterwards comes back labelled by the collector, not the client.
+    proc = CollectorProcess(tmp, sink, judge="tests.collector.counting_judge:factory",
+                            env={"MAST_TEST_JUDGE_LOG": str(tmp / "judged.log"), "MAST_TEST_JUDGE_SECONDS": "0"},
+                            extra=[
         "--max-request-bytes", str(MAX_REQUEST), "--memory-limit", str(MEMORY_LIMIT),
         "--receiver-timeout", str(TIMEOUT), "--receiver-max-connections", str(MAX_CONNECTIONS),
         "--max-request-spans", "100000", "--receiver-threads", "4",

@@ -167,6 +167,11 @@ def _check_phoenix(base: str, collector: Collector, tmp_path: Path) -> None:
             assert time.monotonic() < deadline, f"Phoenix filter {condition!r}: {found}, expected {expected}"
             time.sleep(0.5)
 
+    # The OpenInference kinds Phoenix keys on (icons, filters): agent turns AGENT, the root CHAIN, handoffs DECISION.
+    kinds = {s["name"].split(" ")[0]: s["span_kind"] for s in get(f"{base}/v1/projects/{PROJECT}/spans",
+                                                                     trace_id=trace_id, limit="1000")["data"]}
+    assert (kinds["invoke_workflow"], kinds["invoke_agent"], kinds["handoff"]) == ("CHAIN", "AGENT", "DECISION"), kinds
+
     # The annotations the collector posted through Phoenix's API, read back through it.
     root_id = root["context"]["span_id"]
     ids = [root_id, *(s["context"]["span_id"] for s in evidence)]
@@ -188,8 +193,10 @@ def _check_phoenix(base: str, collector: Collector, tmp_path: Path) -> None:
     screenshot = ROOT / "tests" / "viewing" / "phoenix_screenshot.py"
     python = str(PHOENIX_VENV / "bin" / "python")
     shots = {
-        "phoenix-trace-root.png": [root["name"], "mast.failure_modes", "mast.fm.1_3"],
-        "phoenix-trace-evidence.png": ["--click", evidence[0]["name"], "mast.failure_mode", "Step repetition"],
+        # With OpenInference kinds on the spans, Phoenix's Info tab shows their input/output: labels are in Attributes.
+        "phoenix-trace-root.png": ["--click", "Attributes", root["name"], "mast.failure_modes", "mast.fm.1_3"],
+        "phoenix-trace-evidence.png": ["--click", evidence[0]["name"], "--click", "Attributes", "mast.failure_mode",
+                                       "Step repetition"],
         # Phoenix shows a span's annotations above its attributes, and as badges in the trace tree.
         "phoenix-trace-annotations.png": ["--click", root["name"], "Annotations", "MAST verdict"],
     }
