@@ -1,12 +1,15 @@
-"""Break every recorder entry point at once (shared by the AG2 and MetaGPT fault-injection tests)."""
+"""Break every recorder entry point at once (shared by every integration's fault-injection tests)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from mast_otel import recorder
+from mast_otel._safety import recording_failures, reset_recording_failures
 
 ENTRY_POINTS: tuple[tuple[type, str], ...] = (
     (recorder.Recorder, "start_conversation"),
@@ -38,3 +41,18 @@ def break_recorder(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every entry point raises from now on (undone with the monkeypatch)."""
     for owner, name in ENTRY_POINTS:
         monkeypatch.setattr(owner, name, _raise)
+
+
+@contextmanager
+def recorder_broken() -> Iterator[dict[str, int]]:
+    """Inside the block every recorder entry point raises; the dict yielded is filled, on leaving, with the
+    recording failures counted inside it (``{kind: count}``)."""
+    failures: dict[str, int] = {}
+    reset_recording_failures()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        break_recorder(monkeypatch)
+        try:
+            yield failures
+        finally:
+            failures.update(recording_failures())
+            reset_recording_failures()
