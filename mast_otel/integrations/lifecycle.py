@@ -256,7 +256,8 @@ def iterator_wrapper(traced: Traced) -> Wrapper:
 
     The method is called as is; when not recording its own iterator is returned. Otherwise a generator over it:
     ``begin`` runs at the first step, ``inside`` around every step, ``see`` on every item, ``finish(handle, None)``
-    when the stream ends or the program closes it early, ``fail`` when it raises (re-raised unchanged).
+    when the stream ends, ``fail`` when it raises (re-raised unchanged) or with ``GeneratorExit`` when the program
+    closes it early (the framework's stream is then closed inside ``inside``).
     """
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -287,11 +288,15 @@ def _traced_iterator(
                 traced.leave(inside)
             traced.saw(handle, item)
             yield item
-    except GeneratorExit:  # the program stopped early: close the framework's stream, the run ended there
-        close = getattr(inner, "close", None)
-        if close is not None:
-            close()
-        traced.end(handle, None)
+    except GeneratorExit as exc:  # the program stopped early: close the framework's stream (inside), then fail
+        inside = traced.enter(handle)
+        try:
+            close = getattr(inner, "close", None)
+            if close is not None:
+                close()
+        finally:
+            traced.leave(inside)
+            traced.end_failed(handle, exc)
         raise
     except BaseException as exc:
         traced.end_failed(handle, exc)
@@ -317,8 +322,13 @@ async def _traced_async_iterator(
 ) -> AsyncIterator[Any]:  # fmt: skip
     handle = traced.start(wrapped, instance, args, kwargs)
     if handle is None:
-        async for item in inner:
-            yield item
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            aclose = getattr(inner, "aclose", None)
+            if aclose is not None:
+                await aclose()
         return
     try:
         while True:
@@ -331,11 +341,15 @@ async def _traced_async_iterator(
                 traced.leave(inside)
             traced.saw(handle, item)
             yield item
-    except GeneratorExit:
-        aclose = getattr(inner, "aclose", None)
-        if aclose is not None:
-            await aclose()
-        traced.end(handle, None)
+    except GeneratorExit as exc:
+        inside = traced.enter(handle)
+        try:
+            aclose = getattr(inner, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        finally:
+            traced.leave(inside)
+            traced.end_failed(handle, exc)
         raise
     except BaseException as exc:
         traced.end_failed(handle, exc)

@@ -202,7 +202,7 @@ def graph_runs(recorder: Recorder) -> Traced:
         "langgraph.stream",
         begin,
         finish=lambda run, result: run.finish(None),
-        fail=lambda run, exc: run.finish(exc),
+        fail=lambda run, exc: run.finish(None if isinstance(exc, GeneratorExit) else exc),  # closed early: ended
         inside=lambda run: _attached(run.context) if run.context is not None else None,
         params=("input", "config"),
         see=lambda run, chunk: run.observe(chunk),
