@@ -24,6 +24,7 @@ from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
 from mast_otel.recorder import Recorder
 from tests.ag2_1x import scenarios
 from tests.ag2_1x.oracle import WalRecord, recorded_run, root_of, wal_record
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.span_query import attr, parent_id, span_id
 
 
@@ -91,16 +92,16 @@ async def test_a_recording_failure_is_counted_logged_once_and_never_raised(
     assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_FINISH
 
 
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
 async def test_every_recorder_entry_point_raising_changes_nothing(
-    tracer_provider: TracerProvider, span_exporter: Any
+    tracer_provider: TracerProvider, span_exporter: Any, spare: Any
 ) -> None:
-    from tests.fault_injection import recorder_broken
 
     plain = await triage_record()
     inst = AG2V1Instrumentor()
     inst.instrument(tracer_provider=tracer_provider)
     try:
-        with recorder_broken() as failures:
+        with recorder_broken(spare) as failures:
             traced = await triage_record()
     finally:
         inst.uninstrument()

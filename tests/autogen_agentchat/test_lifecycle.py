@@ -31,6 +31,7 @@ from autogen_core import CancellationToken
 from mast_otel import semconv as sc
 from tests.autogen_agentchat import scenarios as s
 from tests.autogen_agentchat.record import assert_messages_match, chat_messages, in_conversation
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.span_query import Spans, attr, parent_id, span_id
 
 
@@ -271,19 +272,19 @@ TEAMS = {
 }
 
 
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
 @pytest.mark.parametrize("team", list(TEAMS))
-async def test_every_recorder_entry_point_raising_changes_nothing(team: str, instrumentor: Any) -> None:
+async def test_every_recorder_entry_point_raising_changes_nothing(team: str, spare: Any, instrumentor: Any) -> None:
     from opentelemetry.instrumentation.utils import suppress_instrumentation
 
     from examples.scripted_openai import ScriptedOpenAI
-    from tests.fault_injection import recorder_broken
 
     def observed(result: Any) -> list[tuple[type, str, str]]:
         return [(type(m), m.source, m.to_text()) for m in result.messages]
 
     with ScriptedOpenAI(s.SCRIPT) as server, suppress_instrumentation():
         plain = await TEAMS[team](server.base_url).run(task=s.TASK)
-    with ScriptedOpenAI(s.SCRIPT) as server, recorder_broken() as failures:
+    with ScriptedOpenAI(s.SCRIPT) as server, recorder_broken(spare) as failures:
         traced = await TEAMS[team](server.base_url).run(task=s.TASK)
     # the oracle: autogen's own TaskResult (its message list and stop reason)
     assert (observed(traced), traced.stop_reason) == (observed(plain), plain.stop_reason)

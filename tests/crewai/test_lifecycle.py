@@ -24,7 +24,7 @@ from mast_otel.integrations.crewai import CrewAIInstrumentor
 from mast_otel.recorder import Recorder
 from tests.collector_roundtrip import assert_in_order, judged_run
 from tests.crewai import scenarios
-from tests.fault_injection import recorder_broken
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.span_query import attr
 
 
@@ -133,24 +133,28 @@ def _outputs(out: Any) -> list[tuple[str, str]]:
     ],
     ids=["sequential", "hierarchical", "max_iter"],
 )
-def test_every_recorder_entry_point_raising_changes_nothing(instrumentor: Any, script: Any, build: Any) -> None:
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+def test_every_recorder_entry_point_raising_changes_nothing(
+    instrumentor: Any, script: Any, build: Any, spare: tuple[str, ...]
+) -> None:
     with ScriptedOpenAI(script) as server:
         with suppress_instrumentation():
             plain = build(server.base_url).kickoff()
         server.reset()
-        with recorder_broken() as failures:
+        with recorder_broken(spare) as failures:
             traced = build(server.base_url).kickoff()
     # the oracle: CrewAI's own result, task by task
     assert (traced.raw, _outputs(traced)) == (plain.raw, _outputs(plain))
     assert failures and all(kind.startswith("crewai.") for kind in failures), failures
 
 
-async def test_every_recorder_entry_point_raising_changes_nothing_async(instrumentor: Any) -> None:
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+async def test_every_recorder_entry_point_raising_changes_nothing_async(instrumentor: Any, spare: Any) -> None:
     with ScriptedOpenAI(scenarios.SEQUENTIAL_SCRIPT) as server:
         with suppress_instrumentation():
             plain = await scenarios.sequential(server.base_url).akickoff()
         server.reset()
-        with recorder_broken() as failures:
+        with recorder_broken(spare) as failures:
             traced = await scenarios.sequential(server.base_url).akickoff()
     assert (traced.raw, _outputs(traced)) == (plain.raw, _outputs(plain))
     assert failures and all(kind.startswith("crewai.") for kind in failures), failures

@@ -28,7 +28,7 @@ from examples.scripted_openai import ScriptedOpenAI
 from mast_otel import semconv as sc
 from mast_otel.integrations.langgraph import AGENT_METADATA_KEY, LangGraphInstrumentor
 from mast_otel.recorder import Recorder
-from tests.fault_injection import recorder_broken
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.langgraph import scenarios
 from tests.span_query import attr
 
@@ -155,23 +155,27 @@ def _run_stream(server: ScriptedOpenAI) -> Any:
     [(scenarios.SWARM_SCRIPT, _run_sync), (scenarios.supervisor_example.SCRIPT, _run_stream)],
     ids=["invoke", "stream"],
 )
-def test_every_recorder_entry_point_raising_changes_nothing(instrumentor: Any, script: Any, run: Any) -> None:
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+def test_every_recorder_entry_point_raising_changes_nothing(
+    instrumentor: Any, script: Any, run: Any, spare: tuple[str, ...]
+) -> None:
     with ScriptedOpenAI(script) as server:
         with suppress_instrumentation():
             plain = run(server)
         server.reset()
-        with recorder_broken() as failures:
+        with recorder_broken(spare) as failures:
             traced = run(server)
     assert _contents(traced) == _contents(plain)  # the oracle: LangGraph's own message list
     assert failures and all(kind.startswith("langgraph.") for kind in failures), failures
 
 
-async def test_every_recorder_entry_point_raising_changes_nothing_async(instrumentor: Any) -> None:
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+async def test_every_recorder_entry_point_raising_changes_nothing_async(instrumentor: Any, spare: Any) -> None:
     with ScriptedOpenAI(scenarios.supervisor_example.SCRIPT) as server:
         with suppress_instrumentation():
             plain = await scenarios.supervisor(server.base_url).ainvoke(INPUT)
         server.reset()
-        with recorder_broken() as failures:
+        with recorder_broken(spare) as failures:
             traced = await scenarios.supervisor(server.base_url).ainvoke(INPUT)
     assert _contents(traced) == _contents(plain)
     assert failures and all(kind.startswith("langgraph.") for kind in failures), failures

@@ -22,6 +22,7 @@ import mast_otel
 from mast_otel._safety import reset_recording_failures
 from mast_otel.integrations import openai_agents as oa
 from mast_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.openai_agents import scenarios as sn
 
 
@@ -144,14 +145,16 @@ async def test_a_recording_failure_is_counted_logged_once_and_never_raised(
     assert len([r for r in caplog.records if "recording failed" in r.getMessage()]) == 1
 
 
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
 @pytest.mark.parametrize("api", ["chat_completions", "responses"])
-async def test_every_recorder_entry_point_raising_changes_nothing(instrumentor: Any, scripted: Any, api: str) -> None:
-    from tests.fault_injection import recorder_broken
+async def test_every_recorder_entry_point_raising_changes_nothing(
+    instrumentor: Any, scripted: Any, api: str, spare: Any
+) -> None:
 
     server = scripted(sn.triage_script())
     plain = await sn.run(sn.triage_agents(sn.model_for(api, server.base_url)), "Refund A17")  # recorder intact
     server = scripted(sn.triage_script())  # a fresh one: its call ids count from the start again
-    with recorder_broken() as failures:
+    with recorder_broken(spare) as failures:
         traced = await sn.run(sn.triage_agents(sn.model_for(api, server.base_url)), "Refund A17")
     # the oracle: the SDK's own RunResult (its final output, last agent and every item of the run)
     assert traced.final_output == plain.final_output

@@ -73,9 +73,12 @@ class _Kickoff:
         if self.token is not None:
             _RUN.reset(self.token)
         conv, token = self.opened
-        if exc is None:
-            self.recorder.terminate(sc.TERMINATION_COMPLETED, agent=self.run.last_agent)
+        if exc is None:  # guarded on its own: the root must end (and leave the program's context) regardless
+            safe_call("crewai.kickoff.terminate", self._completed)
         self.recorder.end_conversation(conv, token, exc)
+
+    def _completed(self) -> None:
+        self.recorder.terminate(sc.TERMINATION_COMPLETED, agent=self.run.last_agent)
 
 
 def kickoffs(recorder: Recorder) -> Traced:

@@ -168,25 +168,28 @@ class _GraphRun:
     def finish(self, exc: BaseException | None) -> None:
         if self.conversation is None or self.frame is None:
             return
-        token = otel_context.attach(self.context)
-        try:
-            run = self.frame.run
-            from langgraph.errors import GraphRecursionError
-
-            if isinstance(exc, GraphRecursionError):
-                limit = self.config.get("recursion_limit")
-                if limit is None:  # LangGraph's default: its error message names it
-                    found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
-                    limit = found.group(1) if found else "default"
-                detail = f"recursion_limit={limit}"
-                self.recorder.terminate(sc.TERMINATION_MAX_TURNS, detail=detail, agent=self.frame.last_agent)
-            elif exc is None and run.interrupted is not None:
-                self.recorder.terminate(sc.TERMINATION_HUMAN_INPUT, detail=run.interrupted, agent=self.frame.last_agent)
-            elif exc is None:
-                self.recorder.terminate(sc.TERMINATION_COMPLETED, agent=self.frame.last_agent)
-        finally:
-            otel_context.detach(token)
+        with _attached(self.context):
+            # Guarded on its own: the root must end (and be judged) even when its termination cannot be recorded.
+            safe_call("langgraph.stream.terminate", self._terminate, exc)
         self.recorder.end_conversation(self.conversation, None, exc)
+
+    def _terminate(self, exc: BaseException | None) -> None:
+        from langgraph.errors import GraphRecursionError
+
+        frame = self.frame
+        assert frame is not None  # finish() checked
+        run = frame.run
+        if isinstance(exc, GraphRecursionError):
+            limit = self.config.get("recursion_limit")
+            if limit is None:  # LangGraph's default: its error message names it
+                found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
+                limit = found.group(1) if found else "default"
+            detail = f"recursion_limit={limit}"
+            self.recorder.terminate(sc.TERMINATION_MAX_TURNS, detail=detail, agent=frame.last_agent)
+        elif exc is None and run.interrupted is not None:
+            self.recorder.terminate(sc.TERMINATION_HUMAN_INPUT, detail=run.interrupted, agent=frame.last_agent)
+        elif exc is None:
+            self.recorder.terminate(sc.TERMINATION_COMPLETED, agent=frame.last_agent)
 
 
 def graph_runs(recorder: Recorder) -> Traced:

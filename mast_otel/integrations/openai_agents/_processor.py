@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from mast_otel import semconv as sc
-from mast_otel._safety import guarded
+from mast_otel._safety import guarded, safe_call
 from mast_otel.recorder import AgentTurn, Conversation, Handoff, Recorder, ToolCall
 
 from ._content import ModelCall, ToolCallRequest, iso_to_ns, read_model_call
@@ -240,7 +240,8 @@ class MastTraceProcessor:
             reason, detail = sc.TERMINATION_ERROR, run.error
         else:
             reason, detail = sc.TERMINATION_COMPLETED, None
-        node.ctx.run(rec.terminate, reason, detail, run.last_agent)
+        # Guarded on its own: the root must end (and be judged) even when its termination cannot be recorded.
+        safe_call("openai_agents.terminate", node.ctx.run, rec.terminate, reason, detail, run.last_agent)
         if run.owned:
             node.ctx.run(rec.end_conversation, run.conv, run.token, end_time=end)
 
