@@ -9,6 +9,8 @@ An integration describes what it records around one framework method as a :class
 - ``inside(handle)`` returns a context the wrapped call runs in (e.g. ``Recorder.suppressed()``), or None.
 - ``params``: the parameter names ``begin`` reads. A method whose signature lacks one is not recorded at all (it
   fails closed: a warning once, the call goes through untouched).
+- ``see(handle, item)``: for a method returning a stream (:func:`iterator_wrapper`, :func:`async_iterator_wrapper`),
+  called with each item the stream yields; ``inside`` is then entered around each step of the stream.
 
 :func:`sync_wrapper` / :func:`async_wrapper` turn it into a ``wrapt`` wrapper. They guarantee, for every
 integration built on them, that instrumentation never changes the program: the wrapped method is called exactly
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +48,8 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 
 from mast_otel._safety import record_failure
 
-__all__ = ["Call", "Params", "Traced", "Wrapper", "async_wrapper", "sync_wrapper"]
+__all__ = ["Call", "Params", "Traced", "Wrapper", "async_iterator_wrapper", "async_wrapper", "iterator_wrapper",
+           "sync_wrapper"]  # fmt: skip
 
 _log = logging.getLogger("mast_otel")
 
@@ -119,6 +122,7 @@ class Traced:
     fail: Callable[[Any, BaseException], None] = _never  # (handle, exception); the exception is re-raised unchanged
     inside: Callable[[Any], AbstractContextManager[Any] | None] | None = None  # (handle) -> context for the call
     params: tuple[str, ...] = ()  # parameter names begin reads
+    see: Callable[[Any, Any], None] = _never  # (handle, item) for each item a wrapped stream yields
     _signatures: dict[Any, Params | None] = field(default_factory=dict, compare=False, repr=False)
 
     def params_for(self, wrapped: Callable[..., Any]) -> Params | None:
@@ -179,6 +183,12 @@ class Traced:
         except Exception as exc:
             record_failure(f"{self.name}.inside", exc)
 
+    def saw(self, handle: Any, item: Any) -> None:
+        try:
+            self.see(handle, item)
+        except Exception as exc:
+            record_failure(f"{self.name}.see", exc)
+
     def end(self, handle: Any, result: Any) -> None:
         try:
             self.finish(handle, result)
@@ -234,6 +244,117 @@ def async_wrapper(traced: Traced) -> Wrapper:
         return result
 
     return wrapper
+
+
+def _suppressed() -> bool:
+    ctx = otel_context.get_current()
+    return bool(ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get(_SUPPRESS_INSTRUMENTATION_KEY_PLAIN))
+
+
+def iterator_wrapper(traced: Traced) -> Wrapper:
+    """The ``wrapt`` wrapper for a method returning an iterator (a generator method, e.g. a graph's ``stream``).
+
+    The method is called as is; when not recording its own iterator is returned. Otherwise a generator over it:
+    ``begin`` runs at the first step, ``inside`` around every step, ``see`` on every item, ``finish(handle, None)``
+    when the stream ends, ``fail`` when it raises (re-raised unchanged) or with ``GeneratorExit`` when the program
+    closes it early (the framework's stream is then closed inside ``inside``).
+    """
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        inner = wrapped(*args, **kwargs)
+        if _suppressed():
+            return inner
+        return _traced_iterator(traced, wrapped, instance, args, kwargs, inner)
+
+    return wrapper
+
+
+def _traced_iterator(
+    traced: Traced, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+    inner: Any,
+) -> Iterator[Any]:  # fmt: skip
+    handle = traced.start(wrapped, instance, args, kwargs)
+    if handle is None:
+        yield from inner
+        return
+    try:
+        while True:
+            inside = traced.enter(handle)
+            try:
+                item = next(inner)
+            except StopIteration:
+                break
+            finally:
+                traced.leave(inside)
+            traced.saw(handle, item)
+            yield item
+    except GeneratorExit as exc:  # the program stopped early: close the framework's stream (inside), then fail
+        inside = traced.enter(handle)
+        try:
+            close = getattr(inner, "close", None)
+            if close is not None:
+                close()
+        finally:
+            traced.leave(inside)
+            traced.end_failed(handle, exc)
+        raise
+    except BaseException as exc:
+        traced.end_failed(handle, exc)
+        raise
+    traced.end(handle, None)
+
+
+def async_iterator_wrapper(traced: Traced) -> Wrapper:
+    """:func:`iterator_wrapper` for a method returning an async iterator (an async generator method)."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        inner = wrapped(*args, **kwargs)
+        if _suppressed():
+            return inner
+        return _traced_async_iterator(traced, wrapped, instance, args, kwargs, inner)
+
+    return wrapper
+
+
+async def _traced_async_iterator(
+    traced: Traced, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+    inner: Any,
+) -> AsyncIterator[Any]:  # fmt: skip
+    handle = traced.start(wrapped, instance, args, kwargs)
+    if handle is None:
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            aclose = getattr(inner, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        return
+    try:
+        while True:
+            inside = traced.enter(handle)
+            try:
+                item = await inner.__anext__()
+            except StopAsyncIteration:
+                break
+            finally:
+                traced.leave(inside)
+            traced.saw(handle, item)
+            yield item
+    except GeneratorExit as exc:
+        inside = traced.enter(handle)
+        try:
+            aclose = getattr(inner, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        finally:
+            traced.leave(inside)
+            traced.end_failed(handle, exc)
+        raise
+    except BaseException as exc:
+        traced.end_failed(handle, exc)
+        raise
+    traced.end(handle, None)
 
 
 def _signature(fn: Callable[..., Any]) -> inspect.Signature:

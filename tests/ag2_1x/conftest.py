@@ -26,12 +26,15 @@ if os.environ.get("MAST_OTEL_REQUIRE_FRAMEWORK") == FRAMEWORK:
 
 @pytest.fixture
 def instrumentor(tracer_provider: TracerProvider) -> Iterator[Any]:
+    from mast_otel._safety import reset_recording_failures
     from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
 
+    reset_recording_failures()  # each test reads mast_otel.recording_failures() from zero
     inst = AG2V1Instrumentor()
     inst.instrument(tracer_provider=tracer_provider)
     yield inst
     inst.uninstrument()
+    reset_recording_failures()
 
 
 @pytest.fixture

@@ -17,12 +17,14 @@ pytest.importorskip("ag2.network", reason=SKIP_REASON)
 from ag2 import Agent
 from ag2.network import CONVERSATION_TYPE
 
+import mast_otel
 from examples._ag2_1x import ScriptedConfig
 from mast_otel import semconv as sc
 from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
 from mast_otel.recorder import Recorder
 from tests.ag2_1x import scenarios
 from tests.ag2_1x.oracle import WalRecord, recorded_run, root_of, wal_record
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.span_query import attr, parent_id, span_id
 
 
@@ -78,16 +80,33 @@ async def test_a_recording_failure_is_counted_logged_once_and_never_raised(
         raise RuntimeError("exporter on fire")
 
     monkeypatch.setattr(Recorder, "message", broken)
-    with caplog.at_level(logging.ERROR, logger="mast_otel.integrations.ag2_1x"):
+    with caplog.at_level(logging.WARNING, logger="mast_otel"):
         traced = await triage_record()
     monkeypatch.undo()
-    assert instrumentor.recording_failures == len(traced.messages) == 5
-    assert [r.message for r in caplog.records if "mast-otel could not record" in r.message] == [
-        "mast-otel could not record AG2 message (further failures are counted, not logged)"
-    ]
+    assert mast_otel.recording_failures() == {"ag2_1x.message": len(traced.messages)}
+    assert len(traced.messages) == 5
+    logged = [r.getMessage() for r in caplog.records if "recording failed" in r.getMessage()]
+    assert len(logged) == 1 and "recording failed in ag2_1x.message " in logged[0]  # logged once
     assert traced.close_reason == "resolved", "AG2's run completed regardless"
     root = root_of(span_exporter.get_finished_spans(), traced.channel_id)
     assert attr(root, sc.TERMINATION_REASON) == sc.TERMINATION_FINISH
+
+
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+async def test_every_recorder_entry_point_raising_changes_nothing(
+    tracer_provider: TracerProvider, span_exporter: Any, spare: Any
+) -> None:
+
+    plain = await triage_record()
+    inst = AG2V1Instrumentor()
+    inst.instrument(tracer_provider=tracer_provider)
+    try:
+        with recorder_broken(spare) as failures:
+            traced = await triage_record()
+    finally:
+        inst.uninstrument()
+    assert same_run(plain, traced)  # the oracle: AG2's own write-ahead log (messages, routing, how it closed)
+    assert failures and all(kind.startswith("ag2_1x.") for kind in failures), failures
 
 
 async def test_ag2_envelope_spans_join_the_conversation_trace(

@@ -13,6 +13,7 @@ from tests.ag2_1x.conftest import SKIP_REASON
 
 pytest.importorskip("ag2.network", reason=SKIP_REASON)
 
+import mast_otel
 from mast_otel import semconv as sc
 from tests.ag2_1x import scenarios
 from tests.ag2_1x.oracle import (
@@ -78,7 +79,7 @@ async def test_triage_handoff_chain_and_finish(instrumentor: Any, span_exporter:
         "summary": finish["summary"],
         "reason": finish["reason"],
     }
-    assert instrumentor.recording_failures == 0
+    assert mast_otel.recording_failures() == {}
 
 
 async def test_max_turns(instrumentor: Any, span_exporter: Any) -> None:

@@ -31,6 +31,7 @@ from autogen_core import CancellationToken
 from mast_otel import semconv as sc
 from tests.autogen_agentchat import scenarios as s
 from tests.autogen_agentchat.record import assert_messages_match, chat_messages, in_conversation
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.span_query import Spans, attr, parent_id, span_id
 
 
@@ -240,20 +241,54 @@ async def test_the_program_sees_no_difference(server: Any, tracer_provider: Any,
 async def test_a_recording_failure_is_counted_logged_once_and_never_raised(
     instrumentor: Any, server: Any, spans: Any, monkeypatch: Any, caplog: Any
 ) -> None:
-    from mast_otel.integrations.autogen_agentchat import FAILURES
+    import mast_otel
+    from mast_otel._safety import reset_recording_failures
     from mast_otel.recorder import Recorder
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("sk-secret-in-a-message")
+    text = "sk-secret-in-a-message"  # not on the raising line: the log quotes where it happened, not the text
 
-    monkeypatch.setattr(FAILURES, "count", 0)
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(text)
+
+    reset_recording_failures()
     monkeypatch.setattr(Recorder, "message", broken)
     result = await s.round_robin(server.base_url).run(task=s.TASK)
     assert result.stop_reason == "Text 'APPROVE' mentioned"  # the team ran as without mast-otel
-    assert FAILURES.count == len(chat_messages(result))
-    warnings = [r for r in caplog.records if "could not record" in r.getMessage()]
-    assert len(warnings) == 1 and "sk-secret" not in warnings[0].getMessage() and warnings[0].exc_info is None
+    failures = mast_otel.recording_failures()
+    reset_recording_failures()
+    assert sum(failures.values()) == len(chat_messages(result)), failures
+    warnings = [r for r in caplog.records if "recording failed" in r.getMessage()]
+    assert len(warnings) == len(failures)  # once per kind
+    assert all("sk-secret" not in w.getMessage() and w.exc_info is None for w in warnings)
     assert attr(spans().root, sc.TERMINATION_REASON) == sc.TERMINATION_MESSAGE  # the rest is still recorded
+
+
+TEAMS = {
+    "round_robin": lambda url: s.round_robin(url),
+    "selector": lambda url: s.selector(url, allow_repeated_speaker=True),
+    "swarm": lambda url: s.swarm(url),
+    "graph_flow": lambda url: s.graph_flow(url),
+    "magentic_one": lambda url: s.magentic_one(url),
+}
+
+
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+@pytest.mark.parametrize("team", list(TEAMS))
+async def test_every_recorder_entry_point_raising_changes_nothing(team: str, spare: Any, instrumentor: Any) -> None:
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    from examples.scripted_openai import ScriptedOpenAI
+
+    def observed(result: Any) -> list[tuple[type, str, str]]:
+        return [(type(m), m.source, m.to_text()) for m in result.messages]
+
+    with ScriptedOpenAI(s.SCRIPT) as server, suppress_instrumentation():
+        plain = await TEAMS[team](server.base_url).run(task=s.TASK)
+    with ScriptedOpenAI(s.SCRIPT) as server, recorder_broken(spare) as failures:
+        traced = await TEAMS[team](server.base_url).run(task=s.TASK)
+    # the oracle: autogen's own TaskResult (its message list and stop reason)
+    assert (observed(traced), traced.stop_reason) == (observed(plain), plain.stop_reason)
+    assert failures and all(kind.startswith("autogen_agentchat.") for kind in failures), failures
 
 
 async def test_a_runtime_the_program_started_itself(instrumentor: Any, server: Any, spans: Any) -> None:

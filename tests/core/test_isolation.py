@@ -19,7 +19,15 @@ import mast_otel
 from mast_otel import Recorder
 from mast_otel import semconv as sc
 from mast_otel._safety import reset_recording_failures
-from mast_otel.integrations.lifecycle import Call, Params, Traced, async_wrapper, sync_wrapper
+from mast_otel.integrations.lifecycle import (
+    Call,
+    Params,
+    Traced,
+    async_iterator_wrapper,
+    async_wrapper,
+    iterator_wrapper,
+    sync_wrapper,
+)
 from tests.span_query import Spans
 
 
@@ -263,3 +271,52 @@ def test_failures_are_also_an_opentelemetry_counter() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[({'kind': 'recorder.start_conversation'}, 2)]"
+
+
+@pytest.mark.parametrize("hook", ["begin", "see", "finish", "fail", "inside"])
+def test_stream_lifecycle_hooks_that_raise_change_nothing(hook: str) -> None:
+    hooks: dict[str, Any] = {"begin": lambda instance, call: "handle"}
+    hooks[hook] = (lambda handle: _broken_cm()) if hook == "inside" else _broken
+    wrapper = iterator_wrapper(_traced(**hooks))
+    assert list(wrapper(lambda n: iter(range(n)), None, (3,), {})) == [0, 1, 2]
+
+    own = ValueError("the program's")
+
+    def failing() -> Any:
+        yield 1
+        raise own
+
+    stream = wrapper(failing, None, (), {})
+    assert next(stream) == 1
+    with pytest.raises(ValueError) as caught:
+        next(stream)
+    assert caught.value is own and caught.value.__context__ is None
+    counted = mast_otel.recording_failures()
+    assert counted.get(f"test.op.{hook}", 0) >= 1, counted
+
+
+def test_async_stream_lifecycle_passes_items_and_exceptions_through() -> None:
+    seen: list[Any] = []
+    wrapper = async_iterator_wrapper(
+        _traced(begin=lambda i, c: "h", see=lambda h, item: seen.append(item), finish=_broken, fail=_broken)
+    )
+    own = KeyError("k")
+
+    async def items() -> Any:
+        yield 1
+        yield 2
+
+    async def bad() -> Any:
+        yield 1
+        raise own
+
+    async def main() -> None:
+        assert [i async for i in wrapper(items, None, (), {})] == [1, 2]
+        with pytest.raises(KeyError) as caught:
+            async for _ in wrapper(bad, None, (), {}):
+                pass
+        assert caught.value is own
+
+    asyncio.run(main())
+    assert seen == [1, 2, 1]
+    assert mast_otel.recording_failures() == {"test.op.finish": 1, "test.op.fail": 1}

@@ -20,11 +20,11 @@ from opentelemetry.sdk.trace import TracerProvider
 import mast_otel
 from examples.scripted_openai import ScriptedOpenAI
 from mast_otel import semconv as sc
-from mast_otel.integrations import _safe
 from mast_otel.integrations.crewai import CrewAIInstrumentor
 from mast_otel.recorder import Recorder
 from tests.collector_roundtrip import assert_in_order, judged_run
 from tests.crewai import scenarios
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.span_query import attr
 
 
@@ -112,12 +112,52 @@ def test_recording_failure_is_counted_and_the_run_is_unchanged(
         raise ValueError("recording bug")
 
     monkeypatch.setattr(Recorder, "handoff", broken)
-    before = _safe.failures("crewai")
+    before = sum(mast_otel.recording_failures().values())
     with ScriptedOpenAI(scenarios.SEQUENTIAL_SCRIPT) as server:
         outputs = _run(server.base_url)
-    assert _safe.failures("crewai") > before
+    assert sum(mast_otel.recording_failures().values()) > before
     assert [a for a, _ in outputs] == ["Researcher", "Writer", "Editor"]
     assert attr(spans().root, sc.TERMINATION_REASON) == sc.TERMINATION_COMPLETED
+
+
+def _outputs(out: Any) -> list[tuple[str, str]]:
+    return [(t.agent, t.raw) for t in out.tasks_output]
+
+
+@pytest.mark.parametrize(
+    ("script", "build"),
+    [
+        (scenarios.SEQUENTIAL_SCRIPT, scenarios.sequential),
+        (scenarios.hierarchical_example.SCRIPT, scenarios.hierarchical),  # delegation tools
+        (scenarios.LOOP_SCRIPT, scenarios.looping),  # max_iter
+    ],
+    ids=["sequential", "hierarchical", "max_iter"],
+)
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+def test_every_recorder_entry_point_raising_changes_nothing(
+    instrumentor: Any, script: Any, build: Any, spare: tuple[str, ...]
+) -> None:
+    with ScriptedOpenAI(script) as server:
+        with suppress_instrumentation():
+            plain = build(server.base_url).kickoff()
+        server.reset()
+        with recorder_broken(spare) as failures:
+            traced = build(server.base_url).kickoff()
+    # the oracle: CrewAI's own result, task by task
+    assert (traced.raw, _outputs(traced)) == (plain.raw, _outputs(plain))
+    assert failures and all(kind.startswith("crewai.") for kind in failures), failures
+
+
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+async def test_every_recorder_entry_point_raising_changes_nothing_async(instrumentor: Any, spare: Any) -> None:
+    with ScriptedOpenAI(scenarios.SEQUENTIAL_SCRIPT) as server:
+        with suppress_instrumentation():
+            plain = await scenarios.sequential(server.base_url).akickoff()
+        server.reset()
+        with recorder_broken(spare) as failures:
+            traced = await scenarios.sequential(server.base_url).akickoff()
+    assert (traced.raw, _outputs(traced)) == (plain.raw, _outputs(plain))
+    assert failures and all(kind.startswith("crewai.") for kind in failures), failures
 
 
 def test_content_capture_off(tracer_provider: TracerProvider, spans: Any) -> None:

@@ -26,9 +26,9 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 import mast_otel
 from examples.scripted_openai import ScriptedOpenAI
 from mast_otel import semconv as sc
-from mast_otel.integrations import _safe
 from mast_otel.integrations.langgraph import AGENT_METADATA_KEY, LangGraphInstrumentor
 from mast_otel.recorder import Recorder
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.langgraph import scenarios
 from tests.span_query import attr
 
@@ -135,11 +135,50 @@ def test_recording_failure_is_counted_and_the_run_is_unchanged(
         raise ValueError("recording bug")
 
     monkeypatch.setattr(Recorder, "message", broken)
-    before = _safe.failures("langgraph")
+    before = sum(mast_otel.recording_failures().values())
     out = plain.invoke(INPUT)
-    assert _safe.failures("langgraph") > before
+    assert sum(mast_otel.recording_failures().values()) > before
     assert [m.content for m in out["messages"]][-1] == "Ship it."
     assert attr(spans().root, sc.TERMINATION_REASON) == sc.TERMINATION_COMPLETED  # the rest is still recorded
+
+
+def _run_sync(server: ScriptedOpenAI) -> Any:
+    return scenarios.swarm(server.base_url).invoke(INPUT, {"configurable": {"thread_id": "1"}})
+
+
+def _run_stream(server: ScriptedOpenAI) -> Any:
+    return list(scenarios.supervisor(server.base_url).stream(INPUT, stream_mode="values"))[-1]
+
+
+@pytest.mark.parametrize(
+    ("script", "run"),
+    [(scenarios.SWARM_SCRIPT, _run_sync), (scenarios.supervisor_example.SCRIPT, _run_stream)],
+    ids=["invoke", "stream"],
+)
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+def test_every_recorder_entry_point_raising_changes_nothing(
+    instrumentor: Any, script: Any, run: Any, spare: tuple[str, ...]
+) -> None:
+    with ScriptedOpenAI(script) as server:
+        with suppress_instrumentation():
+            plain = run(server)
+        server.reset()
+        with recorder_broken(spare) as failures:
+            traced = run(server)
+    assert _contents(traced) == _contents(plain)  # the oracle: LangGraph's own message list
+    assert failures and all(kind.startswith("langgraph.") for kind in failures), failures
+
+
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+async def test_every_recorder_entry_point_raising_changes_nothing_async(instrumentor: Any, spare: Any) -> None:
+    with ScriptedOpenAI(scenarios.supervisor_example.SCRIPT) as server:
+        with suppress_instrumentation():
+            plain = await scenarios.supervisor(server.base_url).ainvoke(INPUT)
+        server.reset()
+        with recorder_broken(spare) as failures:
+            traced = await scenarios.supervisor(server.base_url).ainvoke(INPUT)
+    assert _contents(traced) == _contents(plain)
+    assert failures and all(kind.startswith("langgraph.") for kind in failures), failures
 
 
 def test_content_capture_off(tracer_provider: TracerProvider, spans: Any) -> None:

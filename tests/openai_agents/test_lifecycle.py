@@ -19,8 +19,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import mast_otel
+from mast_otel._safety import reset_recording_failures
 from mast_otel.integrations import openai_agents as oa
 from mast_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+from tests.fault_injection import INSIDE_A_RUN, recorder_broken
 from tests.openai_agents import scenarios as sn
 
 
@@ -133,10 +135,29 @@ async def test_a_recording_failure_is_counted_logged_once_and_never_raised(
 
     monkeypatch.setattr(_processor, "read_model_call", broken)
     server = scripted(sn.triage_script())
-    processor = instrumentor.processor
-    before = processor.failures
+    reset_recording_failures()
     with caplog.at_level(logging.WARNING):
         result = await sn.run(sn.triage_agents(sn.model_for("chat_completions", server.base_url)), "Refund A17")
+    failures = mast_otel.recording_failures()
+    reset_recording_failures()
     assert result.final_output == "Refund for A17 issued."
-    assert processor.failures - before == 3
-    assert len([r for r in caplog.records if "could not record" in r.getMessage()]) <= 1
+    assert failures == {"openai_agents.on_span_end": 3}
+    assert len([r for r in caplog.records if "recording failed" in r.getMessage()]) == 1
+
+
+@pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
+@pytest.mark.parametrize("api", ["chat_completions", "responses"])
+async def test_every_recorder_entry_point_raising_changes_nothing(
+    instrumentor: Any, scripted: Any, api: str, spare: Any
+) -> None:
+
+    server = scripted(sn.triage_script())
+    plain = await sn.run(sn.triage_agents(sn.model_for(api, server.base_url)), "Refund A17")  # recorder intact
+    server = scripted(sn.triage_script())  # a fresh one: its call ids count from the start again
+    with recorder_broken(spare) as failures:
+        traced = await sn.run(sn.triage_agents(sn.model_for(api, server.base_url)), "Refund A17")
+    # the oracle: the SDK's own RunResult (its final output, last agent and every item of the run)
+    assert traced.final_output == plain.final_output
+    assert traced.last_agent.name == plain.last_agent.name
+    assert [item.to_input_item() for item in traced.new_items] == [item.to_input_item() for item in plain.new_items]
+    assert failures and all(kind.startswith("openai_agents.") for kind in failures), failures

@@ -58,11 +58,6 @@ class AG2V1Instrumentor(BaseInstrumentor):  # type: ignore[misc]
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("ag2 >= 1.0, < 2",)
 
-    @property
-    def recording_failures(self) -> int:
-        """Recording failures so far (each is swallowed; the first is logged)."""
-        return self._hooks.failures.count if self._hooks is not None else 0
-
     def _instrument(self, **kwargs: Any) -> None:
         hooks = Hooks(recorder_for("ag2", kwargs), join_traces=bool(kwargs.get("join_ag2_traces", True)))
         wrap_function_wrapper(_HUB, "Hub.__init__", hub_init(hooks))

@@ -4,6 +4,10 @@ AG2 1.x calls every registered ``HubListener`` after the fact (``Hub._fan_out``,
 guarded): ``on_channel_event`` for created / closed / expired, ``on_envelope_posted`` after an envelope is in the
 write-ahead log, folded and dispatched. So each span is dated by AG2's record (``created_at``, ``closed_at``), not
 by when the listener ran.
+
+Each callback's recording runs under :func:`mast_otel._safety.guarded` (kinds ``ag2_1x.channel_event``,
+``ag2_1x.message``, ``ag2_1x.handoff``, ...): a failure is counted in ``mast_otel.recording_failures()``, logged
+once per kind, and never reaches AG2 (whose own guard would log it as a listener error).
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from opentelemetry import context as otel_context
 from opentelemetry.util.types import AttributeValue
 
 from mast_otel import semconv as sc
+from mast_otel._safety import guarded, safe_call
 from mast_otel.recorder import Recorder
 
 from ._channels import ChannelRun, Channels
-from ._guard import RecordingFailures
 from ._render import MESSAGE_EVENTS, envelope_text, iso_ns
 from ._routing import route_after, termination
 
@@ -34,21 +38,21 @@ HUB_CLOSED = "hub closed with the channel open"
 class MastHubListener:
     """A ``HubListener`` (structural: AG2 checks no base class) recording one hub's channels."""
 
-    def __init__(self, hub: Any, recorder: Recorder, channels: Channels, failures: RecordingFailures) -> None:
+    def __init__(self, hub: Any, recorder: Recorder, channels: Channels) -> None:
         self._hub = hub
         self._recorder = recorder
         self._channels = channels
-        self._failures = failures
 
     # -- channels -------------------------------------------------------------------
     async def on_channel_event(self, channel_id: str, kind: str, payload: dict[str, Any]) -> None:
-        try:
-            if kind == "created":
-                self._created(channel_id, payload)
-            elif kind in ("closed", "expired"):
-                self._ended(channel_id, kind, payload)
-        except Exception:
-            self._failures.record(f"channel {kind}")
+        self._channel_event(channel_id, kind, payload)
+
+    @guarded("ag2_1x.channel_event")
+    def _channel_event(self, channel_id: str, kind: str, payload: dict[str, Any]) -> None:
+        if kind == "created":
+            self._created(channel_id, payload)
+        elif kind in ("closed", "expired"):
+            self._ended(channel_id, kind, payload)
 
     def _created(self, channel_id: str, payload: dict[str, Any]) -> None:
         metadata = payload["metadata"]
@@ -78,10 +82,7 @@ class MastHubListener:
     def hub_closed(self) -> None:
         """End the roots of channels the hub leaves open as it closes (else they would never end, nor be judged)."""
         for run in self._channels.pop_hub(self._hub):
-            try:
-                self._end(run, "closed", HUB_CLOSED, None)
-            except Exception:
-                self._failures.record("channel left open")
+            safe_call("ag2_1x.hub_closed", self._end, run, "closed", HUB_CLOSED, None)
 
     def _ended(self, channel_id: str, kind: str, payload: dict[str, Any]) -> None:
         run = self._channels.pop(channel_id)
@@ -101,20 +102,19 @@ class MastHubListener:
 
     # -- envelopes ------------------------------------------------------------------
     async def on_envelope_posted(self, envelope: Any, metadata: Any) -> None:
+        self._envelope_posted(envelope, metadata)
+
+    @guarded("ag2_1x.envelope")
+    def _envelope_posted(self, envelope: Any, metadata: Any) -> None:
         if envelope.event_type not in MESSAGE_EVENTS:
             return  # protocol (invite, ack, opened, closed, task events) and context updates are not messages
         run = self._channels.get(envelope.channel_id)
         if run is None:
             return
-        try:
-            self._message(run, envelope, metadata)
-        except Exception:
-            self._failures.record("message")
-        try:  # apart: a message that could not be recorded still moves control, and may end the channel
-            self._route(run, envelope)
-        except Exception:
-            self._failures.record("handoff")
+        self._message(run, envelope, metadata)
+        self._route(run, envelope)  # apart: a message that could not be recorded still moves control
 
+    @guarded("ag2_1x.message")
     def _message(self, run: ChannelRun, envelope: Any, metadata: Any) -> None:
         rec = self._recorder
         if envelope.audience is not None:
@@ -133,6 +133,7 @@ class MastHubListener:
                 run.name(envelope.sender_id), to, text, attributes=attrs, timestamp=iso_ns(envelope.created_at)
             )
 
+    @guarded("ag2_1x.handoff")
     def _route(self, run: ChannelRun, envelope: Any) -> None:
         state = self._hub.adapter_state(envelope.channel_id)  # folded: AG2's decision for this envelope
         route = route_after(run, envelope, state)
@@ -162,14 +163,12 @@ class MastHubListener:
 
         self._note(channel_id, note)
 
+    @guarded("ag2_1x.failure_note")
     def _note(self, channel_id: str, note: Callable[[ChannelRun], None]) -> None:
         """Keep what will explain the channel's end (the close event comes later, with only a reason string)."""
-        try:
-            run = self._channels.get(channel_id)
-            if run is not None:
-                note(run)
-        except Exception:
-            self._failures.record("failure note")
+        run = self._channels.get(channel_id)
+        if run is not None:
+            note(run)
 
     # The rest of the HubListener protocol: nothing to record.
     async def on_envelope_rejected(self, envelope: Any, reason: Any) -> None:

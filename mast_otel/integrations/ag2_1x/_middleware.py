@@ -17,10 +17,10 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 
 from mast_otel import semconv as sc
+from mast_otel._safety import record_failure
 from mast_otel.recorder import Recorder
 
 from ._channels import ChannelRun, Channels
-from ._guard import RecordingFailures
 from ._render import tool_result_text
 
 CHANNEL_DEP = "ag2.network.channel"  # ag2.network.policies.CHANNEL_DEP
@@ -37,13 +37,10 @@ class Switch:
 class MastMiddlewareFactory:
     """What ``Agent.insert_middleware`` takes: called once per turn with the turn's first event and context."""
 
-    def __init__(
-        self, agent_name: str, recorder: Recorder, channels: Channels, failures: RecordingFailures, switch: Switch
-    ) -> None:
+    def __init__(self, agent_name: str, recorder: Recorder, channels: Channels, switch: Switch) -> None:
         self.agent_name = agent_name
         self.recorder = recorder
         self.channels = channels
-        self.failures = failures
         self.switch = switch
 
     def __call__(self, event: Any, context: Any) -> MastMiddleware:
@@ -62,8 +59,8 @@ class MastMiddleware(BaseMiddleware):  # type: ignore[misc]
         try:
             channel = context.dependencies.get(CHANNEL_DEP)
             return self._f.channels.get(getattr(channel, "channel_id", None))
-        except Exception:
-            self._f.failures.record("turn")
+        except Exception as exc:
+            record_failure("ag2_1x.turn.begin", exc)
             return None
 
     async def on_turn(self, call_next: Callable[[Any, Any], Awaitable[Any]], event: Any, context: Any) -> Any:
@@ -74,8 +71,8 @@ class MastMiddleware(BaseMiddleware):  # type: ignore[misc]
         with run.recording():
             try:
                 turn = f.recorder.start_agent_turn(f.agent_name)
-            except Exception:
-                f.failures.record("turn")
+            except Exception as exc:
+                record_failure("ag2_1x.turn.begin", exc)
                 turn = None
             if turn is None:
                 return await call_next(event, context)
@@ -84,10 +81,9 @@ class MastMiddleware(BaseMiddleware):  # type: ignore[misc]
             try:
                 reply = await call_next(event, context)
             except BaseException as exc:
-                self._finish(turn.fail, exc)
+                self._finish("ag2_1x.turn.fail", turn.fail, exc)
                 raise
-            replied = getattr(reply, "message", None) is not None or bool(getattr(reply, "tool_calls", None))
-            self._finish(turn.end, replied)
+            self._finish("ag2_1x.turn.finish", _end_turn, turn, reply)
             return reply
 
     async def on_tool_execution(self, call_next: Callable[[Any, Any], Awaitable[Any]], event: Any, context: Any) -> Any:
@@ -106,34 +102,39 @@ class MastMiddleware(BaseMiddleware):  # type: ignore[misc]
             if event.name == DELEGATE_TOOL:
                 self._delegation(event)
             call = f.recorder.start_tool_call(event.name, arguments=event.arguments, call_id=event.id)
-        except Exception:
-            f.failures.record("tool call")
+        except Exception as exc:
+            record_failure("ag2_1x.tool.begin", exc)
             call = None
         if call is None:
             return await call_next(event, context)
         try:
             result = await call_next(event, context)
         except BaseException as exc:
-            self._finish(call.fail, exc)
+            self._finish("ag2_1x.tool.fail", call.fail, exc)
             raise
         if isinstance(result, ToolErrorEvent):  # AG2 returns a tool's exception as a result, not raised
-            self._finish(call.set_result, str(result.error), success=False)
-            self._finish(call.fail, result.error)
+            self._finish("ag2_1x.tool.finish", lambda: call.set_result(str(result.error), success=False))
+            self._finish("ag2_1x.tool.finish", call.fail, result.error)
         else:
             if isinstance(result, ToolResultEvent):
-                self._finish(lambda: call.set_result(tool_result_text(result.result)))
-            self._finish(call.end)
+                self._finish("ag2_1x.tool.finish", lambda: call.set_result(tool_result_text(result.result)))
+            self._finish("ag2_1x.tool.finish", call.end)
         return result
 
-    def _finish(self, step: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        """Close a span without letting a recording failure reach AG2."""
+    @staticmethod
+    def _finish(kind: str, step: Callable[..., Any], *args: Any) -> None:
+        """Close a span without letting a recording failure reach AG2 (counted under ``kind``)."""
         try:
-            step(*args, **kwargs)
-        except Exception:
-            self._f.failures.record("turn or tool call")
+            step(*args)
+        except Exception as exc:
+            record_failure(kind, exc)
 
     def _delegation(self, event: Any) -> None:
         """``delegate(target, prompt)`` hands the question to a peer in a consulting channel it opens."""
         target = event.serialized_arguments.get("target")
         if isinstance(target, str) and target:
             self._f.recorder.handoff(self._f.agent_name, target, reason=sc.HANDOFF_DELEGATION)
+
+
+def _end_turn(turn: Any, reply: Any) -> None:
+    turn.end(getattr(reply, "message", None) is not None or bool(getattr(reply, "tool_calls", None)))

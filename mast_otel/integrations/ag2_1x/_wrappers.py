@@ -14,10 +14,10 @@ from typing import Any
 
 from opentelemetry import trace
 
+from mast_otel._safety import record_failure
 from mast_otel.recorder import Recorder
 
 from ._channels import Channels
-from ._guard import RecordingFailures
 from ._listener import AG2_CHANNEL_ID, MastHubListener
 from ._middleware import MastMiddlewareFactory, Switch
 
@@ -52,7 +52,6 @@ class Hooks:
         self.recorder = recorder
         self.join_traces = join_traces
         self.channels = Channels()
-        self.failures = RecordingFailures()
         self.switch = Switch()
         self.hubs: weakref.WeakKeyDictionary[Any, MastHubListener] = weakref.WeakKeyDictionary()
         self.agents: weakref.WeakKeyDictionary[Any, MastMiddlewareFactory] = weakref.WeakKeyDictionary()
@@ -60,7 +59,7 @@ class Hooks:
     def attach_hub(self, hub: Any) -> None:
         if hub in self.hubs:
             return
-        listener = MastHubListener(hub, self.recorder, self.channels, self.failures)
+        listener = MastHubListener(hub, self.recorder, self.channels)
         hub.register_listener(listener)
         self.hubs[hub] = listener
         envelope_tracer = getattr(hub, "_envelope_tracer", None)
@@ -70,7 +69,7 @@ class Hooks:
     def attach_agent(self, agent: Any) -> None:
         if agent is None or agent in self.agents or not hasattr(agent, "insert_middleware"):
             return
-        factory = MastMiddlewareFactory(str(agent.name), self.recorder, self.channels, self.failures, self.switch)
+        factory = MastMiddlewareFactory(str(agent.name), self.recorder, self.channels, self.switch)
         agent.insert_middleware(factory)
         self.agents[agent] = factory
 
@@ -95,8 +94,8 @@ def hub_init(hooks: Hooks) -> Wrapper:
         result = wrapped(*args, **kwargs)
         try:
             hooks.attach_hub(instance)
-        except Exception:
-            hooks.failures.record("hub")
+        except Exception as exc:
+            record_failure("ag2_1x.hub", exc)
         return result
 
     return wrapper
@@ -119,8 +118,8 @@ def agent_client_init(hooks: Hooks) -> Wrapper:
         result = wrapped(*args, **kwargs)
         try:
             hooks.attach_agent(getattr(instance, "_agent", None) or kwargs.get("agent"))
-        except Exception:
-            hooks.failures.record("agent")
+        except Exception as exc:
+            record_failure("ag2_1x.agent", exc)
         return result
 
     return wrapper

@@ -45,6 +45,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
+from mast_otel.integrations.lifecycle import async_iterator_wrapper, async_wrapper, sync_wrapper
 from mast_otel.recorder import Recorder
 
 from . import _messages as m
@@ -52,9 +53,8 @@ from . import _run as r
 from . import _runtime as rt
 from . import _selection as s
 from . import _termination as t
-from ._state import FAILURES
 
-__all__ = ["FAILURES", "AutogenAgentChatInstrumentor"]
+__all__ = ["AutogenAgentChatInstrumentor"]
 
 Factory = Callable[[Recorder], Any]
 
@@ -68,27 +68,27 @@ _M1 = f"{_GC}._magentic_one._magentic_one_orchestrator"
 _ASSISTANT = "autogen_agentchat.agents._assistant_agent"
 _RUNTIME = "autogen_core._single_threaded_agent_runtime"
 
-# (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
-_TARGETS: tuple[tuple[str, str, Factory], ...] = (
-    (_TEAM, "BaseGroupChat.run_stream", r.team_runs),
-    (_CONTAINER, "ChatAgentContainer._log_message", m.logged_message),
-    (_CONTAINER, "trace_invoke_agent_span", m.agent_turns),
-    (_ASSISTANT, "AssistantAgent._execute_tool_call", m.tool_calls),
-    (_MANAGER, "BaseGroupChatManager.update_message_thread", m.manager_thread),
-    (_MANAGER, "BaseGroupChatManager._transition_to_next_speakers", s.transitions),
-    (_MANAGER, "BaseGroupChatManager._log_speaker_selection", s.selected),
-    (_MANAGER, "BaseGroupChatManager._signal_termination", t.signalled_termination),
-    (_MANAGER, "BaseGroupChatManager._signal_termination_with_error", t.signalled_error),
-    (_SELECTOR, "SelectorGroupChatManager._mentioned_agents", s.selector_answers),
-    (_GRAPH, "DiGraphEdge.check_condition", s.graph_edges),
-    (_M1, "MagenticOneOrchestrator._orchestrate_step", s.orchestrate_steps),
-    (_M1, "MagenticOneOrchestrator.publish_message", s.orchestrator_publish),
-    (_M1, "MagenticOneOrchestrator._update_task_ledger", s.replans),
-    (_M1, "MagenticOneOrchestrator._reenter_outer_loop", s.outer_loops),
-    (_M1, "MagenticOneOrchestrator._prepare_final_answer", t.final_answer),
-    (_M1, "extract_json_from_str", s.ledgers),
-    (_RUNTIME, "SingleThreadedAgentRuntime._process_send", rt.processing),
-    (_RUNTIME, "SingleThreadedAgentRuntime._process_publish", rt.processing),
+# (module, attribute path, what it records, the lifecycle wrapper; None: the factory makes the wrapper itself).
+_TARGETS: tuple[tuple[str, str, Factory, Callable[[Any], Any] | None], ...] = (
+    (_TEAM, "BaseGroupChat.run_stream", r.team_runs, async_iterator_wrapper),
+    (_CONTAINER, "ChatAgentContainer._log_message", m.logged_message, async_wrapper),
+    (_CONTAINER, "trace_invoke_agent_span", m.agent_turns, None),  # returns a context manager: _TurnScope
+    (_ASSISTANT, "AssistantAgent._execute_tool_call", m.tool_calls, async_wrapper),
+    (_MANAGER, "BaseGroupChatManager.update_message_thread", m.manager_thread, async_wrapper),
+    (_MANAGER, "BaseGroupChatManager._transition_to_next_speakers", s.transitions, async_wrapper),
+    (_MANAGER, "BaseGroupChatManager._log_speaker_selection", s.selected, async_wrapper),
+    (_MANAGER, "BaseGroupChatManager._signal_termination", t.signalled_termination, async_wrapper),
+    (_MANAGER, "BaseGroupChatManager._signal_termination_with_error", t.signalled_error, async_wrapper),
+    (_SELECTOR, "SelectorGroupChatManager._mentioned_agents", s.selector_answers, sync_wrapper),
+    (_GRAPH, "DiGraphEdge.check_condition", s.graph_edges, sync_wrapper),
+    (_M1, "MagenticOneOrchestrator._orchestrate_step", s.orchestrate_steps, async_wrapper),
+    (_M1, "MagenticOneOrchestrator.publish_message", s.orchestrator_publish, async_wrapper),
+    (_M1, "MagenticOneOrchestrator._update_task_ledger", s.replans, async_wrapper),
+    (_M1, "MagenticOneOrchestrator._reenter_outer_loop", s.outer_loops, async_wrapper),
+    (_M1, "MagenticOneOrchestrator._prepare_final_answer", t.final_answer, async_wrapper),
+    (_M1, "extract_json_from_str", s.ledgers, sync_wrapper),
+    (_RUNTIME, "SingleThreadedAgentRuntime._process_send", rt.processing, async_wrapper),
+    (_RUNTIME, "SingleThreadedAgentRuntime._process_publish", rt.processing, async_wrapper),
 )
 
 
@@ -103,10 +103,11 @@ class AutogenAgentChatInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         recorder = recorder_for("autogen_agentchat", kwargs)
         self._patched = []
-        for module, path, factory in _TARGETS:
-            self._wrap(importlib.import_module(module), path, factory(recorder))
+        for module, path, factory, lifecycle in _TARGETS:
+            made = factory(recorder)
+            self._wrap(importlib.import_module(module), path, lifecycle(made) if lifecycle is not None else made)
         conditions = importlib.import_module("autogen_agentchat.conditions")
-        watch = t.watched_condition(recorder)
+        watch = async_wrapper(t.watched_condition(recorder))
         for cls in t.condition_classes(conditions):
             self._wrap_attr(cls, "__call__", watch)
 

@@ -13,18 +13,18 @@ its own instructions (``update_message_thread``). Both happen in the order the o
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from mast_otel import semconv as sc
+from mast_otel._safety import record_failure, safe_call
+from mast_otel.integrations.lifecycle import Call, Traced, Wrapper
 from mast_otel.recorder import Recorder, ToolCall
 
-from ._state import FAILURES, TURN_KEY, RunState, TurnState, current_run, current_turn
-
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+from ._state import TURN_KEY, RunState, TurnState, current_run, current_turn
 
 
 def record_message(recorder: Recorder, run: RunState, message: Any, turn: TurnState | None) -> None:
@@ -60,49 +60,45 @@ def _fold_event(event: Any, turn: TurnState | None) -> None:
         turn.chunks += 1
 
 
-def logged_message(recorder: Recorder) -> Wrapper:
+def logged_message(recorder: Recorder) -> Traced:
     """``ChatAgentContainer._log_message(message)``: every message and event of a participant, in order."""
     from autogen_agentchat.messages import BaseChatMessage
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
+    def begin(_: Any, call: Call) -> None:
         run = current_run()
-        if run is not None and is_instrumentation_enabled():
-            try:
-                message = args[0] if args else kwargs.get("message")
-                if isinstance(message, BaseChatMessage):
-                    record_message(recorder, run, message, current_turn())
-                else:
-                    _fold_event(message, current_turn())
-            except Exception:
-                FAILURES.record("message")
-        return await wrapped(*args, **kwargs)
+        if run is None:
+            return
+        message = call.get("message")
+        if isinstance(message, BaseChatMessage):
+            record_message(recorder, run, message, current_turn())
+        else:
+            _fold_event(message, current_turn())
 
-    return wrapper
+    return Traced("autogen_agentchat.message", begin, params=("message",))
 
 
-def manager_thread(recorder: Recorder) -> Wrapper:
+def manager_thread(recorder: Recorder) -> Traced:
     """``BaseGroupChatManager.update_message_thread``: messages the manager itself authors (Magentic-One's
     task ledger, instructions and final answer). Participants' messages were recorded when their agent logged
     them, and the task when the run started."""
     from autogen_agentchat.messages import BaseChatMessage
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
+    def begin(_: Any, call: Call) -> None:
         run = current_run()
-        if run is not None and is_instrumentation_enabled():
-            try:
-                messages = args[0] if args else kwargs.get("messages", ())
-                for message in messages:
-                    if isinstance(message, BaseChatMessage) and message.source == run.manager_name:
-                        record_message(recorder, run, message, None)
-            except Exception:
-                FAILURES.record("message")
-        return await wrapped(*args, **kwargs)
+        if run is None:
+            return
+        for message in call.get("messages", ()):
+            if isinstance(message, BaseChatMessage) and message.source == run.manager_name:
+                record_message(recorder, run, message, None)
 
-    return wrapper
+    return Traced("autogen_agentchat.manager_message", begin, params=("messages",))
 
 
 class _TurnScope:
-    """autogen's ``trace_invoke_agent_span`` context manager with an agent turn inside it."""
+    """autogen's ``trace_invoke_agent_span`` context manager with an agent turn inside it.
+
+    Not a wrapped call but a context manager the container enters, so not a ``Traced``: its recording halves are
+    guarded the same way, under the kinds ``autogen_agentchat.turn.begin`` / ``.finish``."""
 
     __slots__ = ("_inner", "_name", "_recorder", "_state", "_token")
 
@@ -120,8 +116,8 @@ class _TurnScope:
             if turn is not None:
                 self._state = TurnState(self._name, turn)
                 self._token = otel_context.attach(otel_context.set_value(TURN_KEY, self._state))
-        except Exception:
-            FAILURES.record("agent turn")
+        except Exception as exc:
+            record_failure("autogen_agentchat.turn.begin", exc)
         return entered
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Any:
@@ -136,8 +132,8 @@ class _TurnScope:
                     state.turn.fail(exc)
                 else:
                     state.turn.end()
-            except Exception:
-                FAILURES.record("agent turn")
+            except Exception as failure:
+                record_failure("autogen_agentchat.turn.finish", failure)
         return self._inner.__exit__(exc_type, exc, tb)
 
 
@@ -154,30 +150,25 @@ def agent_turns(recorder: Recorder) -> Wrapper:
     return wrapper
 
 
-def tool_calls(recorder: Recorder) -> Wrapper:
+def tool_calls(recorder: Recorder) -> Traced:
     """``AssistantAgent._execute_tool_call``: one tool call (handoff tools included) with arguments and result."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
-        call: ToolCall | None = None
-        if current_run() is not None and is_instrumentation_enabled():
-            try:
-                request = kwargs["tool_call"] if "tool_call" in kwargs else args[0]
-                call = recorder.start_tool_call(request.name, arguments=request.arguments, call_id=request.id)
-            except Exception:
-                FAILURES.record("tool call")
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            raise
-        try:
-            executed = result[1]
-            call.set_result(executed.content, success=not executed.is_error)
-        except Exception:
-            FAILURES.record("tool call")
-        call.end()
-        return result
+    def begin(_: Any, call: Call) -> ToolCall | None:
+        if current_run() is None:
+            return None
+        request = call.get("tool_call")
+        return recorder.start_tool_call(request.name, arguments=request.arguments, call_id=request.id)
 
-    return wrapper
+    def finish(tool_call: ToolCall, result: Any) -> None:
+        # Guarded on its own: the span is open and must end even if the result cannot be read.
+        safe_call("autogen_agentchat.tool.result", _set_result, tool_call, result)
+        tool_call.end()
+
+    return Traced(
+        "autogen_agentchat.tool", begin, finish=finish, fail=lambda c, exc: c.fail(exc), params=("tool_call",)
+    )
+
+
+def _set_result(tool_call: ToolCall, result: Any) -> None:
+    executed = result[1]
+    tool_call.set_result(executed.content, success=not executed.is_error)

@@ -4,7 +4,8 @@
 copies the context of that moment, so the manager and every participant see this run's conversation. The
 generator's own context must not leak into the consumer between items (a container relaying a nested team's
 messages is such a consumer: it must record them in the *outer* conversation), so the run's context is attached
-around each step of the wrapped generator and detached before the item is handed on.
+around each step of the wrapped generator (the ``inside`` of the lifecycle's stream variant,
+:func:`mast_otel.integrations.lifecycle.async_iterator_wrapper`) and detached before the item is handed on.
 
 A team that runs inside another team's conversation (a team as a participant) is an agent of the outer team:
 it gets an agent turn there, and its conversation is a child of that turn.
@@ -13,20 +14,18 @@ it gets an agent turn there, and its conversation is a child of that turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from mast_otel import semconv as sc
+from mast_otel._safety import safe_call
+from mast_otel.integrations.lifecycle import Call, Traced
 from mast_otel.recorder import AgentTurn, Conversation, Recorder
 
 from ._messages import record_message
 from ._runtime import RUNS
-from ._state import FAILURES, RUN_KEY, TURN_KEY, RunState, current_turn
-
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+from ._state import RUN_KEY, TURN_KEY, RunState, attached, current_turn
 
 
 def _task_messages(task: Any) -> list[Any]:
@@ -44,7 +43,7 @@ def _task_messages(task: Any) -> list[Any]:
 class _Run:
     """An open team run: its conversation, the outer turn it may sit in, and the context its steps run in."""
 
-    __slots__ = ("context", "conversation", "outer_turn", "state", "team_id")
+    __slots__ = ("context", "conversation", "outer_turn", "state", "stop_reason", "team_id")
 
     def __init__(
         self, conversation: Conversation, state: RunState, context: Any, outer_turn: AgentTurn | None, team_id: str
@@ -54,11 +53,12 @@ class _Run:
         self.context = context
         self.outer_turn = outer_turn
         self.team_id = team_id
+        self.stop_reason: str | None = None  # TaskResult.stop_reason, once the stream yielded it
 
 
-def _open(recorder: Recorder, team: Any, kwargs: dict[str, Any]) -> _Run | None:
+def _open(recorder: Recorder, team: Any, task_arg: Any, output_task_messages: bool) -> _Run | None:
     # Everything that reads the team comes first: once the root is open, only context bookkeeping may follow.
-    messages = _task_messages(kwargs.get("task"))
+    messages = _task_messages(task_arg)
     participants = tuple(str(getattr(p, "name", p)) for p in getattr(team, "_participants", ()))
     team_type = type(team).__name__
     name = str(team.name)
@@ -83,16 +83,16 @@ def _open(recorder: Recorder, team: Any, kwargs: dict[str, Any]) -> _Run | None:
     if outer_turn is not None:
         outer_turn.detach()
     run = _Run(conversation, state, context, outer_turn, team_id)
-    if kwargs.get("output_task_messages", True):
-        attached = otel_context.attach(context)
-        try:
-            for message in messages:
-                record_message(recorder, state, message, None)
-        except Exception:
-            FAILURES.record("message")  # the root is open: the run is recorded without its task message
-        finally:
-            otel_context.detach(attached)
+    if output_task_messages:
+        with attached(context):
+            # Guarded on its own: the root is open, so the run is recorded (without its task message) and ended.
+            safe_call("autogen_agentchat.run.task", _record_task, recorder, state, messages)
     return run
+
+
+def _record_task(recorder: Recorder, state: RunState, messages: list[Any]) -> None:
+    for message in messages:
+        record_message(recorder, state, message, None)
 
 
 def _settle(conversation: Conversation, reason: str, detail: str | None) -> None:
@@ -120,65 +120,24 @@ def _close(recorder: Recorder, run: _Run, stop_reason: str | None, exc: BaseExce
             run.outer_turn.end()
 
 
-def team_runs(recorder: Recorder) -> Wrapper:
+def team_runs(recorder: Recorder) -> Traced:
     """``BaseGroupChat.run_stream``: the conversation root, the task messages and how the run ended."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        if not is_instrumentation_enabled():
-            return wrapped(*args, **kwargs)
-        return _traced(recorder, wrapped(*args, **kwargs), instance, kwargs)
+    def begin(team: Any, call: Call) -> _Run | None:
+        return _open(recorder, team, call.get("task"), bool(call.get("output_task_messages", True)))
 
-    return wrapper
+    def see(run: _Run, item: Any) -> None:
+        from autogen_agentchat.base import TaskResult
 
+        if isinstance(item, TaskResult):
+            run.stop_reason = item.stop_reason
 
-async def _traced(recorder: Recorder, stream: Any, team: Any, kwargs: dict[str, Any]) -> AsyncGenerator[Any, None]:
-    from autogen_agentchat.base import TaskResult
-
-    try:
-        run = _open(recorder, team, kwargs)
-    except Exception:
-        FAILURES.record("team run")
-        run = None
-    if run is None:
-        try:
-            async for item in stream:
-                yield item
-        finally:
-            await stream.aclose()
-        return
-    stop_reason: str | None = None
-    try:
-        while True:
-            token = otel_context.attach(run.context)
-            try:
-                item = await stream.__anext__()
-            except StopAsyncIteration:
-                break
-            finally:
-                otel_context.detach(token)
-            if isinstance(item, TaskResult):
-                stop_reason = item.stop_reason
-            yield item
-    except BaseException as exc:
-        try:
-            if isinstance(exc, GeneratorExit):
-                await _aclose(stream, run.context)
-        finally:
-            _safe_close(recorder, run, stop_reason, exc)
-        raise
-    _safe_close(recorder, run, stop_reason, None)
-
-
-async def _aclose(stream: Any, context: Any) -> None:
-    token = otel_context.attach(context)
-    try:
-        await stream.aclose()
-    finally:
-        otel_context.detach(token)
-
-
-def _safe_close(recorder: Recorder, run: _Run, stop_reason: str | None, exc: BaseException | None) -> None:
-    try:
-        _close(recorder, run, stop_reason, exc)
-    except Exception:
-        FAILURES.record("team run end")
+    return Traced(
+        "autogen_agentchat.run",
+        begin,
+        finish=lambda run, result: _close(recorder, run, run.stop_reason, None),
+        fail=lambda run, exc: _close(recorder, run, run.stop_reason, exc),
+        inside=lambda run: attached(run.context),
+        params=("task", "output_task_messages"),
+        see=see,
+    )

@@ -10,14 +10,11 @@ turn, so a recipient's turn is not mistaken for part of the sender's.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from opentelemetry import context as otel_context
+from mast_otel.integrations.lifecycle import Call, Traced
 
-from ._state import RunState, current_run
-
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+from ._state import RunState, attached, current_run
 
 # team id -> the run it is in; a team runs once at a time (autogen refuses a second run while one is going).
 RUNS: dict[str, RunState] = {}
@@ -29,20 +26,16 @@ def _team_of(envelope: Any) -> str | None:
     return key if isinstance(key, str) else None
 
 
-def processing(recorder: Any) -> Wrapper:
+def processing(recorder: Any) -> Traced:
     """``SingleThreadedAgentRuntime._process_send`` / ``_process_publish``: handlers run in their team's run."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
+    def begin(_: Any, call: Call) -> RunState | None:
         if not RUNS or current_run() is not None:
-            return await wrapped(*args, **kwargs)  # nothing running, or the team's own runtime: already in its run
-        team = _team_of(args[0] if args else kwargs.get("message_envelope"))
+            return None  # nothing running, or the team's own runtime: already in its run
+        team = _team_of(call.get("message_envelope"))
         run = RUNS.get(team) if team is not None else None
-        if run is None or run.context is None:
-            return await wrapped(*args, **kwargs)
-        token = otel_context.attach(run.context)
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            otel_context.detach(token)
+        return run if run is not None and run.context is not None else None
 
-    return wrapper
+    return Traced(
+        "autogen_agentchat.runtime", begin, inside=lambda run: attached(run.context), params=("message_envelope",)
+    )

@@ -10,19 +10,18 @@ publish, with the ledger's ``next_speaker.reason`` as the stated reason.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.util.types import AttributeValue
 
 from mast_otel import semconv as sc
+from mast_otel.integrations.lifecycle import Call, Traced
 from mast_otel.recorder import Recorder
 
-from ._state import FAILURES, SELECTION_KEY, RunState, Selection, current_run, current_selection
+from ._state import SELECTION_KEY, RunState, Selection, attached, current_run, current_selection
 
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 Attrs = dict[str, AttributeValue]
 
 
@@ -49,49 +48,39 @@ def _with_content(attrs: Attrs, key: str, value: str | None) -> Attrs:
 
 
 # -- the generic selection path ----------------------------------------------------------------------
-def transitions(recorder: Recorder) -> Wrapper:
+def _selecting(selection: Selection) -> AbstractContextManager[None]:
+    return attached(otel_context.set_value(SELECTION_KEY, selection))
+
+
+def _selection_failed(selection: Selection, exc: BaseException) -> None:
+    if selection.handoff is not None:
+        selection.handoff.fail(exc)
+        selection.handoff = None
+
+
+def transitions(recorder: Recorder) -> Traced:
     """``_transition_to_next_speakers``: opens the handoff while the manager selects."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
-        selection: Selection | None = None
-        if current_run() is not None and is_instrumentation_enabled():
-            try:
-                source = _previous_speaker(instance)
-                handoff = recorder.start_handoff(source, candidates=list(instance._participant_names))
-                selection = Selection(handoff, source)
-            except Exception:
-                FAILURES.record("handoff")
-        if selection is None:
-            return await wrapped(*args, **kwargs)
-        token = otel_context.attach(otel_context.set_value(SELECTION_KEY, selection))
-        try:
-            return await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            if selection.handoff is not None:
-                selection.handoff.fail(exc)
-                selection.handoff = None
-            raise
-        finally:
-            otel_context.detach(token)
+    def begin(manager: Any, _: Call) -> Selection | None:
+        if current_run() is None:
+            return None
+        source = _previous_speaker(manager)
+        return Selection(recorder.start_handoff(source, candidates=list(manager._participant_names)), source)
 
-    return wrapper
+    return Traced("autogen_agentchat.selection", begin, fail=_selection_failed, inside=_selecting)
 
 
-def selected(recorder: Recorder) -> Wrapper:
+def selected(recorder: Recorder) -> Traced:
     """``_log_speaker_selection(speaker_names)``: records one handoff per selected speaker."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
+    def begin(manager: Any, call: Call) -> None:
         selection = current_selection()
         run = current_run()
         if selection is not None and run is not None and selection.handoff is not None:
-            try:
-                names = args[0] if args else kwargs.get("speaker_names", [])
-                _record_selection(recorder, run, instance, selection, [str(n) for n in names])
-            except Exception:
-                FAILURES.record("handoff")
-        return await wrapped(*args, **kwargs)
+            names = call.get("speaker_names", [])
+            _record_selection(recorder, run, manager, selection, [str(n) for n in names])
 
-    return wrapper
+    return Traced("autogen_agentchat.selected", begin, params=("speaker_names",))
 
 
 def _record_selection(recorder: Recorder, run: RunState, manager: Any, selection: Selection, names: list[str]) -> None:
@@ -155,83 +144,61 @@ def _swarm_reason(recorder: Recorder, manager: Any) -> tuple[str, Attrs]:
     return sc.HANDOFF_SAME_SPEAKER, {}
 
 
-def selector_answers(recorder: Recorder) -> Wrapper:
+def selector_answers(recorder: Recorder) -> Traced:
     """``SelectorGroupChatManager._mentioned_agents(content, names)``: called once per LLM attempt."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+    def begin(_: Any, call: Call) -> None:
         selection = current_selection()
         if selection is not None:
-            content = args[0] if args else kwargs.get("message_content")
-            selection.answers.append(str(content))
-        return wrapped(*args, **kwargs)
+            selection.answers.append(str(call.get("message_content")))
 
-    return wrapper
+    return Traced("autogen_agentchat.selector_answer", begin, params=("message_content",))
 
 
-def graph_edges(recorder: Recorder) -> Wrapper:
+def graph_edges(recorder: Recorder) -> Traced:
     """``DiGraphEdge.check_condition(message)``: the edges whose condition held, for the handoff they cause."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        result = wrapped(*args, **kwargs)
+    def begin(edge: Any, call: Call) -> tuple[RunState, Any, Any] | None:
         run = current_run()
-        if result and run is not None:
-            try:
-                message = args[0] if args else kwargs.get("message")
-                condition = instance.condition
-                if condition is None:
-                    how = "unconditional"
-                elif isinstance(condition, str):
-                    how = f"condition: {condition!r} in message"
-                else:
-                    how = f"condition: {getattr(condition, '__name__', type(condition).__name__)}"
-                edge = f"{message.source} -> {instance.target} ({how})"
-                run.edges.setdefault(str(instance.target), []).append(edge)
-            except Exception:
-                FAILURES.record("graph edge")
-        return result
+        return (run, edge, call.get("message")) if run is not None else None
 
-    return wrapper
+    def finish(handle: tuple[RunState, Any, Any], result: Any) -> None:
+        run, edge, message = handle
+        if not result:
+            return
+        condition = edge.condition
+        if condition is None:
+            how = "unconditional"
+        elif isinstance(condition, str):
+            how = f"condition: {condition!r} in message"
+        else:
+            how = f"condition: {getattr(condition, '__name__', type(condition).__name__)}"
+        run.edges.setdefault(str(edge.target), []).append(f"{message.source} -> {edge.target} ({how})")
+
+    return Traced("autogen_agentchat.graph_edge", begin, finish=finish, params=("message",))
 
 
 # -- Magentic-One ----------------------------------------------------------------------------------
-def orchestrate_steps(recorder: Recorder) -> Wrapper:
+def orchestrate_steps(recorder: Recorder) -> Traced:
     """``_orchestrate_step``: one inner-loop step of the orchestrator; its ledger names the next speaker."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
-        selection: Selection | None = None
-        if current_run() is not None and is_instrumentation_enabled():
-            try:
-                handoff = recorder.start_handoff(str(instance._name), candidates=list(instance._participant_names))
-                selection = Selection(handoff, str(instance._name))
-            except Exception:
-                FAILURES.record("handoff")
-        if selection is None:
-            return await wrapped(*args, **kwargs)
-        token = otel_context.attach(otel_context.set_value(SELECTION_KEY, selection))
-        try:
-            return await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            if selection.handoff is not None:
-                selection.handoff.fail(exc)
-                selection.handoff = None
-            raise
-        finally:
-            otel_context.detach(token)
+    def begin(orchestrator: Any, _: Call) -> Selection | None:
+        if current_run() is None:
+            return None
+        name = str(orchestrator._name)
+        return Selection(recorder.start_handoff(name, candidates=list(orchestrator._participant_names)), name)
 
-    return wrapper
+    return Traced("autogen_agentchat.orchestrate_step", begin, fail=_selection_failed, inside=_selecting)
 
 
-def ledgers(recorder: Recorder) -> Wrapper:
+def ledgers(recorder: Recorder) -> Traced:
     """``extract_json_from_str`` as the orchestrator calls it: the progress ledger of the current step."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        result = wrapped(*args, **kwargs)
-        selection = current_selection()
-        if selection is not None and isinstance(result, list) and len(result) == 1 and isinstance(result[0], dict):
+    def finish(selection: Selection, result: Any) -> None:
+        if isinstance(result, list) and len(result) == 1 and isinstance(result[0], dict):
             selection.ledger = result[0]
-        return result
 
-    return wrapper
+    return Traced("autogen_agentchat.ledger", lambda _, __: current_selection(), finish=finish)
 
 
 def _answer(ledger: dict[str, Any] | None, key: str, field: str = "answer") -> Any:
@@ -254,28 +221,22 @@ def _stall(recorder: Recorder, manager: Any, selection: Selection) -> None:
     recorder.event(sc.EVENT_STALL, attrs, content={sc.ORCHESTRATOR_REASON: why})
 
 
-def orchestrator_publish(recorder: Recorder) -> Wrapper:
+def orchestrator_publish(recorder: Recorder) -> Traced:
     """``MagenticOneOrchestrator.publish_message``: a ``GroupChatRequestPublish`` to a participant is the handoff."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
+    def begin(orchestrator: Any, call: Call) -> None:
         selection = current_selection()
         if selection is not None and selection.handoff is not None:
-            try:
-                _orchestrator_handoff(recorder, instance, selection, args, kwargs)
-            except Exception:
-                FAILURES.record("handoff")
-        return await wrapped(*args, **kwargs)
+            _orchestrator_handoff(recorder, orchestrator, selection, call.get("message"), call.get("topic_id"))
 
-    return wrapper
+    return Traced("autogen_agentchat.orchestrator_publish", begin, params=("message", "topic_id"))
 
 
-def _orchestrator_handoff(recorder: Recorder, manager: Any, selection: Selection, args: Any, kwargs: Any) -> None:
+def _orchestrator_handoff(recorder: Recorder, manager: Any, selection: Selection, message: Any, topic: Any) -> None:
     from autogen_agentchat.teams._group_chat._events import GroupChatRequestPublish
 
-    message = args[0] if args else kwargs.get("message")
     if not isinstance(message, GroupChatRequestPublish) or selection.handoff is None:
         return
-    topic = kwargs.get("topic_id") or (args[1] if len(args) > 1 else None)
     by_topic = {t: n for n, t in manager._participant_name_to_topic_type.items()}
     target = by_topic.get(getattr(topic, "type", None), str(_answer(selection.ledger, "next_speaker")))
     _stall(recorder, manager, selection)
@@ -285,32 +246,24 @@ def _orchestrator_handoff(recorder: Recorder, manager: Any, selection: Selection
     selection.handoff = None
 
 
-def replans(recorder: Recorder) -> Wrapper:
+def replans(recorder: Recorder) -> Traced:
     """``_update_task_ledger``: too many stalls; the orchestrator re-plans (then re-enters its outer loop)."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
+    def begin(orchestrator: Any, _: Call) -> None:
         selection = current_selection()
         if selection is not None and current_run() is not None:
-            try:
-                _stall(recorder, instance, selection)
-                recorder.event(sc.EVENT_REPLAN, {sc.ORCHESTRATOR_STALLS: int(instance._n_stalls)})
-            except Exception:
-                FAILURES.record("replan")
-        return await wrapped(*args, **kwargs)
+            _stall(recorder, orchestrator, selection)
+            recorder.event(sc.EVENT_REPLAN, {sc.ORCHESTRATOR_STALLS: int(orchestrator._n_stalls)})
 
-    return wrapper
+    return Traced("autogen_agentchat.replan", begin)
 
 
-def outer_loops(recorder: Recorder) -> Wrapper:
+def outer_loops(recorder: Recorder) -> Traced:
     """``_reenter_outer_loop``: the facts and plan the orchestrator (re-)starts its inner loop with."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
-        if current_run() is not None and is_instrumentation_enabled():
-            try:
-                content = {sc.ORCHESTRATOR_FACTS: str(instance._facts), sc.ORCHESTRATOR_PLAN: str(instance._plan)}
-                recorder.event(sc.EVENT_PLAN, {sc.ORCHESTRATOR_STALLS: int(instance._n_stalls)}, content=content)
-            except Exception:
-                FAILURES.record("plan")
-        return await wrapped(*args, **kwargs)
+    def begin(orchestrator: Any, _: Call) -> None:
+        if current_run() is not None:
+            content = {sc.ORCHESTRATOR_FACTS: str(orchestrator._facts), sc.ORCHESTRATOR_PLAN: str(orchestrator._plan)}
+            recorder.event(sc.EVENT_PLAN, {sc.ORCHESTRATOR_STALLS: int(orchestrator._n_stalls)}, content=content)
 
-    return wrapper
+    return Traced("autogen_agentchat.plan", begin)

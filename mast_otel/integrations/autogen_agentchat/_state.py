@@ -8,18 +8,14 @@ manager and the participants of *this* team find *this* run, whatever else share
 
 from __future__ import annotations
 
-import logging
-import sys
-import threading
-import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import context as otel_context
 
 from mast_otel.recorder import AgentTurn, Conversation, Handoff
-
-_log = logging.getLogger("mast_otel.integrations.autogen_agentchat")
 
 RUN_KEY = otel_context.create_key("mast-otel-autogen-run")
 TURN_KEY = otel_context.create_key("mast-otel-autogen-turn")
@@ -37,6 +33,16 @@ class RunState:
     fired: list[str] = field(default_factory=list)  # stop-condition classes that returned a StopMessage
     edges: dict[str, list[str]] = field(default_factory=dict)  # graph target -> satisfied edges into it
     context: Any = None  # the OpenTelemetry context the run's work runs in (its conversation, this state)
+
+
+@contextmanager
+def attached(context: Any) -> Iterator[None]:
+    """``context`` attached for the block (a run's, a selection's): the ``inside`` of a traced call."""
+    token = otel_context.attach(context)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 @dataclass(eq=False)
@@ -73,31 +79,3 @@ def current_turn() -> TurnState | None:
 def current_selection() -> Selection | None:
     selection = otel_context.get_value(SELECTION_KEY)
     return selection if isinstance(selection, Selection) else None
-
-
-class Failures:
-    """Recording failures: counted, logged once, never raised (instrumentation must not change the program)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.count = 0
-
-    def record(self, where: str) -> None:
-        """Call from an ``except`` block. Logs the exception's type and where it was raised, never its text
-        (an exception about a message may quote the message)."""
-        with self._lock:
-            self.count += 1
-            first = self.count == 1
-        if first:
-            exc = sys.exc_info()[1]
-            frames = traceback.extract_tb(exc.__traceback__) if exc is not None else []
-            at = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
-            _log.warning(
-                "mast-otel could not record an autogen-agentchat %s (%s at %s); counting further failures",
-                where,
-                type(exc).__name__,
-                at,
-            )
-
-
-FAILURES = Failures()

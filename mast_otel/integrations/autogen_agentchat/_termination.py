@@ -8,17 +8,13 @@ classes that returned a ``StopMessage`` are noted on the run, and ``_signal_term
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-
 from mast_otel import semconv as sc
+from mast_otel.integrations.lifecycle import Call, Traced
 from mast_otel.recorder import Recorder
 
-from ._state import FAILURES, current_run
-
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+from ._state import RunState, current_run
 
 # autogen_agentchat.conditions class -> mast.termination.reason. Anything else (FunctionalTermination, a user's
 # own subclass) is a custom condition.
@@ -50,17 +46,20 @@ def condition_classes(module: Any) -> list[type]:
     return found
 
 
-def watched_condition(recorder: Recorder) -> Wrapper:
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
-        result = await wrapped(*args, **kwargs)
-        if result is not None:
-            run = current_run()
-            name = type(instance).__name__
-            if run is not None and name not in run.fired:
-                run.fired.append(name)
-        return result
+def watched_condition(recorder: Recorder) -> Traced:
+    """A stop condition's ``__call__``: the run notes the classes that returned a ``StopMessage``."""
 
-    return wrapper
+    def finish(handle: tuple[RunState, Any], result: Any) -> None:
+        run, condition = handle
+        name = type(condition).__name__
+        if result is not None and name not in run.fired:
+            run.fired.append(name)
+
+    def begin(condition: Any, _: Call) -> tuple[RunState, Any] | None:
+        run = current_run()
+        return (run, condition) if run is not None else None
+
+    return Traced("autogen_agentchat.condition", begin, finish=finish)
 
 
 def _last_speaker(manager: Any) -> str | None:
@@ -83,60 +82,45 @@ def classify(content: str, source: str, manager_name: str, fired: list[str]) -> 
     return sc.TERMINATION_CUSTOM
 
 
-def signalled_termination(recorder: Recorder) -> Wrapper:
+def signalled_termination(recorder: Recorder) -> Traced:
     """``_signal_termination(StopMessage)``: the reason, the StopMessage text (= ``TaskResult.stop_reason``)."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
-        if is_instrumentation_enabled():
-            try:
-                run = current_run()
-                message = args[0] if args else kwargs.get("message")
-                if run is not None and message is not None:
-                    content = str(getattr(message, "content", ""))
-                    source = str(getattr(message, "source", ""))
-                    reason = classify(content, source, run.manager_name, run.fired)
-                    agent = _last_speaker(instance) if run.fired else source
-                    recorder.terminate(reason, detail=content, agent=agent)
-                    if run.fired:
-                        run.conversation.span.set_attribute(sc.TERMINATION_CONDITION, list(run.fired))
-            except Exception:
-                FAILURES.record("termination")
-        return await wrapped(*args, **kwargs)
+    def begin(manager: Any, call: Call) -> None:
+        run = current_run()
+        message = call.get("message")
+        if run is not None and message is not None:
+            content = str(getattr(message, "content", ""))
+            source = str(getattr(message, "source", ""))
+            reason = classify(content, source, run.manager_name, run.fired)
+            agent = _last_speaker(manager) if run.fired else source
+            recorder.terminate(reason, detail=content, agent=agent)
+            if run.fired:
+                run.conversation.span.set_attribute(sc.TERMINATION_CONDITION, list(run.fired))
 
-    return wrapper
+    return Traced("autogen_agentchat.termination", begin, params=("message",))
 
 
-def signalled_error(recorder: Recorder) -> Wrapper:
+def signalled_error(recorder: Recorder) -> Traced:
     """``_signal_termination_with_error``: the run raises next (``run_stream`` re-raises it as RuntimeError)."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
-        if is_instrumentation_enabled():
-            try:
-                error = args[0] if args else kwargs.get("error")
-                detail = f"{getattr(error, 'error_type', 'error')}: {getattr(error, 'error_message', error)}"
-                recorder.terminate(sc.TERMINATION_ERROR, detail=recorder.config.redactor.redact(detail)[0])
-            except Exception:
-                FAILURES.record("termination")
-        return await wrapped(*args, **kwargs)
+    def begin(_: Any, call: Call) -> None:
+        error = call.get("error")
+        detail = f"{getattr(error, 'error_type', 'error')}: {getattr(error, 'error_message', error)}"
+        recorder.terminate(sc.TERMINATION_ERROR, detail=recorder.config.redactor.redact(detail)[0])
 
-    return wrapper
+    return Traced("autogen_agentchat.termination_error", begin, params=("error",))
 
 
-def final_answer(recorder: Recorder) -> Wrapper:
+def final_answer(recorder: Recorder) -> Traced:
     """Magentic-One's ``_prepare_final_answer(reason)``: the ledger said the request is satisfied, or max rounds."""
 
-    async def wrapper(wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any) -> Any:
-        if is_instrumentation_enabled():
-            try:
-                stated = str(args[0] if args else kwargs.get("reason", ""))
-                if stated == _M1_MAX_ROUNDS:
-                    recorder.terminate(sc.TERMINATION_MAX_ROUNDS, detail=stated, agent=str(instance._name))
-                else:
-                    # The ledger's is_request_satisfied.reason: the orchestrator's own words, so content.
-                    detail = recorder.config.redactor.redact(stated)[0] if recorder.config.capture_content else None
-                    recorder.terminate(sc.TERMINATION_COMPLETED, detail=detail, agent=str(instance._name))
-            except Exception:
-                FAILURES.record("termination")
-        return await wrapped(*args, **kwargs)
+    def begin(orchestrator: Any, call: Call) -> None:
+        stated = str(call.get("reason", ""))
+        if stated == _M1_MAX_ROUNDS:
+            recorder.terminate(sc.TERMINATION_MAX_ROUNDS, detail=stated, agent=str(orchestrator._name))
+        else:
+            # The ledger's is_request_satisfied.reason: the orchestrator's own words, so content.
+            detail = recorder.config.redactor.redact(stated)[0] if recorder.config.capture_content else None
+            recorder.terminate(sc.TERMINATION_COMPLETED, detail=detail, agent=str(orchestrator._name))
 
-    return wrapper
+    return Traced("autogen_agentchat.final_answer", begin, params=("reason",))

@@ -44,6 +44,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
+from mast_otel.integrations.lifecycle import async_wrapper, sync_wrapper
 
 from . import _wrappers as w
 
@@ -57,17 +58,17 @@ _EXECUTOR = "crewai.agents.agent_executor"  # imports handle_max_iterations_exce
 
 # (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
 _TARGETS: tuple[tuple[str, str, Any], ...] = (
-    (_CREW, "Crew.kickoff", lambda r: w.kickoff_hook(r).sync()),
-    (_CREW, "Crew.akickoff", lambda r: w.kickoff_hook(r).async_()),
-    (_TASK, "Task._execute_core", lambda r: w.task_hook(r).sync()),
-    (_TASK, "Task._aexecute_core", lambda r: w.task_hook(r).async_()),
-    (_AGENT, "Agent.execute_task", lambda r: w.agent_hook(r).sync()),
-    (_AGENT, "Agent.aexecute_task", lambda r: w.agent_hook(r).async_()),
-    (_TOOL, "BaseTool.run", lambda r: w.tool_hook(r).sync()),
-    (_TOOL, "BaseTool.arun", lambda r: w.tool_hook(r).async_()),
-    (_TOOL, "Tool.run", lambda r: w.tool_hook(r).sync()),
-    (_TOOL, "Tool.arun", lambda r: w.tool_hook(r).async_()),
-    (_EXECUTOR, "handle_max_iterations_exceeded", lambda r: w.max_iterations_hook(r).sync()),
+    (_CREW, "Crew.kickoff", lambda r: sync_wrapper(w.kickoffs(r))),
+    (_CREW, "Crew.akickoff", lambda r: async_wrapper(w.kickoffs(r))),
+    (_TASK, "Task._execute_core", lambda r: sync_wrapper(w.tasks(r))),
+    (_TASK, "Task._aexecute_core", lambda r: async_wrapper(w.tasks(r))),
+    (_AGENT, "Agent.execute_task", lambda r: sync_wrapper(w.agent_turns(r))),
+    (_AGENT, "Agent.aexecute_task", lambda r: async_wrapper(w.agent_turns(r))),
+    (_TOOL, "BaseTool.run", lambda r: sync_wrapper(w.tool_runs(r))),
+    (_TOOL, "BaseTool.arun", lambda r: async_wrapper(w.tool_runs(r))),
+    (_TOOL, "Tool.run", lambda r: sync_wrapper(w.tool_runs(r))),
+    (_TOOL, "Tool.arun", lambda r: async_wrapper(w.tool_runs(r))),
+    (_EXECUTOR, "handle_max_iterations_exceeded", lambda r: sync_wrapper(w.max_iterations(r))),
 )
 
 

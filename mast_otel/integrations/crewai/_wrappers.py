@@ -1,7 +1,8 @@
 """Hooks for CrewAI 1.x: crew kickoffs, task executions, agent executions, tool runs, max_iter.
 
-Each is a :class:`mast_otel.integrations._safe.Hook` (one lifecycle for the sync and async method): the wrapped
-call returns what CrewAI returns and raises what it raises, the same objects, and the recording never raises. The
+Each is a :class:`mast_otel.integrations.lifecycle.Traced` (the one lifecycle of every integration, for the sync
+and async method): the wrapped call returns what CrewAI returns and raises what it raises, the same objects, and a
+recording failure is counted in ``mast_otel.recording_failures()``, never raised. The
 crew being run and the agent whose turn it is travel in context variables, so nested runs (a coworker executing
 inside the manager's delegation tool) nest correctly.
 """
@@ -14,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mast_otel import semconv as sc
-from mast_otel.integrations._safe import Hook
+from mast_otel._safety import safe_call
+from mast_otel.integrations.lifecycle import Call, Traced
 from mast_otel.recorder import AgentTurn, Recorder, ToolCall
 
-_NAME = "crewai"
 USER = "user"  # who gave the crew its tasks
 
 
@@ -32,10 +33,6 @@ class CrewRun:
 
 _RUN: ContextVar[CrewRun | None] = ContextVar("mast_otel_crewai_run", default=None)
 _AGENT: ContextVar[str | None] = ContextVar("mast_otel_crewai_agent", default=None)
-
-
-def _bind(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, key: str) -> Any:
-    return args[index] if len(args) > index else kwargs.get(key)
 
 
 def _role(agent: Any) -> str:
@@ -76,19 +73,22 @@ class _Kickoff:
         if self.token is not None:
             _RUN.reset(self.token)
         conv, token = self.opened
-        if exc is None:
-            self.recorder.terminate(sc.TERMINATION_COMPLETED, agent=self.run.last_agent)
+        if exc is None:  # guarded on its own: the root must end (and leave the program's context) regardless
+            safe_call("crewai.kickoff.terminate", self._completed)
         self.recorder.end_conversation(conv, token, exc)
 
+    def _completed(self) -> None:
+        self.recorder.terminate(sc.TERMINATION_COMPLETED, agent=self.run.last_agent)
 
-def kickoff_hook(recorder: Recorder) -> Hook:
+
+def kickoffs(recorder: Recorder) -> Traced:
     """``Crew.kickoff`` / ``akickoff`` (``kickoff_async`` runs ``kickoff`` in a thread): a root per kickoff."""
 
-    def begin(crew: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Kickoff | None:
+    def begin(crew: Any, _: Call) -> _Kickoff | None:
         kickoff = _Kickoff(recorder, crew)
         return kickoff if kickoff.begin() else None
 
-    return Hook(_NAME, begin, lambda k, result: k.end(None), lambda k, exc: k.end(exc))
+    return Traced("crewai.kickoff", begin, finish=lambda k, result: k.end(None), fail=lambda k, exc: k.end(exc))
 
 
 # -- tasks -----------------------------------------------------------------------------------
@@ -133,28 +133,28 @@ def _after_task(recorder: Recorder, run: CrewRun, task: Any, role: str, output: 
     run.last_task = tasks.index(task) if task in tasks else None
 
 
-def task_hook(recorder: Recorder) -> Hook:
+def tasks(recorder: Recorder) -> Traced:
     """``Task._execute_core`` / ``_aexecute_core``: the handoff to the task's agent (task order), its assignment
     and its output."""
 
-    def begin(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[CrewRun, Any, str] | None:
+    def begin(task: Any, call: Call) -> tuple[CrewRun, Any, str] | None:
         run = _RUN.get()
         if run is None:
             return None
-        return run, task, _before_task(recorder, run, task, _bind(args, kwargs, 0, "agent"))
+        return run, task, _before_task(recorder, run, task, call.get("agent"))
 
     def finish(handle: tuple[CrewRun, Any, str], output: Any) -> None:
         run, task, role = handle
         _after_task(recorder, run, task, role, output)
 
-    return Hook(_NAME, begin, finish)
+    return Traced("crewai.task", begin, finish=finish, params=("agent",))
 
 
 # -- agent turns -------------------------------------------------------------------------------
-def agent_hook(recorder: Recorder) -> Hook:
+def agent_turns(recorder: Recorder) -> Traced:
     """``Agent.execute_task`` / ``aexecute_task``: an agent turn (a coworker's nests in the delegating tool call)."""
 
-    def begin(agent: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[AgentTurn | None, Token[Any]] | None:
+    def begin(agent: Any, _: Call) -> tuple[AgentTurn | None, Token[Any]] | None:
         if _RUN.get() is None:
             return None
         return recorder.start_agent_turn(_role(agent)), _AGENT.set(_role(agent))
@@ -171,7 +171,7 @@ def agent_hook(recorder: Recorder) -> Hook:
         if turn is not None:
             turn.fail(exc)
 
-    return Hook(_NAME, begin, finish, fail)
+    return Traced("crewai.agent", begin, finish=finish, fail=fail)
 
 
 # -- tools, delegation -------------------------------------------------------------------------
@@ -189,6 +189,10 @@ class _ToolRun:
     def begin(self) -> None:
         name = str(getattr(self.tool, "name", None) or type(self.tool).__name__)
         self.call = self.recorder.start_tool_call(name, arguments=self.arguments)
+        # Guarded on its own: the tool call is open, so a failure here must still leave a handle to end it.
+        safe_call("crewai.tool.delegation", self._delegate, name)
+
+    def _delegate(self, name: str) -> None:
         coworker = self._coworker()
         if coworker is None:
             return
@@ -226,29 +230,29 @@ class _ToolRun:
             self.call.fail(exc)
 
 
-def tool_hook(recorder: Recorder) -> Hook:
+def tool_runs(recorder: Recorder) -> Traced:
     """``BaseTool.run`` / ``Tool.run`` (and ``arun``): CrewAI binds ``tool.run`` for native tool calls and runs it
     for ReAct ones."""
 
-    def begin(tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _ToolRun | None:
+    def begin(tool: Any, call: Call) -> _ToolRun | None:
         if _RUN.get() is None:
             return None
-        run = _ToolRun(recorder, tool, args, kwargs)
+        run = _ToolRun(recorder, tool, call.args, call.kwargs)  # a tool's own arguments: ``run(*args, **kwargs)``
         run.begin()
         return run
 
-    return Hook(_NAME, begin, lambda run, result: run.end(result), lambda run, exc: run.fail(exc))
+    return Traced("crewai.tool", begin, finish=lambda run, result: run.end(result), fail=lambda run, exc: run.fail(exc))
 
 
 # -- limits --------------------------------------------------------------------------------------
-def max_iterations_hook(recorder: Recorder) -> Hook:
+def max_iterations(recorder: Recorder) -> Traced:
     """``handle_max_iterations_exceeded``: an agent ran out of ``max_iter`` and CrewAI forces its final answer."""
 
-    def begin(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def begin(_: Any, __: Call) -> None:
         if _RUN.get() is not None:
             agent = _AGENT.get()
             detail = f"{agent or 'an agent'} reached max_iter; CrewAI forced a final answer"
             recorder.terminate(sc.TERMINATION_MAX_TURNS, detail=detail, agent=agent)
         return None  # nothing to close: the call itself runs untraced
 
-    return Hook(_NAME, begin)
+    return Traced("crewai.max_iterations", begin)

@@ -47,6 +47,7 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
+from mast_otel.integrations.lifecycle import async_iterator_wrapper, async_wrapper, iterator_wrapper, sync_wrapper
 
 from . import _wrappers as w
 from ._graph import AGENT_KEY as AGENT_METADATA_KEY
@@ -59,12 +60,12 @@ _TOOLS = "langgraph.prebuilt.tool_node"
 
 # (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
 _TARGETS: tuple[tuple[str, str, Any], ...] = (
-    (_MAIN, "Pregel.stream", w.traced_stream),
-    (_MAIN, "Pregel.astream", w.traced_astream),
-    (_RUNNER, "run_with_retry", lambda r: w.task_hook(r).sync()),
-    (_RUNNER, "arun_with_retry", lambda r: w.task_hook(r).async_()),
-    (_TOOLS, "ToolNode._execute_tool_sync", lambda r: w.tool_hook(r).sync()),
-    (_TOOLS, "ToolNode._execute_tool_async", lambda r: w.tool_hook(r).async_()),
+    (_MAIN, "Pregel.stream", lambda r: iterator_wrapper(w.graph_runs(r))),
+    (_MAIN, "Pregel.astream", lambda r: async_iterator_wrapper(w.graph_runs(r))),
+    (_RUNNER, "run_with_retry", lambda r: sync_wrapper(w.tasks(r))),
+    (_RUNNER, "arun_with_retry", lambda r: async_wrapper(w.tasks(r))),
+    (_TOOLS, "ToolNode._execute_tool_sync", lambda r: sync_wrapper(w.tool_calls(r))),
+    (_TOOLS, "ToolNode._execute_tool_async", lambda r: async_wrapper(w.tool_calls(r))),
 )
 
 

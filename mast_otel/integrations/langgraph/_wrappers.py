@@ -1,9 +1,9 @@
 """Wrappers for LangGraph: graph runs (``Pregel.stream`` / ``astream``), node tasks (``run_with_retry``) and tool
 calls (``ToolNode``).
 
-Every wrapper returns what LangGraph returns and re-raises what it raises, the same objects; the recording half
-runs under :func:`mast_otel.integrations._safe.recording` (the task and tool hooks are
-:class:`mast_otel.integrations._safe.Hook` s), so a surprise costs spans, never the run.
+Each is a :class:`mast_otel.integrations.lifecycle.Traced` (the one lifecycle of every integration: the graph runs
+through its stream variant), so every wrapper returns what LangGraph returns and re-raises what it raises, the same
+objects, and a recording failure is counted in ``mast_otel.recording_failures()``, never raised.
 
 State travels in the OpenTelemetry context, as the recorder's does: a graph run attaches its :class:`Frame` around
 each step it takes (``next()`` of the stream), and a node task attaches its :class:`Task` while it runs. LangGraph
@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.util.types import AttributeValue
 
 from mast_otel import semconv as sc
-from mast_otel.integrations._safe import Hook, Wrapper, recording
+from mast_otel._safety import safe_call
+from mast_otel.integrations.lifecycle import Call, Traced
 from mast_otel.recorder import AgentTurn, Conversation, Recorder, ToolCall
 
 from . import _graph as g
 
-_NAME = "langgraph"
 _FRAME_KEY = otel_context.create_key("mast-otel-langgraph-frame")
 _TASK_KEY = otel_context.create_key("mast-otel-langgraph-task")
 _DEFAULT_GRAPH_NAME = "LangGraph"  # what LangGraph calls a graph nobody named
@@ -105,23 +105,24 @@ def _current(key: str) -> Any:
     return otel_context.get_value(key)
 
 
-def _enabled() -> bool:
-    return is_instrumentation_enabled()
-
-
-def _bind(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, key: str) -> Any:
-    return args[index] if len(args) > index else kwargs.get(key)
+@contextmanager
+def _attached(ctx: Any) -> Iterator[None]:
+    token = otel_context.attach(ctx)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 # -- graph runs --------------------------------------------------------------------------
 class _GraphRun:
     """The recording half of one ``stream``/``astream`` call, shared by the sync and async iterators."""
 
-    def __init__(self, recorder: Recorder, graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(self, recorder: Recorder, graph: Any, input: Any, config: Any) -> None:
         self.recorder = recorder
         self.graph = graph
-        self.input = _bind(args, kwargs, 0, "input")
-        self.config = _bind(args, kwargs, 1, "config") or {}
+        self.input = input
+        self.config = config or {}
         self.conversation: Conversation | None = None
         self.frame: Frame | None = None
         self.context: Any = None
@@ -145,12 +146,15 @@ class _GraphRun:
             self.conversation, token = opened
         try:
             self.context = otel_context.set_value(_FRAME_KEY, self.frame)
-            audience = list(dict.fromkeys(agents.values())) or [name]
-            for message in g.input_messages(self.input):
-                self.recorder.message(g.sender_of(message, None, g.USER), audience, message.content)
+            # Guarded on its own: the conversation is open, so a failure here must still leave a handle to end it.
+            safe_call("langgraph.stream.input", self._record_input, list(dict.fromkeys(agents.values())) or [name])
         finally:
             if token is not None:
                 otel_context.detach(token)  # type: ignore[arg-type]
+
+    def _record_input(self, audience: list[str]) -> None:
+        for message in g.input_messages(self.input):
+            self.recorder.message(g.sender_of(message, None, g.USER), audience, message.content)
 
     def observe(self, chunk: Any) -> None:
         """Spot an interrupt in what the graph streams (``invoke`` always streams "updates", which carry it)."""
@@ -164,113 +168,48 @@ class _GraphRun:
     def finish(self, exc: BaseException | None) -> None:
         if self.conversation is None or self.frame is None:
             return
-        token = otel_context.attach(self.context)
-        try:
-            run = self.frame.run
-            from langgraph.errors import GraphRecursionError
-
-            if isinstance(exc, GraphRecursionError):
-                limit = self.config.get("recursion_limit")
-                if limit is None:  # LangGraph's default: its error message names it
-                    found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
-                    limit = found.group(1) if found else "default"
-                detail = f"recursion_limit={limit}"
-                self.recorder.terminate(sc.TERMINATION_MAX_TURNS, detail=detail, agent=self.frame.last_agent)
-            elif exc is None and run.interrupted is not None:
-                self.recorder.terminate(sc.TERMINATION_HUMAN_INPUT, detail=run.interrupted, agent=self.frame.last_agent)
-            elif exc is None:
-                self.recorder.terminate(sc.TERMINATION_COMPLETED, agent=self.frame.last_agent)
-        finally:
-            otel_context.detach(token)
+        with _attached(self.context):
+            # Guarded on its own: the root must end (and be judged) even when its termination cannot be recorded.
+            safe_call("langgraph.stream.terminate", self._terminate, exc)
         self.recorder.end_conversation(self.conversation, None, exc)
 
+    def _terminate(self, exc: BaseException | None) -> None:
+        from langgraph.errors import GraphRecursionError
 
-def _sync_run(state: _GraphRun, inner: Iterator[Any]) -> Iterator[Any]:
-    with recording(_NAME):
-        state.begin()
-    ctx = state.context
-    try:
-        while True:
-            token = otel_context.attach(ctx) if ctx is not None else None
-            try:
-                chunk = next(inner)
-            except StopIteration:
-                break
-            finally:
-                if token is not None:
-                    otel_context.detach(token)
-            with recording(_NAME):
-                state.observe(chunk)
-            yield chunk
-    except GeneratorExit:
-        close = getattr(inner, "close", None)
-        if close is not None:
-            close()
-        with recording(_NAME):
-            state.finish(None)
-        raise
-    except BaseException as exc:
-        with recording(_NAME):
-            state.finish(exc)
-        raise
-    with recording(_NAME):
-        state.finish(None)
+        frame = self.frame
+        assert frame is not None  # finish() checked
+        run = frame.run
+        if isinstance(exc, GraphRecursionError):
+            limit = self.config.get("recursion_limit")
+            if limit is None:  # LangGraph's default: its error message names it
+                found = re.search(r"[Rr]ecursion limit of (\d+)", str(exc))
+                limit = found.group(1) if found else "default"
+            detail = f"recursion_limit={limit}"
+            self.recorder.terminate(sc.TERMINATION_MAX_TURNS, detail=detail, agent=frame.last_agent)
+        elif exc is None and run.interrupted is not None:
+            self.recorder.terminate(sc.TERMINATION_HUMAN_INPUT, detail=run.interrupted, agent=frame.last_agent)
+        elif exc is None:
+            self.recorder.terminate(sc.TERMINATION_COMPLETED, agent=frame.last_agent)
 
 
-async def _async_run(state: _GraphRun, inner: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    with recording(_NAME):
-        state.begin()
-    ctx = state.context
-    try:
-        while True:
-            token = otel_context.attach(ctx) if ctx is not None else None
-            try:
-                chunk = await inner.__anext__()
-            except StopAsyncIteration:
-                break
-            finally:
-                if token is not None:
-                    otel_context.detach(token)
-            with recording(_NAME):
-                state.observe(chunk)
-            yield chunk
-    except GeneratorExit:
-        aclose = getattr(inner, "aclose", None)
-        if aclose is not None:
-            await aclose()
-        with recording(_NAME):
-            state.finish(None)
-        raise
-    except BaseException as exc:
-        with recording(_NAME):
-            state.finish(exc)
-        raise
-    with recording(_NAME):
-        state.finish(None)
+def graph_runs(recorder: Recorder) -> Traced:
+    """``Pregel.stream`` / ``astream`` (``invoke`` / ``ainvoke`` run through them): a conversation root per
+    top-level run; the graph's frame is attached around each step the stream takes."""
 
+    def begin(graph: Any, call: Call) -> _GraphRun:
+        run = _GraphRun(recorder, graph, call.get("input"), call.get("config"))
+        run.begin()
+        return run
 
-def traced_stream(recorder: Recorder) -> Wrapper:
-    """``Pregel.stream`` (``invoke`` runs through it): a conversation root per top-level run."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        inner = wrapped(*args, **kwargs)
-        if not _enabled():
-            return inner
-        return _sync_run(_GraphRun(recorder, instance, args, kwargs), inner)
-
-    return wrapper
-
-
-def traced_astream(recorder: Recorder) -> Wrapper:
-    """``Pregel.astream`` (``ainvoke`` runs through it)."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        inner = wrapped(*args, **kwargs)
-        if not _enabled():
-            return inner
-        return _async_run(_GraphRun(recorder, instance, args, kwargs), inner)
-
-    return wrapper
+    return Traced(
+        "langgraph.stream",
+        begin,
+        finish=lambda run, result: run.finish(None),
+        fail=lambda run, exc: run.finish(None if isinstance(exc, GeneratorExit) else exc),  # closed early: ended
+        inside=lambda run: _attached(run.context) if run.context is not None else None,
+        params=("input", "config"),
+        see=lambda run, chunk: run.observe(chunk),
+    )
 
 
 # -- node tasks ----------------------------------------------------------------------------
@@ -389,29 +328,35 @@ class _TaskRun:
             )
 
 
-def task_hook(recorder: Recorder) -> Hook:
+def tasks(recorder: Recorder) -> Traced:
     """``langgraph.pregel._runner.run_with_retry`` / ``arun_with_retry``: every node execution of every graph."""
 
-    def begin(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _TaskRun | None:
+    def begin(_: Any, call: Call) -> _TaskRun | None:
         frame: Frame | None = _current(_FRAME_KEY)
         if frame is None:
             return None
-        run = _TaskRun(recorder, frame, _bind(args, kwargs, 0, "task"))
+        run = _TaskRun(recorder, frame, call.get("task"))
         run.begin()
         return run
 
-    return Hook(_NAME, begin, lambda run, result: run.end(None), lambda run, exc: run.end(exc))
+    return Traced(
+        "langgraph.task",
+        begin,
+        finish=lambda run, result: run.end(None),
+        fail=lambda run, exc: run.end(exc),
+        params=("task",),
+    )
 
 
 # -- tools ---------------------------------------------------------------------------------
-def tool_hook(recorder: Recorder) -> Hook:
+def tool_calls(recorder: Recorder) -> Traced:
     """``ToolNode._execute_tool_sync`` / ``_async``: one tool call (the request holds the model's call, before
     LangGraph injects state into the arguments)."""
 
-    def begin(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[ToolCall, dict[str, Any]] | None:
+    def begin(_: Any, bound: Call) -> tuple[ToolCall, dict[str, Any]] | None:
         if _current(_FRAME_KEY) is None:
             return None
-        request = _bind(args, kwargs, 0, "request")
+        request = bound.get("request")
         tool_call = dict(getattr(request, "tool_call", None) or {})
         name, arguments = str(tool_call.get("name")), tool_call.get("args")
         call = recorder.start_tool_call(name, arguments=arguments, call_id=tool_call.get("id"))
@@ -441,4 +386,4 @@ def tool_hook(recorder: Recorder) -> Hook:
         else:
             call.fail(exc)
 
-    return Hook(_NAME, begin, finish, fail)
+    return Traced("langgraph.tool", begin, finish=finish, fail=fail, params=("request",))

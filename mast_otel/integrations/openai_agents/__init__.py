@@ -82,7 +82,7 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     @property
     def processor(self) -> MastTraceProcessor | None:
-        """The registered processor (its ``failures`` counts recording failures)."""
+        """The registered processor (its recording failures are counted in ``mast_otel.recording_failures()``)."""
         return _registered
 
     def _instrument(self, **kwargs: Any) -> None:

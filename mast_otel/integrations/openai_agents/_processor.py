@@ -11,18 +11,16 @@ SDK's run, the user's spans and other processors see exactly what they would wit
 from __future__ import annotations
 
 import contextvars
-import logging
 import threading
 from typing import Any
 
 from mast_otel import semconv as sc
+from mast_otel._safety import guarded, safe_call
 from mast_otel.recorder import AgentTurn, Conversation, Handoff, Recorder, ToolCall
 
 from ._content import ModelCall, ToolCallRequest, iso_to_ns, read_model_call
 
 __all__ = ["MastTraceProcessor"]
-
-_log = logging.getLogger(__name__)
 
 _MAX_TURNS_ERROR = "Max turns exceeded"
 _TRIPWIRE_ERROR = "Guardrail tripwire triggered"
@@ -94,26 +92,31 @@ class MastTraceProcessor:
         self._trace_names: dict[str, str] = {}
         self._lock = threading.Lock()
         self.enabled = True
-        self.failures = 0
 
     def configure(self, recorder: Recorder, quiet: Recorder) -> None:
         self._rec, self._quiet = recorder, quiet
         self.enabled = True
 
     # -- TracingProcessor ------------------------------------------------------------------
+    # The SDK calls these from the program's own code: each is guarded (mast_otel._safety), so a recording failure
+    # is counted under its callback's kind, logged once, and never raised into the run.
+    @guarded("openai_agents.on_trace_start")
     def on_trace_start(self, trace: Any) -> None:
         if self.enabled:
-            self._guard(self._trace_start, trace)
+            self._trace_start(trace)
 
+    @guarded("openai_agents.on_trace_end")
     def on_trace_end(self, trace: Any) -> None:
-        self._guard(self._trace_end, trace)
+        self._trace_end(trace)
 
+    @guarded("openai_agents.on_span_start")
     def on_span_start(self, span: Any) -> None:
         if self.enabled:
-            self._guard(self._span_start, span)
+            self._span_start(span)
 
+    @guarded("openai_agents.on_span_end")
     def on_span_end(self, span: Any) -> None:
-        self._guard(self._span_end, span)
+        self._span_end(span)
 
     def shutdown(self) -> None:
         """Nothing buffered here: the OpenTelemetry provider exports (and shuts down) mast-otel's spans."""
@@ -122,14 +125,6 @@ class MastTraceProcessor:
         """Nothing buffered here (see :meth:`shutdown`)."""
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _guard(self, fn: Any, arg: Any) -> None:
-        try:
-            fn(arg)
-        except Exception:  # recording must never change the run
-            self.failures += 1
-            if self.failures == 1:
-                _log.warning("mast-otel could not record an OpenAI Agents SDK span (logged once)", exc_info=True)
-
     def _put(self, key: str, node: _Node) -> None:
         with self._lock:
             self._nodes[key] = node
@@ -245,7 +240,8 @@ class MastTraceProcessor:
             reason, detail = sc.TERMINATION_ERROR, run.error
         else:
             reason, detail = sc.TERMINATION_COMPLETED, None
-        node.ctx.run(rec.terminate, reason, detail, run.last_agent)
+        # Guarded on its own: the root must end (and be judged) even when its termination cannot be recorded.
+        safe_call("openai_agents.terminate", node.ctx.run, rec.terminate, reason, detail, run.last_agent)
         if run.owned:
             node.ctx.run(rec.end_conversation, run.conv, run.token, end_time=end)
 
