@@ -186,6 +186,9 @@ class _TraceFilter:
             self._cur_since = self._latest
 
 
+_OPEN_RESERVE_SHARE = 4  # the opening reserve is a quarter of the main one
+
+
 class SQLiteStore:
     """:class:`SpanStore` on one SQLite connection (WAL; ``:memory:`` for tests), serialized by a lock.
 
@@ -199,17 +202,27 @@ class SQLiteStore:
         self._memory = path == ":memory:" or path.startswith("file::memory:")
         self._reserve_path = None if self._memory or not reserve else path + ".reserve"
         self._reserve = reserve
+        # A second, smaller reserve is only ever given up to *open* the store: a crash while the disk is full (the
+        # main reserve already spent) must not leave a store that cannot start and deliver what it acknowledged.
+        self._open_reserve_path = None if self._reserve_path is None else path + ".reserve-open"
+        self._open_reserve = reserve // _OPEN_RESERVE_SHARE
         self._full = False
         try:
             self._open(sync)
         except sqlite3.OperationalError as exc:
-            if not is_disk_full(exc) or not self._give_up_reserve():
+            if not is_disk_full(exc) or not (self._give_up_reserve() or self._give_up_open_reserve()):
                 raise StoreError(f"cannot open the store {path}: {exc}") from None
-            self._open(sync)  # the reserve's space lets the store open; it starts in disk-full mode
+            try:
+                self._open(sync)  # the reserve's space lets the store open; it starts in disk-full mode
+            except sqlite3.OperationalError as again:
+                if not is_disk_full(again) or not self._give_up_open_reserve():
+                    raise StoreError(f"cannot open the store {path}: {again}") from None
+                self._open(sync)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the store {path}: {exc} (move the file away to start empty)") from None
         if not self._full:
             self._take_reserve()
+            self._allocate(self._open_reserve_path, self._open_reserve)
 
     def _open(self, sync: str) -> None:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -245,21 +258,26 @@ class SQLiteStore:
         return self._full
 
     def _take_reserve(self) -> bool:
-        """Allocate the reserve file (blocks, not a sparse file, which would hold no space); False when the disk is
+        """Allocate the reserve file; False when the disk is full."""
+        return self._allocate(self._reserve_path, self._reserve)
+
+    @staticmethod
+    def _allocate(path: str | None, size: int) -> bool:
+        """Allocate a reserve file (blocks, not a sparse file, which would hold no space); False when the disk is
         full."""
-        if self._reserve_path is None:
+        if path is None or size <= 0:
             return True
         try:
-            if os.path.exists(self._reserve_path) and os.path.getsize(self._reserve_path) >= self._reserve:
+            if os.path.exists(path) and os.path.getsize(path) >= size:
                 return True
-            with open(self._reserve_path, "wb") as f:
+            with open(path, "wb") as f:
                 try:
-                    os.posix_fallocate(f.fileno(), 0, self._reserve)  # no data written: fast
+                    os.posix_fallocate(f.fileno(), 0, size)  # no data written: fast
                 except (AttributeError, OSError) as exc:
                     if getattr(exc, "errno", None) == errno.ENOSPC:
                         raise
-                    chunk = bytes(min(self._reserve, 1 << 20))  # a file system without fallocate: write zeros
-                    left = self._reserve
+                    chunk = bytes(min(size, 1 << 20))  # a file system without fallocate: write zeros
+                    left = size
                     while left > 0:
                         left -= f.write(chunk[: min(left, len(chunk))])
                     f.flush()
@@ -267,10 +285,19 @@ class SQLiteStore:
             return True
         except OSError:
             try:
-                os.remove(self._reserve_path)
+                os.remove(path)
             except OSError:
                 pass
             return False
+
+    def _give_up_open_reserve(self) -> bool:
+        """Opening the store failed on a full disk with the main reserve already spent: free the opening reserve."""
+        self._full = True
+        if self._open_reserve_path is None or not os.path.exists(self._open_reserve_path):
+            return False
+        _log.error("the store's disk is full and its reserve was spent before a restart: using the opening reserve")
+        os.remove(self._open_reserve_path)
+        return True
 
     def _give_up_reserve(self) -> bool:
         """The disk is full: free the reserve so releases and exports can proceed. False if there was none."""
@@ -300,6 +327,8 @@ class SQLiteStore:
             return True
         stat = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
         if stat.f_bavail * stat.f_frsize < 2 * self._reserve or not self._take_reserve():
+            return False
+        if not self._allocate(self._open_reserve_path, self._open_reserve):
             return False
         self._full = False
         _log.info("the store's disk has room again; accepting spans")
