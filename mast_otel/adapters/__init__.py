@@ -66,9 +66,16 @@ def root_candidate(get: Callable[[str], str | None]) -> bool:
     return any(get(key) in values for key, values in _CANDIDATES)
 
 
+_NATIVE_TYPES = frozenset({
+    sc.SPAN_TYPE_CONVERSATION, sc.SPAN_TYPE_AGENT_TURN, sc.SPAN_TYPE_MESSAGE, sc.SPAN_TYPE_HANDOFF,
+    sc.SPAN_TYPE_TOOL_CALL,
+})  # fmt: skip
+
+
 def is_native(spans: Iterable[SpanRecord]) -> bool:
-    """The spans hold a mast-otel recorder root."""
-    return any(s.is_conversation_root and s.span_type == sc.SPAN_TYPE_CONVERSATION for s in spans)
+    """The spans hold mast-otel recorder spans: a root, or the turns and messages of a conversation whose root has
+    not arrived (judged partial as they are). They carry OpenInference kinds too; they are never adapted."""
+    return any(s.span_type in _NATIVE_TYPES for s in spans)
 
 
 def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
