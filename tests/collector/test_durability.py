@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
@@ -100,6 +101,7 @@ def collector_process(tmp: Path, sink: OtlpSink) -> Iterator[CollectorProcess]:
         proc.stop()
 
 
+@pytest.mark.integration  # a real collector process, killed three times: timing-sensitive under foreign load
 def test_kill_9_three_times_mid_stream_loses_no_span_and_judges_once(tmp_path: Path, sink: OtlpSink) -> None:
     # prepare: 1,000 conversations of real recorder spans, streamed by the SDK's gRPC exporter in batches
     spans = recorded(N_CONVERSATIONS)
