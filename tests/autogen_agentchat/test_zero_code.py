@@ -70,4 +70,5 @@ def test_opentelemetry_instrument_traces_an_unmodified_program(tmp_path: Path) -
     assert [[m.get(sc.MESSAGE_SENDER), m.get(sc.MESSAGE_CONTENT)] for m in messages] == record["chat"]
     assert root.get(sc.TERMINATION_DETAIL) == record["stop_reason"]
     assert {s.service_name for s in spans} == {"zero-code-autogen"}
-    assert not [s for s in spans if s.get("openinference.span.kind")], "OpenInference was disabled"
+    foreign = [s for s in spans if s.get("openinference.span.kind") and s.span_type is None]  # ours carry kinds too
+    assert not foreign, "OpenInference was disabled"

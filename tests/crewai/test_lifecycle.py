@@ -192,7 +192,7 @@ def test_hierarchical_crew_comes_out_judged_through_a_real_collector(tmp_path: P
             inst.uninstrument()
 
     judged = judged_run(tmp_path, "crewai-app", run)
-    assert judged.root.get(sc.JUDGE_STATUS) == sc.JUDGE_OK
+    assert judged.root.get(sc.JUDGE_STATUS) == sc.JUDGE_SKIPPED  # no model: signals, no labels
     assert judged.root.get(sc.CONVERSATION_PROCESS) == "hierarchical"
     (task_output,) = result["out"].tasks_output
     # The transcript: the task, each delegation (request, the coworker's answer), the manager's output, in order.

@@ -81,7 +81,7 @@ async def test_runs_through_the_collector_come_out_judged_in_order(
     finally:
         sink.stop()
     (root,) = [x for x in got if x.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_CONVERSATION]
-    assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_OK
+    assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_SKIPPED  # no model: signals, no labels (issue 15)
     assert root.attributes[sc.TERMINATION_REASON] == sc.TERMINATION_COMPLETED
 
     path = tmp_path / "exported.json"
