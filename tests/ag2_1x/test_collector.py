@@ -87,7 +87,7 @@ def test_triage_example_is_judged_and_its_transcript_follows_the_wal(
 
     (conversation,) = [c for c in wait_for_verdicts(downstream, {SERVICE}, timeout=60) if c.service == SERVICE]
     assert conversation.status == "skipped"  # no model: signals, no labels
-    assert "3.2" in conversation.modes, "the example's unchecked approval is what the rules judge labels"
+    assert "unchecked_approval" in conversation.signals, "the example's unchecked approval is a signal it raises"
 
     otlp = tmp_path / "exported.otlp.json"
     docs = [json.loads(line) for line in downstream.jsonl.read_text().splitlines()]
