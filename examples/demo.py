@@ -368,6 +368,11 @@ def print_metrics(metrics_url: str) -> None:
     print()
 
 
+def runnable(examples: Sequence[Example]) -> list[Example]:
+    """The examples whose interpreter exists (a framework's nox environment is made by scripts/demo.sh)."""
+    return [e for e in examples if e.python is None or (ROOT / e.python).exists()]
+
+
 def check_signals(conversations: Sequence[Conversation], examples: Sequence[Example] = EXAMPLES) -> list[str]:
     """The signals the examples were built to raise and no trace of theirs carries (empty: all raised)."""
     missing = []
@@ -417,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with collector(Path(tmp), downstream.endpoint, flags, out / "collector.log") as endpoints:
             # A framework's own environment is created by scripts/demo.sh; run directly without it, its example
             # is left out, and said so.
-            ran = [e for e in EXAMPLES if e.python is None or (ROOT / e.python).exists()]
+            ran = runnable(EXAMPLES)
             for example in EXAMPLES:
                 if example not in ran:
                     log(f"left out {example.script}: {example.python} does not exist (bash scripts/demo.sh makes it)")
