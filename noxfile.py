@@ -77,6 +77,20 @@ def metagpt(session: nox.Session) -> None:
     run_tests(session, "metagpt", *quiet, "tests/metagpt")
 
 
+# The SDK pinned, mast-otel with the collector and judge extras, the test tools and OpenInference's instrumentation
+# (the overhead benchmark's comparison, and the foreign-span adapter's source): one set, two sessions.
+OPENAI_AGENTS = [
+    "-c",
+    "constraints/openai-agents-0.24.txt",
+    "-e",
+    ".[collector,judge]",
+    "openai-agents",
+    "openinference-instrumentation-openai-agents",
+    "pytest",
+    "pytest-asyncio",
+]
+
+
 @nox.session(python="3.11", venv_backend="uv")
 def openai_agents(session: nox.Session) -> None:
     """OpenAI Agents SDK 0.24 (openai-agents pins openai and pydantic versions of its own).
@@ -85,19 +99,7 @@ def openai_agents(session: nox.Session) -> None:
     from this interpreter) and the test tools, plus openinference-instrumentation-openai-agents, the comparison
     in benchmarks/bench_openai_agents_overhead.py.
     """
-    install_once(
-        session,
-        [
-            "-c",
-            "constraints/openai-agents-0.24.txt",
-            "-e",
-            ".[collector,judge]",
-            "openai-agents",
-            "openinference-instrumentation-openai-agents",
-            "pytest",
-            "pytest-asyncio",
-        ],
-    )
+    install_once(session, OPENAI_AGENTS)
     run_tests(session, "openai_agents", "tests/openai_agents")
 
 
@@ -174,19 +176,7 @@ def adapters_openai_agents(session: nox.Session) -> None:
     ``openinference-instrumentation-openai-agents``: the run goes over OTLP to a real collector, which judges it
     through the OpenInference adapter. Same pins as the ``openai_agents`` session. The AG2 sources (AG2's built-in
     tracing, openinference-instrumentation-ag2) run in the main environment: tests/adapters there."""
-    install_once(
-        session,
-        [
-            "-c",
-            "constraints/openai-agents-0.24.txt",
-            "-e",
-            ".[collector,judge]",
-            "openai-agents",
-            "openinference-instrumentation-openai-agents",
-            "pytest",
-            "pytest-asyncio",
-        ],
-    )
+    install_once(session, OPENAI_AGENTS)
     run_tests(session, "adapters_openai_agents", "tests/adapters")
 
 
