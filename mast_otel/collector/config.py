@@ -157,6 +157,10 @@ class CollectorConfig:
     judge_shutdown_grace: float = _opt(5.0, seconds, "On SIGTERM/SIGINT, how long judge calls in flight may still "
                                        "finish (at most judge_timeout); conversations left stay in the store and are "
                                        "judged on the next start.", metavar="SECONDS")  # fmt: skip
+    judge_interrupted: str = _opt("error", choice("error", "again"), "A conversation whose judge call a crash cut "
+                                  "short: error (released with mast.judge.status=error, so a paid judge never bills "
+                                  "it twice) or again (judged again after the restart; may be billed twice).",
+                                  metavar="POLICY")  # fmt: skip
     judge_fraction: float = _opt(1.0, number, "Fraction of conversations judged (0..1, by a hash of the trace id); "
                                  "conversations with errors are always judged; the rest are labelled skipped.",
                                  metavar="FRACTION")  # fmt: skip

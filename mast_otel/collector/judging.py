@@ -50,18 +50,24 @@ from .release import (
     SegmentCache,
     commit_release,
     is_unreadable,
+    persist_claim,
     persist_verdict,
     quarantine_release,
     verdict_from_json,
     verdict_to_json,
 )
 from .store import OutRow, SpanStore, Tomb
+from .verdicts import CLAIMED
 
 __all__ = ["COLLECTOR_SCOPE", "JudgePool"]
 
 _log = logging.getLogger(__name__)
 COLLECTOR_SCOPE = "mast_otel.collector"
 # Terminations that are themselves a signal: such conversations are judged whatever judge_fraction says.
+_INTERRUPTED = (
+    "the collector stopped while this conversation was being judged; it is not judged again, so it is "
+    "never billed twice (judge_interrupted=again judges it again)"
+)
 _SIGNAL_TERMINATIONS = frozenset(
     {sc.TERMINATION_ERROR, sc.TERMINATION_MAX_ROUNDS, sc.TERMINATION_MAX_TURNS, sc.TERMINATION_MAX_AUTO_REPLIES}
 )
@@ -141,11 +147,14 @@ class JudgePool:
         cache: SegmentCache,
         on_released: Callable[[], None],
         on_verdict: Callable[[Verdict, str, str | None], None] | None = None,
+        rejudge_interrupted: bool = False,
     ) -> None:
         self.judge = judge
         self.judge_name = judge_name(judge)
         # The label source an error verdict reports: the kind of judge that failed.
         self._source = sc.SOURCE_NONE if self.judge_name in ("signals", "none", "unavailable") else sc.SOURCE_LLM
+        self._paid = self._source != sc.SOURCE_NONE  # a model-free judge costs nothing to call again after a crash
+        self._rejudge = rejudge_interrupted
         self._store = store
         self._assembler = assembler
         self._lock = lock
@@ -191,10 +200,15 @@ class JudgePool:
         records = loaded.records(self._store)
         verdict = self._sample(job.unit, records)
         saved = self._store.verdict(job.unit.trace_id, job.unit.key) if verdict is None else None
-        if saved is not None:  # judged before a crash: never judge (or bill) a conversation twice
+        if saved == CLAIMED and not self._rejudge:  # a crash cut its judge call short: it may have been billed
+            self._metrics.judge_errors.labels("interrupted").inc()
+            verdict = Verdict.error(self._source, _INTERRUPTED)
+        elif saved:  # judged before a crash: never judge (or bill) a conversation twice
             verdict = verdict_from_json(saved)
         called = verdict is None
         if verdict is None:
+            if self._paid:
+                persist_claim(self._store, job.unit.trace_id, job.unit.key, self._clock())
             verdict = judge_spans(self.judge, records, partial=job.unit.partial)
             if not isinstance(verdict, Verdict):
                 raise TypeError(f"judge returned {type(verdict).__name__}, not a Verdict")

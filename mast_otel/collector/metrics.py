@@ -96,7 +96,7 @@ DROP_REASONS = (DROP_EXPORT_REJECTED, DROP_EXPORT_PARTIAL)
 # Where stored bytes that cannot be read back were set aside (never retried forever).
 QUARANTINE_STAGES = ("release", "recovery")
 RETRY_REASONS = ("unavailable", "throttled", "timeout", "error")
-JUDGE_ERROR_REASONS = ("timeout", "exception", "store", "signals")
+JUDGE_ERROR_REASONS = ("timeout", "exception", "store", "signals", "interrupted")
 STATUSES = (sc.JUDGE_OK, sc.JUDGE_ERROR, sc.JUDGE_SKIPPED, sc.JUDGE_TRUNCATED, sc.JUDGE_PARTIAL)
 LABEL_SOURCES = (sc.SOURCE_LLM, sc.SOURCE_RULES, sc.SOURCE_NONE)
 

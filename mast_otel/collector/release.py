@@ -31,8 +31,8 @@ from .metrics import CollectorMetrics
 from .store import OutRow, SpanStore, StoredSegment, Tomb
 
 __all__ = [
-    "Loaded", "SegmentCache", "commit_release", "is_unreadable", "persist_verdict", "quarantine_release",
-    "verdict_from_json", "verdict_to_json",
+    "Loaded", "SegmentCache", "commit_release", "is_unreadable", "persist_claim", "persist_verdict",
+    "quarantine_release", "verdict_from_json", "verdict_to_json",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -173,6 +173,14 @@ def persist_verdict(store: SpanStore, trace_id: bytes, unit: str, verdict: Verdi
         store.save_verdict(trace_id, unit, verdict_to_json(verdict), at)
     except (sqlite3.Error, OSError) as exc:
         _log.warning("could not save the verdict of trace %s before releasing it: %s", trace_id.hex(), exc)
+
+
+def persist_claim(store: SpanStore, trace_id: bytes, unit: str, at: float) -> None:
+    """Note that a paid judge call begins; a store that cannot take it only costs the at-most-once guarantee."""
+    try:
+        store.claim_verdict(trace_id, unit, at)
+    except (sqlite3.Error, OSError) as exc:
+        _log.warning("could not note the judge call for trace %s: %s", trace_id.hex(), exc)
 
 
 _VERDICT_FIELDS = tuple(f.name for f in dataclasses.fields(Verdict))

@@ -84,6 +84,7 @@ class CollectorService:
             hold=self.hold, concurrency=config.judge_concurrency, timeout=config.judge_timeout,
             fraction=config.judge_fraction, token_budget_per_hour=config.judge_token_budget_per_hour, clock=clock,
             cache=self.cache, on_released=self.exporter.wake,
+            rejudge_interrupted=config.judge_interrupted == "again",
             on_verdict=self.annotations.submit if self.annotations else None,
         )  # fmt: skip
         self.ingestor = Ingestor(

@@ -6,9 +6,13 @@ store behind ingest and other releases; a journal line is one ``write`` that wai
 which a ``kill -9`` loses a fresh verdict shrinks from that wait to microseconds. Durable against a killed
 process (the page cache keeps it), like the store with ``store_sync=normal``.
 
-Lines are JSON ``[trace_id hex, unit, verdict JSON, at]``; a torn last line (killed mid-write) is skipped. The
-in-memory map holds only verdicts whose release is not written yet; :meth:`VerdictJournal.compact` rewrites the
-file from it.
+A judge call that a crash cuts short may have been billed, yet left no verdict. So before a paid judge is called,
+its conversation is *claimed* here (a line whose verdict is :data:`CLAIMED`); after a restart a claim without a
+verdict tells the collector not to call the judge again for it (see ``judge_interrupted``).
+
+Lines are JSON ``[trace_id hex, unit, verdict JSON or "", at]``; a torn last line (killed mid-write) is skipped.
+The in-memory map holds only verdicts and claims whose release is not written yet; :meth:`VerdictJournal.compact`
+rewrites the file from it.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ import logging
 import os
 import threading
 
-__all__ = ["VerdictJournal"]
+__all__ = ["CLAIMED", "VerdictJournal"]
 
 _log = logging.getLogger(__name__)
+# What :meth:`VerdictJournal.get` returns for a conversation whose judge call began and reached no verdict.
+CLAIMED = ""
 
 
 class VerdictJournal:
@@ -53,7 +59,12 @@ class VerdictJournal:
                 os.write(self._fd, line)
             self._kept[(trace_id, unit)] = (verdict, at)
 
+    def claim(self, trace_id: bytes, unit: str, at: float) -> None:
+        """A judge call for this conversation is about to begin."""
+        self.save(trace_id, unit, CLAIMED, at)
+
     def get(self, trace_id: bytes, unit: str) -> str | None:
+        """The kept verdict JSON, :data:`CLAIMED` for a call that began and left none, or None."""
         found = self._kept.get((trace_id, unit))
         return None if found is None else found[0]
 

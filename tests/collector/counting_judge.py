@@ -3,9 +3,9 @@ subprocess appends one line per verdict reached (the conversation's root span id
 named by ``MAST_TEST_JUDGE_LOG``, so a test can tell whether any conversation was judged twice across kill -9s.
 
 Each call takes ``MAST_TEST_JUDGE_SECONDS`` (default 0.02) first, as a model call would (an LLM judge takes
-seconds): the collector persists a verdict within one SQLite commit of the judge's answer, and a kill inside that
-commit re-judges the conversation; with a judge as fast as the rules (about a millisecond) that window is a
-sizeable share of the judge's time, with a model it is not.
+seconds), and the line is written at the end, as a provider bills an answer: a kill during the sleep leaves a
+claimed conversation with no line, a kill just after the write one with a line and no verdict in the collector.
+"""
 """
 
 from __future__ import annotations

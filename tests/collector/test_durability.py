@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -147,18 +148,24 @@ def test_kill_9_three_times_mid_stream_loses_no_span_and_judges_once(tmp_path: P
             if s.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW:
                 roots.setdefault(s.key, []).append(s.attributes)
         assert len(roots) == N_CONVERSATIONS
-        assert all(a[sc.JUDGE_STATUS] in ("ok", "partial") for copies in roots.values() for a in copies)
         assert all(len({str(sorted(a.items())) for a in copies}) == 1 for copies in roots.values())  # same labels
-        verdicts = judged.read_text().splitlines()
-        twice = len(verdicts) - len(set(verdicts))
+        # A kill during a judge call (the claim is written before the call, the verdict after the answer) leaves a
+        # conversation the judge may have billed: it goes out as an error and is never judged again.
+        interrupted = {k for k, copies in roots.items() if copies[0][sc.JUDGE_STATUS] == "error"}
+        assert all("stopped while this conversation was being judged" in str(roots[k][0][sc.JUDGE_STATUS_REASON])
+                   for k in interrupted)  # fmt: skip
+        assert all(copies[0][sc.JUDGE_STATUS] in ("ok", "partial") for k, copies in roots.items() if k not in interrupted)
+        calls = Counter(judged.read_text().splitlines())
+        twice = sum(n > 1 for n in calls.values())
         duplicates = len(got) - len(want)
         print(f"\n{len(want)} spans, {len(KILLS)} kill -9s: {duplicates} delivered twice downstream "
-              f"({duplicates / len(want):.2%}, at-least-once), {len(set(verdicts))} conversations judged, "
-              f"{twice} judged twice")  # fmt: skip
-        # A verdict is committed one SQLite transaction after the judge answers; a kill inside that commit (a
-        # millisecond or so, waiting for the store) re-judges that one conversation. Without the persisted verdict
-        # every conversation being judged or waiting for its release at the kill was judged again.
-        assert twice <= len(KILLS)
+              f"({duplicates / len(want):.2%}, at-least-once), {len(calls)} conversations judged, {twice} judged "
+              f"twice, {len(interrupted)} released as interrupted")  # fmt: skip
+        assert twice == 0
+        # one judge call per conversation, except those a kill cut short (the call may not have begun)
+        labelled = {f"{trace}/{span}" for trace, span in roots if (trace, span) not in interrupted}
+        assert labelled <= set(calls)
+        assert len(interrupted) <= len(KILLS) * 8  # at most the calls running at each kill (8 workers)
         assert collector.stop() == 0  # and a clean SIGTERM shutdown
     finally:
         collector.stop()

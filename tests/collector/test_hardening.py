@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
@@ -22,6 +24,8 @@ from mast_otel.collector.exporter import Exporter, SendResult
 from mast_otel.collector.ingest import Malformed, TooLarge
 from mast_otel.collector.metrics import CollectorMetrics
 from mast_otel.collector.store import OutRow, SQLiteStore
+from mast_otel.judge.model import Verdict
+from mast_otel.spans import SpanRecord
 from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, metric, recorded, scrape
 from tests.collector.sink import OtlpSink
 from tests.collector.test_pipeline import keys, roots, send
@@ -279,6 +283,69 @@ def test_a_verdict_once_reached_is_never_judged_again(sink: OtlpSink, make_colle
     (root,) = roots(sink.wait_count(len(spans)))
     assert second_judge.calls == []  # judged (and billed) once
     assert root.attributes[sc.FAILURE_MODES] == ("2.1",) and root.attributes[sc.JUDGE_MODEL] == "fake-model"
+
+
+@pytest.mark.parametrize("policy", ["error", "again"])
+def test_a_judge_call_cut_short_by_a_crash_is_not_billed_twice(sink: OtlpSink, make_collector, policy: str) -> None:
+    """kill -9 while the judge is answering: the call may have been billed, so the restarted collector does not
+    call the judge again (judge_interrupted=error, the default) unless told to (again)."""
+    clock = FakeClock()
+    answering = threading.Event()
+    never = threading.Event()
+
+    def hang(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+        answering.set()
+        never.wait(30)
+        raise RuntimeError("abandoned")
+
+    first = make_collector(sink, judge=FakeJudge(on_judge=hang), clock=clock, quiet_period=0.0,
+                           judge_shutdown_grace=0.1)  # fmt: skip
+    first.start(pipeline=False)
+    spans = recorded(1)
+    send(first, spans)
+    first.release_now()
+    assert answering.wait(10)
+    first.stop()  # the call is abandoned in its thread, as a kill -9 would: no verdict reached the store
+    never.set()
+    second_judge = FakeJudge(on_judge=flag_messages("2.1"))
+    second = make_collector(sink, judge=second_judge, clock=clock, quiet_period=0.0, judge_interrupted=policy)
+    second.start(pipeline=False)
+    second.release_now()
+    assert second.flush()
+    (root,) = roots(sink.wait_count(len(spans)))
+    if policy == "error":
+        assert second_judge.calls == []
+        assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_ERROR
+        assert "being judged" in str(root.attributes[sc.JUDGE_STATUS_REASON])
+        assert metric(scrape(second), "mast_judge_errors_total", reason="interrupted") == 1
+    else:
+        assert len(second_judge.calls) == 1
+        assert root.attributes[sc.FAILURE_MODES] == ("2.1",)
+
+
+def test_a_free_judge_is_called_again_after_a_crash(sink: OtlpSink, make_collector) -> None:
+    """The model-free judge costs nothing: a call a crash cut short is simply made again, and labels as usual."""
+    answering, never = threading.Event(), threading.Event()
+
+    def hang(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+        answering.set()
+        never.wait(30)
+        raise RuntimeError("abandoned")
+
+    first = make_collector(sink, judge=FakeJudge(on_judge=hang, name="signals"), quiet_period=0.0,
+                           judge_shutdown_grace=0.1)  # fmt: skip
+    first.start(pipeline=False)
+    send(first, recorded(1))
+    first.release_now()
+    assert answering.wait(10)
+    first.stop()
+    never.set()
+    second_judge = FakeJudge(name="signals")
+    second = make_collector(sink, judge=second_judge, quiet_period=0.0)
+    second.start(pipeline=False)
+    second.release_now()
+    assert second.flush()
+    assert len(second_judge.calls) == 1
 
 
 def test_service_rejects_requests_over_max_request_spans(sink: OtlpSink, make_collector) -> None:
