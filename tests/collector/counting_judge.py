@@ -6,7 +6,6 @@ Each call takes ``MAST_TEST_JUDGE_SECONDS`` (default 0.02) first, as a model cal
 seconds), and the line is written at the end, as a provider bills an answer: a kill during the sleep leaves a
 claimed conversation with no line, a kill just after the write one with a line and no verdict in the collector.
 """
-"""
 
 from __future__ import annotations
 
