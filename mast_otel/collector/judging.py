@@ -12,7 +12,9 @@ error/limit termination are always judged) and ``judge_token_budget_per_hour``; 
 labelled ``skipped`` with the reason. If the store cannot take a verdict, the finish is retried on the next tick.
 
 Shutdown (:meth:`JudgePool.shutdown`) takes no new work, cancels queued calls and gives running ones a short grace
-to finish and store their verdicts; whatever is left stays held in the store and the next start judges it again.
+to finish and store their verdicts; whatever is left stays held in the store. The next start judges it, except a
+conversation whose paid judge call had begun: that call may have been billed, so (``judge_interrupted=error``) it
+is released with an error verdict instead; see :mod:`.verdicts`.
 The workers are daemon threads, so a judge call that never returns cannot keep the process alive.
 """
 
@@ -200,7 +202,7 @@ class JudgePool:
         records = loaded.records(self._store)
         verdict = self._sample(job.unit, records)
         saved = self._store.verdict(job.unit.trace_id, job.unit.key) if verdict is None else None
-        if saved == CLAIMED and not self._rejudge:  # a crash cut its judge call short: it may have been billed
+        if saved == CLAIMED and self._paid and not self._rejudge:  # a crash cut a call short: it may have been billed
             self._metrics.judge_errors.labels("interrupted").inc()
             verdict = Verdict.error(self._source, _INTERRUPTED)
         elif saved:  # judged before a crash: never judge (or bill) a conversation twice
@@ -293,8 +295,10 @@ class JudgePool:
         """Release overdue conversations with an error verdict; retry finishes the store refused."""
         overdue: list[_Job] = []
         with self._jobs_lock:
-            for job in self._jobs.values():
-                if not job.done and now >= job.deadline:
+            for job in self._jobs.values():  # submission order is deadline order: stop at the first not yet due
+                if now < job.deadline:
+                    break
+                if not job.done:
                     job.done = True
                     overdue.append(job)
             retry, self._retry = self._retry, []

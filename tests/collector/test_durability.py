@@ -154,7 +154,8 @@ def test_kill_9_three_times_mid_stream_loses_no_span_and_judges_once(tmp_path: P
         interrupted = {k for k, copies in roots.items() if copies[0][sc.JUDGE_STATUS] == "error"}
         assert all("stopped while this conversation was being judged" in str(roots[k][0][sc.JUDGE_STATUS_REASON])
                    for k in interrupted)  # fmt: skip
-        assert all(copies[0][sc.JUDGE_STATUS] in ("ok", "partial") for k, copies in roots.items() if k not in interrupted)
+        judged_ok = [copies[0][sc.JUDGE_STATUS] for k, copies in roots.items() if k not in interrupted]
+        assert set(judged_ok) <= {"ok", "partial"}
         calls = Counter(judged.read_text().splitlines())
         twice = sum(n > 1 for n in calls.values())
         duplicates = len(got) - len(want)
