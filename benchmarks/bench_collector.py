@@ -8,8 +8,8 @@
 2. Memory held per 10,000 pending traces (Python heap by tracemalloc, and RSS), at 10k/20k/30k pending, and after
    all were released and exported (flat = back to the start).
 3. Delay from a root span's end to its labelled export downstream, beyond the quiet period (real threads, real
-   SDK exporter, RulesJudge, an in-process OTLP sink), idle: a few conversations.
-4. The same delay under sustained load: a collector *process* (``mast-otel collector``, rules judge) fed
+   SDK exporter, the model-free signals judge, an in-process OTLP sink), idle: a few conversations.
+4. The same delay under sustained load: a collector *process* (``mast-otel collector``, signals judge) fed
    ``--rate`` spans/s for ``--seconds`` by a paced gRPC client, exporting to an OTLP sink; p50/p95/max over every
    conversation, and the collector's peak RSS.
 5. Peak RSS of a collector process under hostile load vs its ``memory_limit``: concurrent requests of the most
@@ -220,7 +220,7 @@ def bench_delay(tmp: Path, n: int = 40, quiet: float = 1.0) -> None:
 
     sink = OtlpSink().start()
     service = CollectorService(
-        config(tmp, "delay", quiet_period=quiet, max_trace_age=60, judge="rules", export_endpoint=sink.grpc_endpoint)
+        config(tmp, "delay", quiet_period=quiet, max_trace_age=60, judge="signals", export_endpoint=sink.grpc_endpoint)
     )
     service.start()
     assert service.grpc is not None
@@ -276,7 +276,7 @@ def _stop(proc: Any) -> None:
 
 def bench_delay_under_load(tmp: Path, rate: int, seconds: float, quiet: float = 1.0) -> None:
     print(f"== 4. label delay under sustained load: {rate:,} spans/s for {seconds:g}s, quiet_period={quiet}s, "
-          "collector process, rules judge")  # fmt: skip
+          "collector process, signals judge")  # fmt: skip
     from tests.collector.sink import OtlpSink
 
     sink = OtlpSink().start()
