@@ -150,7 +150,10 @@ def _describe(event: Event) -> tuple[str, str]:
         candidates = a(sc.HANDOFF_CANDIDATES)
         if candidates:
             head += f"; candidates: {', '.join(str(c) for c in candidates)}"
-        return head + ")", ""
+        # The reason in the speaker's or selector's own words (a ledger entry, a tool's arguments): often the
+        # only place a handoff's intent shows. Agent text, so it is a body (compacted, never part of the head).
+        detail = a(sc.HANDOFF_DETAIL)
+        return head + ")", "" if detail is None else f"detail: {detail}"
     if event.kind == sc.SPAN_TYPE_TOOL_CALL:
         status = "failed" if event.span.error or a(sc.TOOL_SUCCESS) is False else "ok"
         head = f"tool {a(sc.GEN_AI_TOOL_NAME, '?')} ({status})"
