@@ -211,14 +211,17 @@ class JudgePool:
         if verdict is None:
             if self._paid:
                 persist_claim(self._store, job.unit.trace_id, job.unit.key, self._clock())
-            verdict = judge_spans(self.judge, records, partial=job.unit.partial)
+            missing = _messages_missing(job.unit, records)
+            verdict = judge_spans(self.judge, records, partial=job.unit.partial or missing is not None)
             if not isinstance(verdict, Verdict):
                 raise TypeError(f"judge returned {type(verdict).__name__}, not a Verdict")
-            if job.unit.partial and verdict.status == sc.JUDGE_OK:
+            if (job.unit.partial or missing) and verdict.status in (sc.JUDGE_OK, sc.JUDGE_PARTIAL):
                 verdict = dataclasses.replace(
                     verdict,
                     status=sc.JUDGE_PARTIAL,
-                    status_reason=verdict.status_reason or "conversation not finished; judged on the spans seen so far",
+                    status_reason=verdict.status_reason
+                    or missing
+                    or "conversation not finished; judged on the spans seen so far",
                 )
             if verdict.tokens_in or verdict.tokens_out or verdict.cost_usd:  # it was paid for: never pay twice
                 persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
@@ -444,6 +447,30 @@ class JudgePool:
         with self._jobs_lock:
             retrying = {id(job) for job, _ in self._retry}
             return sum(key not in retrying for key in self._jobs)
+
+
+def _messages_missing(unit: Unit, records: list[SpanRecord]) -> str | None:
+    """Why the verdict can only be partial although the root is here, or None.
+
+    A recorder root counts the messages its conversation recorded (``mast.conversation.rounds``). Fewer message
+    spans here means the rest went elsewhere (to another instance, when one was added behind the load balancer
+    mid-conversation) or were lost upstream (an SDK queue that overflowed): a verdict on what is here is partial.
+    """
+    root = next((r for r in records if unit.root_id is not None and r.span_id == unit.root_id.hex()), None)
+    if root is None or root.span_type != sc.SPAN_TYPE_CONVERSATION:
+        return None
+    recorded = root.get(sc.CONVERSATION_ROUNDS)
+    if not isinstance(recorded, int) or isinstance(recorded, bool):
+        return None
+    conversation = root.get(sc.GEN_AI_CONVERSATION_ID)
+    here = {
+        r.get(sc.MESSAGE_INDEX)
+        for r in records
+        if r.span_type == sc.SPAN_TYPE_MESSAGE and r.get(sc.GEN_AI_CONVERSATION_ID) == conversation
+    }
+    if len(here) >= recorded:
+        return None
+    return f"{len(here)} of the {recorded} messages the conversation recorded arrived here; judged on those"
 
 
 def _compute_signals(records: list[SpanRecord]) -> list[Signal]:

@@ -151,6 +151,36 @@ def test_root_that_never_ends_is_judged_partial_at_max_age(sink: OtlpSink, make_
                   framework="unknown") == 1  # fmt: skip
 
 
+@pytest.mark.parametrize("dropped", [0, 2])
+def test_a_root_whose_messages_went_elsewhere_is_judged_partial(sink: OtlpSink, make_collector, dropped: int) -> None:
+    """The root counts the messages its conversation recorded; with some of them elsewhere (the other half of a
+    conversation split across instances) the verdict on this half is partial, not ok."""
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, quiet_period=0.0)
+    service.start(pipeline=False)
+    spans = recorded(1)
+    messages = [s for s in spans if s.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_MESSAGE]
+    gone = {id(s) for s in messages[:dropped]}
+    here = [s for s in spans if id(s) not in gone]
+    send(service, here)
+    service.release_now()
+    assert service.flush()
+    (root,) = roots(sink.wait_count(len(here)))
+    (call,) = judge.calls
+    recorded_count = len(messages)
+    if dropped:
+        assert call[1] is True  # the judge is told it sees part of the conversation
+        assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_PARTIAL
+        assert root.attributes[sc.JUDGE_STATUS_REASON] == (
+            f"{recorded_count - dropped} of the {recorded_count} messages the conversation recorded arrived here; "
+            "judged on those"
+        )
+    else:
+        assert call[1] is False
+        assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_OK
+    assert root.attributes[sc.FAILURE_MODES] == ("1.3",)  # a partial verdict still carries what it found
+
+
 def test_late_span_is_exported_and_counted(sink: OtlpSink, make_collector) -> None:
     clock = FakeClock()
     judge = FakeJudge()

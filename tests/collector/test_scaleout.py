@@ -304,6 +304,8 @@ def test_an_instance_added_mid_conversation_moves_a_share_of_the_trace_ids(tmp_p
     assert per_instance[2] > 0 and 0 < moved < MOVED_TEST, per_instance
     assert sum(1 for c in script.asked.values() if c == 2) == moved and max(script.asked.values()) == 2
     assert verdict_spans == {sc.JUDGE_PARTIAL: moved}  # the parts without their root: a partial verdict span each
+    # the parts with their root know from it how many messages the conversation recorded: partial, not ok
+    assert statuses == {sc.JUDGE_OK: MOVED_TEST - moved, sc.JUDGE_PARTIAL: moved}
     print(
         f"\ninstance added: {MOVED_TEST} conversations in flight; {moved} moved (judged in two parts), verdicts per "
         f"instance {per_instance}; root statuses {dict(statuses)}; mast.verdict spans (parts without their root) "
