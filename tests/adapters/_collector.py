@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from tests.collector.test_durability import CollectorProcess
 from tests.judge.fake_openai import citing, fake_openai
 from tests.otlp_sink import otlp_sink
 
+_SVG = "{http://www.w3.org/2000/svg}"
 _LINE = re.compile(r"^\[(M\d+|H\d+)\] (.*)$")
 
 
@@ -137,6 +139,30 @@ def check_foreign(out: Outcome, name: str, source: str, framework: str, cited_se
     assert heads == [content.split("\n")[0] for _, content in oracle["messages"]]
     found = [re.match(r"H\d+ handoff (\S+) -> (\S+)", line) for line in lines if line.startswith("H")]
     assert [(h.group(1), h.group(2)) for h in found if h] == oracle["handoffs"]
+    check_picture(out, name, root, cited_sender, tmp_path)
+
+
+def check_picture(out: Outcome, name: str, root: SpanRecord, cited_sender: str, tmp_path: Path) -> None:
+    """``mast-otel report --conversation`` on the exported spans draws the conversation the judge read: the
+    framework's messages in order, its handoffs, and the cited agent's messages marked as evidence."""
+    svg_path = tmp_path / f"{name}.svg"
+    cmd = [sys.executable, "-m", "mast_otel.cli", "report", str(out.exported), "--conversation", root.trace_id,
+           "--out", str(svg_path)]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    svg = ET.fromstring(svg_path.read_text())
+    assert svg.get("data-trace-id") == root.trace_id
+    groups = [g for g in svg.iter(f"{_SVG}g") if g.get("class") in ("message", "handoff")]
+    oracle = out.oracles[name]
+    messages = [g for g in groups if g.get("class") == "message"]
+    assert [g.get("data-source") for g in messages] == [sender for sender, _ in oracle["messages"]], (
+        [(g.get("data-source"), g.get("data-index")) for g in messages], oracle["messages"])
+    handoffs = [(g.get("data-source"), g.get("data-target")) for g in groups if g.get("class") == "handoff"]
+    assert [h for h in handoffs if h[1] != "end"] == oracle["handoffs"]
+    marked = [g for g in messages if "1.3" in (g.get("data-modes") or "").split()]
+    assert [g.get("data-source") for g in marked] == [s for s, _ in oracle["messages"] if s == cited_sender]
+    evidence = {s.span_id for s in out.spans[name] if s.attributes.get(sc.FAILURE_MODE) == "1.3"}
+    assert {g.get("data-span-id") for g in marked} <= evidence  # drawn under the foreign span ids
 
 
 def check_once(tmp_path: Path, name: str, framework: str, cited_sender: str, source: str = "openinference") -> None:

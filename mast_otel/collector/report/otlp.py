@@ -29,6 +29,7 @@ class Span:
     service: str | None = None
     links: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # (span id, link attributes), same trace
     start_ns: int = 0  # startTimeUnixNano: orders a conversation's events for its picture
+    end_ns: int = 0  # endTimeUnixNano: the adapters order a foreign trace's events by it
 
 
 def _hex_id(value: str | None) -> str:
@@ -86,6 +87,7 @@ def spans_from_otlp_json(doc: Mapping[str, Any]) -> Iterator[Span]:
                     links=tuple((_hex_id(link.get("spanId")), _attrs(link.get("attributes"))) for link in
                                 s.get("links", ()) or ()),
                     start_ns=int(s.get("startTimeUnixNano") or 0),
+                    end_ns=int(s.get("endTimeUnixNano") or 0),
                 )  # fmt: skip
 
 

@@ -23,8 +23,10 @@ from html import escape
 from typing import Any
 
 from mast_otel import semconv as sc
+from mast_otel.adapters import Adapted, adapt, foreign_units
 from mast_otel.collector.report.conversations import _outer_roots, _subtree, as_modes
 from mast_otel.collector.report.otlp import Span
+from mast_otel.spans import SpanRecord
 from mast_otel.taxonomy import mode
 
 __all__ = ["ConversationPicture", "Event", "picture_of", "pictures_in_trace", "render_svg"]
@@ -149,14 +151,59 @@ def picture_of(root: Span, members: Sequence[Span], verdict: Span | None = None)
 
 
 def pictures_in_trace(spans: Sequence[Span], trace_id: str) -> list[ConversationPicture]:
-    """A picture per outermost conversation in the trace (a trace may hold several)."""
+    """A picture per outermost conversation in the trace (a trace may hold several); a trace with no mast-otel
+    conversation is drawn from what the adapters make of it, as the judge read it."""
     trace_spans = [s for s in spans if s.trace_id == trace_id]
     verdicts = [s for s in trace_spans if s.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_VERDICT]
+    roots = _outer_roots(trace_spans)
+    if not roots:  # foreign spans no collector labelled
+        return _foreign_pictures(trace_spans, verdicts)
     out = []
-    for root in _outer_roots(trace_spans):
+    for root in roots:
+        if root.attributes.get(sc.MAST_SPAN_TYPE) != sc.SPAN_TYPE_CONVERSATION:  # a labelled foreign root
+            out.extend(_foreign_pictures(_subtree(trace_spans, root), verdicts))
+            continue
         verdict = next((v for v in verdicts if v.parent_span_id == root.span_id), None)
         out.append(picture_of(root, _subtree(trace_spans, root), verdict))
     return out
+
+
+def _foreign_pictures(trace_spans: Sequence[Span], verdicts: Sequence[Span]) -> list[ConversationPicture]:
+    """Spans traced by OpenInference, OpenLLMetry or a framework's own tracing: the adapters' conversation (the
+    one the judge read), drawn under the foreign span ids, with the labels the collector put on those spans."""
+    by_id = {s.span_id: s for s in trace_spans}
+    records = [
+        SpanRecord(trace_id=s.trace_id, span_id=s.span_id, parent_span_id=s.parent_span_id, name=s.name,
+                   start_ns=s.start_ns, end_ns=max(s.end_ns, s.start_ns), attributes=s.attributes,
+                   service_name=s.service)
+        for s in trace_spans
+    ]  # fmt: skip
+    out = []
+    for unit in foreign_units(records):
+        adapted = adapt(unit)
+        if not isinstance(adapted, Adapted):
+            continue
+        foreign_root = by_id[adapted.root_span_id]
+        members = []
+        for r in adapted.records:
+            original = by_id.get(adapted.original(r.span_id))
+            attrs = dict(r.attributes)
+            if original is not None:  # labels land on the foreign span a synthetic one came from
+                attrs.update({k: v for k, v in original.attributes.items() if k in _LABEL_KEYS})
+            span_id = original.span_id if original is not None else r.span_id
+            members.append(Span(trace_id=r.trace_id, span_id=span_id, parent_span_id=r.parent_span_id, name=r.name,
+                                attributes=attrs, start_ns=r.start_ns, end_ns=r.end_ns))  # fmt: skip
+        root_attrs = {**members[0].attributes, **{k: v for k, v in foreign_root.attributes.items()
+                                                  if k.startswith("mast.") and k != sc.MAST_SPAN_TYPE}}  # fmt: skip
+        root = Span(trace_id=foreign_root.trace_id, span_id=foreign_root.span_id, parent_span_id=None,
+                    name=members[0].name, attributes=root_attrs, start_ns=members[0].start_ns)  # fmt: skip
+        verdict = next((v for v in verdicts if v.parent_span_id == foreign_root.span_id), None)
+        out.append(picture_of(root, [root, *members[1:]], verdict))
+    return out
+
+
+# What the labeller writes on an evidence or decisive span (the root's labels are taken whole).
+_LABEL_KEYS = frozenset({sc.FAILURE_MODE, sc.FAILURE_MODE_NAME, sc.DECISIVE})
 
 
 # -- SVG ----------------------------------------------------------------------------------
