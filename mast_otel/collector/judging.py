@@ -414,6 +414,8 @@ class JudgePool:
             )  # fmt: skip
             group = next((g for g in loaded.groups if unit.root_id in dict(g.spans)), loaded.groups[0])
             outbox.append(OutRow(group.segment.resource, field(1, self._scope) + field(2, body), 1))
+        if framework and EXTRA_FRAMEWORK not in verdict.extra:  # the stored verdict names it (`report --store`)
+            verdict = dataclasses.replace(verdict, extra={**verdict.extra, EXTRA_FRAMEWORK: str(framework)})
         tomb = Tomb(
             trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now, unit=unit.key,
             conv_ids=",".join(unit.conv_ids), verdict=verdict_to_json(verdict),
