@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import statistics
 import sys
@@ -51,9 +50,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_metagpt_overhead import CLOCKS, Series, _counting_provider, _quartiles  # noqa: E402
+from benchmarks import _harness as harness  # noqa: E402
 
-BASELINE = "none"
 REFERENCE = "ag2-telemetry"
 CONFIGURATIONS = {
     "none": "AG2 1.2.1, uninstrumented",
@@ -61,10 +59,17 @@ CONFIGURATIONS = {
     "mast-otel": "AG2 1.2.1 + mast-otel (`mast_otel.instrument()`)",
     "both": "AG2 1.2.1 + its own telemetry + mast-otel",
 }
+LAYOUT = harness.Layout(
+    "envelope",
+    CONFIGURATIONS,
+    digits=1,
+    span_digits=2,
+    reference=harness.Reference(REFERENCE, "added / AG2's telemetry added", suffix="x", on_own_row=False),
+)
 
 
-async def _one_run(config: str, provider: Any, envelopes: int, clock: str) -> tuple[int, int]:
-    """One workflow to ``max_turns`` on a fresh hub: (elapsed ns, substantive envelopes posted)."""
+async def _one_run(run: harness.Run, config: str, provider: Any, envelopes: int) -> None:
+    """One workflow to ``max_turns`` on a fresh hub; its units are the substantive envelopes posted."""
     from ag2.middleware.builtin.telemetry import TelemetryMiddleware
     from ag2.network.hub import HubTelemetryListener
 
@@ -74,19 +79,16 @@ async def _one_run(config: str, provider: Any, envelopes: int, clock: str) -> tu
     middleware = (
         (lambda name: [TelemetryMiddleware(tracer_provider=provider, agent_name=name)]) if ag2_telemetry else None
     )
-    now = CLOCKS[clock]
-    gc.collect()
-    t0 = now()
-    hub = await scenarios.open_hub(tracer_provider=provider) if ag2_telemetry else await scenarios.open_hub()
-    if ag2_telemetry:
-        hub.register_listener(HubTelemetryListener(hub._store, tracer_provider=provider))
-    channel_id = await scenarios.ping_pong(
-        hub, ("user", "writer", "editor"), max_turns=envelopes, replies=envelopes, middleware=middleware
-    )
-    elapsed = now() - t0
+    with run.timing():
+        hub = await scenarios.open_hub(tracer_provider=provider) if ag2_telemetry else await scenarios.open_hub()
+        if ag2_telemetry:
+            hub.register_listener(HubTelemetryListener(hub._store, tracer_provider=provider))
+        channel_id = await scenarios.ping_pong(
+            hub, ("user", "writer", "editor"), max_turns=envelopes, replies=envelopes, middleware=middleware
+        )
     wal = await hub.read_wal(channel_id)
     await hub.close()
-    return elapsed, sum(e.event_type in ("ag2.msg.text", "ag2.packet") for e in wal)
+    run.units = sum(e.event_type in ("ag2.msg.text", "ag2.packet") for e in wal)
 
 
 class HookTimer:
@@ -145,77 +147,52 @@ class HookTimer:
         return timed
 
 
+class _Switch:
+    """Turns one configuration on; the ``mast-otel`` one also times mast-otel's hooks, with a fresh timer."""
+
+    def __init__(self) -> None:
+        self.timer = HookTimer()
+
+    def __call__(self, name: str, provider: Any) -> harness.Undo:
+        from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
+
+        inst = AG2V1Instrumentor() if name in ("mast-otel", "both") else None
+        if inst is not None:
+            inst.instrument(tracer_provider=provider)
+        timer = self.timer = HookTimer()
+        if name == "mast-otel":
+            timer.install()
+
+        def undo() -> None:
+            timer.uninstall()
+            if inst is not None:
+                inst.uninstrument()
+
+        return undo
+
+
 async def measure(
     names: list[str], reps: int, warmup: int, envelopes: int, clock: str
-) -> tuple[list[Series], list[float]]:
-    from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
-
-    provider, exporter = _counting_provider()
-    series = [Series(n) for n in names]
+) -> tuple[list[harness.Series], list[float]]:
+    switch = _Switch()
+    trial = harness.Alternation(names, switch, reps=reps, warmup=warmup, clock=clock, unit="envelope", digits=1)
     hooks_us: list[float] = []  # µs per envelope inside mast-otel's hooks, per mast-otel run
-    for rep in range(warmup + reps):
-        shift = rep % len(series)
-        for s in series[shift:] + series[:shift]:
-            inst = AG2V1Instrumentor() if s.name in ("mast-otel", "both") else None
-            if inst is not None:
-                inst.instrument(tracer_provider=provider)
-            timer = HookTimer()
-            if s.name == "mast-otel":
-                timer.install()
-            before = exporter.count
-            try:
-                elapsed, posted = await _one_run(s.name, provider, envelopes, clock)
-            finally:
-                timer.uninstall()
-                if inst is not None:
-                    inst.uninstrument()
-            if rep >= warmup and s.name == "mast-otel":
-                hooks_us.append(timer.ns / posted / 1000)
-            if rep >= warmup:
-                s.us_per_message.append(elapsed / posted / 1000)
-                s.spans += exporter.count - before
-                s.messages += posted
-        if rep >= warmup:
-            print(f"rep {rep - warmup + 1}/{reps} " + "  ".join(
-                f"{s.name} {s.us_per_message[-1]:.1f}" for s in series) + " µs/envelope",
-                file=sys.stderr, flush=True)  # fmt: skip
-    return series, hooks_us
+    for s in trial.rotations():
+        with trial.configured(s) as run:
+            await _one_run(run, s.name, trial.provider, envelopes)
+        if trial.recording and s.name == "mast-otel":
+            hooks_us.append(switch.timer.ns / run.units / 1000)
+    return trial.series, hooks_us
 
 
-def report(series: list[Series], hooks_us: list[float], args: argparse.Namespace) -> str:
-    base = next(s for s in series if s.name == BASELINE)
-    added: dict[str, float] = {}
-    rows = []
-    for s in series:
-        spans = s.spans / s.messages if s.messages else 0.0
-        if s is base:
-            rows.append(f"| {CONFIGURATIONS[s.name]} | {s.median:.1f} | 0 (baseline) | | | {spans:.2f} |")
-            continue
-        diffs = [a - b for a, b in zip(s.us_per_message, base.us_per_message, strict=True)]
-        added[s.name] = statistics.median(diffs)
-        low, high = _quartiles(diffs)
-        rows.append((s, added[s.name], low, high, spans))
-    reference = added.get(REFERENCE)
-    lines = [
-        f"{args.reps} repetitions (runs alternating in one process) x {args.envelopes} envelopes per run "
-        f"({args.warmup} warm-up repetitions); {args.clock} time; python {sys.version.split()[0]}",
-        "",
-        "| configuration | µs/envelope | added µs/envelope (IQR) | added / baseline | added / AG2's telemetry added "
-        "| spans/envelope |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        if isinstance(row, str):
-            lines.append(row)
-            continue
-        s, a, low, high, spans = row
-        versus = f"{a / reference:.2f}x" if reference and s.name != REFERENCE else ""
-        lines.append(
-            f"| {CONFIGURATIONS[s.name]} | {s.median:.1f} | {a:+.1f} ({low:+.1f} .. {high:+.1f}) "
-            f"| {a / base.median:.1%} | {versus} | {spans:.2f} |"
-        )
+def report(series: list[harness.Series], hooks_us: list[float], args: argparse.Namespace) -> str:
+    workload = f"(runs alternating in one process) x {args.envelopes} envelopes per run"
+    lines = harness.table(series, harness.heading(args, workload), LAYOUT)
+    base = next(s for s in series if s.name == harness.BASELINE)
+    ref = next((s for s in series if s.name == REFERENCE), None)
+    reference = statistics.median(ref.added_to(base)) if ref is not None else None
     if hooks_us:
-        low, high = _quartiles(hooks_us)
+        low, high = harness.quartiles(hooks_us)
         hooks = statistics.median(hooks_us)
         lines += [
             "",
@@ -228,21 +205,15 @@ def report(series: list[Series], hooks_us: list[float], args: argparse.Namespace
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
-    parser.add_argument("--reps", type=int, default=15, help="repetitions (one run per configuration each)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed repetitions, first")
+    harness.add_alternation_arguments(parser, CONFIGURATIONS, reps=15, only_help="configurations besides none")
     parser.add_argument("--envelopes", type=int, default=60, help="substantive envelopes per run (max_turns)")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="process CPU time or wall time")
-    parser.add_argument("--only", nargs="+", choices=sorted(CONFIGURATIONS), help="configurations besides none")
-    parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     args = parser.parse_args(argv)
 
-    names = [BASELINE, *(n for n in (args.only or [REFERENCE, "mast-otel", "both"]) if n != BASELINE)]
+    names = harness.chosen(args.only or [REFERENCE, "mast-otel", "both"])
     series, hooks_us = asyncio.run(measure(names, args.reps, args.warmup, args.envelopes, args.clock))
     print(report(series, hooks_us, args))
     if args.json:
-        payload: dict[str, Any] = {
-            s.name: {"us_per_envelope": s.us_per_message, "spans": s.spans, "envelopes": s.messages} for s in series
-        }
+        payload: dict[str, Any] = {s.name: s.as_json("envelope") for s in series}
         payload["mast-otel-hooks"] = {"us_per_envelope": hooks_us}
         args.json.write_text(json.dumps(payload, indent=2))
 

@@ -35,7 +35,6 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -45,6 +44,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import _harness as harness  # noqa: E402
 
 AgentsHook = Callable[[list[Any]], None]
 Setup = Callable[[Any], AgentsHook | None]  # setup(tracer_provider) -> optional per-chat hook
@@ -166,40 +168,6 @@ MAST = "mast-otel"
 
 
 # -- the subprocess ------------------------------------------------------------------------------------
-def _counting_provider(processor: str = "simple") -> tuple[Any, Any]:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import (
-        BatchSpanProcessor,
-        SimpleSpanProcessor,
-        SpanExporter,
-        SpanExportResult,
-    )
-
-    class CountingExporter(SpanExporter):
-        """Counts spans and drops them; keeps them only while ``kept`` is a list (the probe chat)."""
-
-        def __init__(self) -> None:
-            self.count = 0
-            self.kept: list[Any] | None = None
-
-        def export(self, spans: Sequence[Any]) -> SpanExportResult:
-            self.count += len(spans)
-            if self.kept is not None:
-                self.kept.extend(spans)
-            return SpanExportResult.SUCCESS
-
-        def shutdown(self) -> None:
-            pass
-
-    exporter = CountingExporter()
-    provider = TracerProvider()
-    if processor == "batch":  # what a deployment uses: ending a span only queues it; export runs on its own thread
-        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=1_000_000))
-    else:
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider, exporter
-
-
 def _describe(spans: list[Any], messages: int, marker: str) -> dict[str, Any]:
     """What one chat's spans record: span kinds per message, and whether handoffs and termination appear."""
     kinds = Counter(s.name.split(" ")[0].split(".")[-1] for s in spans)
@@ -224,7 +192,7 @@ def child(name: str, runs: int, warmup: int, load: Load, processor: str = "simpl
     spans = total_messages = 0
     # AG2 prints through a logging handler bound to sys.stdout on first use: send it to /dev/null from the start.
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-        provider, exporter = _counting_provider(processor)
+        provider, exporter = harness.counting_provider(harness.CountingExporter(), processor)
         hook = config.setup(provider)
         for i in range(warmup + runs):
             run = config.workload(load, hook)
@@ -273,9 +241,8 @@ def profile(name: str, runs: int, warmup: int, load: Load, processor: str) -> st
     import pstats
 
     config = BY_NAME[name]
-    sys.path.insert(0, str(ROOT))  # the workloads import tests.ag2.scenarios, as the child processes do
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-        provider, _ = _counting_provider(processor)
+        provider, _ = harness.counting_provider(harness.CountingExporter(), processor)
         hook = config.setup(provider)
         for _ in range(warmup):
             config.workload(load, hook)()
@@ -305,11 +272,7 @@ def _run_child(config: Configuration, args: argparse.Namespace) -> dict[str, Any
     cmd += ["--runs", str(args.runs), "--warmup", str(args.warmup), "--messages", str(args.messages)]
     cmd += ["--reply-chars", str(args.reply_chars), "--processor", args.processor]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"{config.name} failed ({out.returncode}):\n{out.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return harness.run_child(config.name, cmd, cwd=ROOT, env=env)
 
 
 # -- the driver ------------------------------------------------------------------------------------------
@@ -353,7 +316,7 @@ def report(summaries: list[Summary], args: argparse.Namespace) -> str:
         f"{args.reps} repetitions x {args.runs} timed chats x {args.messages} messages per configuration "
         f"({args.warmup} warm-up chats each); replies of "
         f"{f'{args.reply_chars} characters' if args.reply_chars else 'one short sentence'}; "
-        f"python {sys.version.split()[0]}",
+        f"python {harness.python_version()}",
         "",
         "| configuration | CPU µs/message | added µs/message (range) | mast-otel added / this added | wall µs/message "
         "| spans/message | added µs/span | records (span kinds per message; flags) |",
@@ -387,13 +350,9 @@ def report(summaries: list[Summary], args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=7, help="alternating repetitions (subprocesses per config)")
-    parser.add_argument("--runs", type=int, default=10, help="timed chats per subprocess")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed chats per subprocess, first")
+    harness.add_subprocess_arguments(parser, BY_NAME, reps=7, runs=10, only_help="configurations to run, in this order")
     parser.add_argument("--messages", type=int, default=200, help="messages per chat (GroupChat.max_round)")
     parser.add_argument("--reply-chars", type=int, default=0, help="size of each reply (0: a short sentence)")
-    parser.add_argument("--only", nargs="+", choices=sorted(BY_NAME), help="configurations to run, in this order")
-    parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     parser.add_argument(
         "--processor",
         choices=["simple", "batch"],
@@ -401,7 +360,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="simple: spans exported on the chat thread (span creation and export measured); batch: the SDK's "
         "BatchSpanProcessor, as deployed (the chat thread only queues ended spans)",
     )
-    parser.add_argument("--child", choices=sorted(BY_NAME), help=argparse.SUPPRESS)
     parser.add_argument("--profile", choices=sorted(BY_NAME), help="profile one configuration (in this process)")
     args = parser.parse_args(argv)
 
@@ -417,8 +375,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     chosen = [BY_NAME[n] for n in args.only] if args.only else [c for c in CONFIGURATIONS if c.default]
     summaries = [Summary(c) for c in chosen]
     for rep in range(args.reps):
-        order = summaries if rep % 2 == 0 else summaries[::-1]
-        for s in order:
+        for s in harness.alternating_order(summaries, rep):
             result = _run_child(s.config, args)
             s.per_rep.append(result["us_per_message"])
             s.wall_per_rep.append(result["wall_us_per_message"])

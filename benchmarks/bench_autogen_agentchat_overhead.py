@@ -32,19 +32,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = "none"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import _harness as harness  # noqa: E402
+
 CONFIGURATIONS = {
     "none": "autogen-agentchat 0.7.5, no tracing",
     "autogen-core": "autogen-core built-in tracing (global provider; runtime spans on)",
@@ -56,39 +59,26 @@ AGENTS = ("writer", "critic", "editor")
 
 
 # --- the child: one configuration, several timed runs ---------------------------------------------------------
-class _Counting:
-    """A span exporter that keeps what the report needs (counts and two facts), not the spans."""
+class _Counting(harness.CountingExporter):
+    """Also keeps the two facts the report needs from the spans' attributes, not the spans."""
 
     def __init__(self) -> None:
-        self.count = 0
+        super().__init__()
         self.handoff_reason = False
         self.termination_reason = False
 
-    def export(self, spans: Sequence[Any]) -> Any:
-        from opentelemetry.sdk.trace.export import SpanExportResult
-
-        self.count += len(spans)
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         for span in spans:
             keys = (span.attributes or {}).keys()
             self.handoff_reason = self.handoff_reason or any(k.endswith("handoff.reason") for k in keys)
             self.termination_reason = self.termination_reason or any(k.endswith("termination.reason") for k in keys)
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        pass
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
+        return super().export(spans)
 
 
 def _setup(config: str) -> _Counting:
     from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    exporter = _Counting()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))  # type: ignore[arg-type]
+    provider, exporter = harness.counting_provider(_Counting())
     if config == "autogen-core-lean":
         os.environ["AUTOGEN_DISABLE_RUNTIME_TRACING"] = "true"
     if config.startswith("autogen-core"):
@@ -123,12 +113,11 @@ def child(config: str, runs: int, warmup: int, messages: int) -> dict[str, Any]:
     for i in range(warmup + runs):
         team = _team(messages)
         before = exporter.count
-        gc.collect()
-        t0 = time.process_time_ns()
-        result = asyncio.run(team.run(task="Write a haiku about autumn"))
-        elapsed = time.process_time_ns() - t0
+        run = harness.Run("cpu")
+        with run.timing():
+            result = asyncio.run(team.run(task="Write a haiku about autumn"))
         if i >= warmup:
-            us.append(elapsed / len(result.messages) / 1000)
+            us.append(run.elapsed_ns / len(result.messages) / 1000)
             spans += exporter.count - before
     return {
         "us": statistics.median(us),
@@ -143,20 +132,16 @@ def _run_child(config: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", config, "--runs", str(args.runs), "--warmup", str(args.warmup),
            "--messages", str(args.messages)]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "AUTOGEN_"))}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
-    if done.returncode:
-        raise SystemExit(f"{config} failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return harness.run_child(config, cmd, cwd=ROOT, env=env)
 
 
 def report(results: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> str:
-    base = [r["us"] for r in results[BASELINE]]
+    base = [r["us"] for r in results[harness.BASELINE]]
     added = {name: statistics.median([r["us"] - b for r, b in zip(rs, base, strict=True)])
              for name, rs in results.items()}  # fmt: skip
     lines = [
         f"{args.reps} repetitions x {args.runs} runs x {args.messages} messages per configuration "
-        f"({args.warmup} warm-up runs each); process CPU time; python {sys.version.split()[0]}",
+        f"({args.warmup} warm-up runs each); process CPU time; python {harness.python_version()}",
         "",
         "| configuration | µs/message | added µs/message | mast-otel added / this added | spans/message "
         "| handoff reason | termination reason |",
@@ -167,9 +152,9 @@ def report(results: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -
         us = statistics.median(r["us"] for r in rs)
         last = rs[-1]
         ratio = ""
-        if name not in (BASELINE, "mast-otel") and mine is not None and added[name] > 0:
+        if name not in (harness.BASELINE, "mast-otel") and mine is not None and added[name] > 0:
             ratio = f"{mine / added[name]:.2f}"
-        add = "0 (baseline)" if name == BASELINE else f"{added[name]:+.1f}"
+        add = "0 (baseline)" if name == harness.BASELINE else f"{added[name]:+.1f}"
         lines.append(
             f"| {CONFIGURATIONS[name]} | {us:.1f} | {add} | {ratio} | {last['spans_per_message']:.2f} "
             f"| {'yes' if last['handoff_reason'] else 'no'} | {'yes' if last['termination_reason'] else 'no'} |"
@@ -179,22 +164,16 @@ def report(results: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
-    parser.add_argument("--reps", type=int, default=6, help="repetitions (one subprocess per configuration each)")
-    parser.add_argument("--runs", type=int, default=5, help="timed runs per subprocess")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed runs first, per subprocess")
+    harness.add_subprocess_arguments(parser, CONFIGURATIONS, reps=6, runs=5, only_help="configurations besides none")
     parser.add_argument("--messages", type=int, default=60, help="messages per run")
-    parser.add_argument("--only", nargs="+", choices=sorted(CONFIGURATIONS), help="configurations besides none")
-    parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
-    parser.add_argument("--child", choices=sorted(CONFIGURATIONS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     if args.child:
         print(json.dumps(child(args.child, args.runs, args.warmup, args.messages)))
         return
-    names = [BASELINE, *(n for n in (args.only or list(CONFIGURATIONS)) if n != BASELINE)]
+    names = [harness.BASELINE, *(n for n in (args.only or list(CONFIGURATIONS)) if n != harness.BASELINE)]
     results: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
     for rep in range(args.reps):
-        for name in names if rep % 2 == 0 else list(reversed(names)):
+        for name in harness.alternating_order(names, rep):
             results[name].append(_run_child(name, args))
         print(f"rep {rep + 1}/{args.reps} " + "  ".join(f"{n} {results[n][-1]['us']:.0f}" for n in names)
               + " µs/message", file=sys.stderr, flush=True)  # fmt: skip

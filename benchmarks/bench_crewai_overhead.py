@@ -12,18 +12,17 @@ so the baseline is CrewAI's own mechanics and the ratio is conservative. One age
 ``tasks_output`` is the record counted). CrewAI's telemetry and tracing are turned off for the measurement
 (``CREWAI_DISABLE_TELEMETRY``, ``CREWAI_TRACING_ENABLED``): they are CrewAI's, not the instrumentations' cost.
 
-Method and report as in benchmarks/bench_langgraph_overhead.py: configurations alternating run by run in one
-process, CPU time, counting no-op exporter behind a ``SimpleSpanProcessor``.
+Method and report as in benchmarks/bench_langgraph_overhead.py (both from benchmarks/_harness.py): configurations
+alternating run by run in one process, CPU time, counting no-op exporter behind a ``SimpleSpanProcessor``.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
-from benchmarks.bench_langgraph_overhead import BASELINE, Series, report  # noqa: E402
-from benchmarks.bench_metagpt_overhead import CLOCKS, _counting_provider  # noqa: E402
+from benchmarks import _harness as harness  # noqa: E402
+from benchmarks.bench_langgraph_overhead import DEFAULTS, report  # noqa: E402
 
 CONFIGURATIONS = {
     "none": "CrewAI 1.15, uninstrumented",
@@ -68,66 +67,36 @@ def build(tasks: int) -> Any:
     return Crew(agents=agents, tasks=work, process=Process.sequential)
 
 
-def _switch(name: str, provider: Any) -> Callable[[], None]:
-    if name == "openinference":
-        from openinference.instrumentation.crewai import CrewAIInstrumentor
+def _openinference() -> Any:
+    from openinference.instrumentation.crewai import CrewAIInstrumentor
 
-        oi = CrewAIInstrumentor()
-        oi.instrument(tracer_provider=provider)
-        return oi.uninstrument  # type: ignore[no-any-return]
-    import mast_otel
-
-    if name == BASELINE:
-        return lambda: None
-    mast_otel.instrument(tracer_provider=provider, capture_content=name != "mast-otel-no-content")
-    return mast_otel.uninstrument
+    return CrewAIInstrumentor()
 
 
-def measure(names: list[str], reps: int, warmup: int, tasks: int, clock: str) -> list[Series]:
-    provider, exporter = _counting_provider()
-    now = CLOCKS[clock]
-    series = [Series(n) for n in names]
-    for rep in range(warmup + reps):
-        shift = rep % len(series)
-        for s in series[shift:] + series[:shift]:
-            undo = _switch(s.name, provider)
-            before = exporter.count
-            try:
-                crew = build(tasks)
-                gc.collect()
-                t0 = now()
+switch = harness.switch_with_openinference(_openinference)
+
+
+def measure(names: list[str], reps: int, warmup: int, tasks: int, clock: str) -> list[harness.Series]:
+    trial = harness.Alternation(names, switch, reps=reps, warmup=warmup, clock=clock, unit="turn", digits=0)
+    for s in trial.rotations():
+        with trial.configured(s) as run:
+            crew = build(tasks)
+            with run.timing():
                 out = crew.kickoff()
-                elapsed = now() - t0
-            finally:
-                undo()
-            turns = len(out.tasks_output)
-            if rep >= warmup:
-                s.us_per_turn.append(elapsed / turns / 1000)
-                s.spans += exporter.count - before
-                s.turns += turns
-        if rep >= warmup:
-            figures = "  ".join(f"{s.name} {s.us_per_turn[-1]:.0f}" for s in series)
-            print(f"rep {rep - warmup + 1}/{reps} {figures} µs/turn", file=sys.stderr, flush=True)
-    return series
+            run.units = len(out.tasks_output)
+    return trial.series
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
-    parser.add_argument("--reps", type=int, default=20, help="repetitions (one run per configuration each)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed repetitions, first")
+    harness.add_alternation_arguments(parser, CONFIGURATIONS, reps=20, only_help="configurations besides none")
     parser.add_argument("--tasks", type=int, default=6, help="tasks (agent turns) per run")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="process CPU time or wall time")
-    parser.add_argument("--only", nargs="+", choices=sorted(CONFIGURATIONS), help="configurations besides none")
-    parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     args = parser.parse_args(argv)
-    args.rounds = args.tasks
 
-    names = [BASELINE, *(args.only or ["mast-otel", "mast-otel-no-content", "openinference"])]
-    series = measure(list(dict.fromkeys(names)), args.reps, args.warmup, args.tasks, args.clock)
-    print(report(series, args, CONFIGURATIONS, unit=f"{args.tasks} tasks"))
+    series = measure(harness.chosen(args.only or DEFAULTS), args.reps, args.warmup, args.tasks, args.clock)
+    print(report(series, args, CONFIGURATIONS, f"{args.tasks} tasks"))
     if args.json:
-        payload = {s.name: {"us_per_turn": s.us_per_turn, "spans": s.spans, "turns": s.turns} for s in series}
-        args.json.write_text(json.dumps(payload, indent=2))
+        args.json.write_text(json.dumps({s.name: s.as_json("turn") for s in series}, indent=2))
 
 
 if __name__ == "__main__":

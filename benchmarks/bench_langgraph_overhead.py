@@ -26,27 +26,24 @@ the baseline, the ratio of mast-otel's added time to OpenInference's, and spans 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import statistics
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_metagpt_overhead import CLOCKS, _counting_provider, _quartiles  # noqa: E402
+from benchmarks import _harness as harness  # noqa: E402
 
-BASELINE = "none"
 CONFIGURATIONS = {
     "none": "LangGraph 1.2, uninstrumented",
     "mast-otel": "LangGraph 1.2 + mast-otel (`mast_otel.instrument()`)",
     "mast-otel-no-content": "LangGraph 1.2 + mast-otel, content capture off",
     "openinference": "LangGraph 1.2 + openinference-instrumentation-langchain",
 }
+DEFAULTS = ["mast-otel", "mast-otel-no-content", "openinference"]
 
 
 def _chat_model(replies: list[Any]) -> Any:
@@ -82,114 +79,44 @@ def agent_turns(state: dict[str, Any]) -> int:
     return sum(1 for m in state["messages"] if m.type == "ai" and not is_handoff_back(m))
 
 
-@dataclass
-class Series:
-    name: str
-    us_per_turn: list[float] = field(default_factory=list)
-    spans: int = 0
-    turns: int = 0
+def _openinference() -> Any:
+    from openinference.instrumentation.langchain import LangChainInstrumentor
 
-    @property
-    def median(self) -> float:
-        return statistics.median(self.us_per_turn)
+    return LangChainInstrumentor()
 
 
-def _switch(name: str, provider: Any) -> Callable[[], None]:
-    """Instrument for one configuration; returns the undo."""
-    if name == "openinference":
-        from openinference.instrumentation.langchain import LangChainInstrumentor
-
-        oi = LangChainInstrumentor()
-        oi.instrument(tracer_provider=provider)
-        return oi.uninstrument  # type: ignore[no-any-return]
-    import mast_otel
-
-    if name == BASELINE:
-        return lambda: None
-    mast_otel.instrument(tracer_provider=provider, capture_content=name != "mast-otel-no-content")
-    return mast_otel.uninstrument
+switch = harness.switch_with_openinference(_openinference)
 
 
-def measure(names: list[str], reps: int, warmup: int, rounds: int, clock: str) -> list[Series]:
-    provider, exporter = _counting_provider()
-    now = CLOCKS[clock]
-    series = [Series(n) for n in names]
+def measure(names: list[str], reps: int, warmup: int, rounds: int, clock: str) -> list[harness.Series]:
+    trial = harness.Alternation(names, switch, reps=reps, warmup=warmup, clock=clock, unit="turn", digits=0)
     task = {"messages": [{"role": "user", "content": "What is the GDP? Write a report."}]}
-    for rep in range(warmup + reps):
-        shift = rep % len(series)
-        for s in series[shift:] + series[:shift]:
-            undo = _switch(s.name, provider)
-            before = exporter.count
-            try:
-                graph = build(rounds)
-                gc.collect()
-                t0 = now()
+    for s in trial.rotations():
+        with trial.configured(s) as run:
+            graph = build(rounds)
+            with run.timing():
                 out = graph.invoke(task, {"recursion_limit": 10 * rounds + 10})
-                elapsed = now() - t0
-            finally:
-                undo()
-            turns = agent_turns(out)
-            if rep >= warmup:
-                s.us_per_turn.append(elapsed / turns / 1000)
-                s.spans += exporter.count - before
-                s.turns += turns
-        if rep >= warmup:
-            figures = "  ".join(f"{s.name} {s.us_per_turn[-1]:.0f}" for s in series)
-            print(f"rep {rep - warmup + 1}/{reps} {figures} µs/turn", file=sys.stderr, flush=True)
-    return series
+            run.units = agent_turns(out)
+    return trial.series
 
 
-def report(
-    series: list[Series],
-    args: argparse.Namespace,
-    configurations: dict[str, str] = CONFIGURATIONS,
-    unit: str | None = None,
-) -> str:
+def report(series: list[harness.Series], args: argparse.Namespace, configurations: dict[str, str], per_run: str) -> str:
     """The table, one row per configuration (shared with the CrewAI benchmark)."""
-    base = next(s for s in series if s.name == BASELINE)
-    added: dict[str, float] = {}
-    rows = []
-    for s in series:
-        spans = s.spans / s.turns if s.turns else 0.0
-        if s is base:
-            rows.append((s, f"| {configurations[s.name]} | {s.median:.0f} | 0 (baseline) | | | {spans:.2f} |"))
-            continue
-        diffs = [a - b for a, b in zip(s.us_per_turn, base.us_per_turn, strict=True)]
-        added[s.name] = statistics.median(diffs)
-        low, high = _quartiles(diffs)
-        rows.append((s, f"| {configurations[s.name]} | {s.median:.0f} | {added[s.name]:+.0f} ({low:+.0f} .. "
-                        f"{high:+.0f}) | {added[s.name] / base.median:.1%} | {{vs_oi}} | {spans:.2f} |"))  # fmt: skip
-    oi = added.get("openinference")
-    per_run = unit or f"{args.rounds} supervisor rounds"
-    lines = [
-        f"{args.reps} repetitions (runs alternating in one process) x {per_run} per run "
-        f"({args.warmup} warm-up repetitions); {args.clock} time; python {sys.version.split()[0]}",
-        "",
-        "| configuration | µs/turn | added µs/turn (IQR) | added / baseline | added / OpenInference's | spans/turn |",
-        "|---|---|---|---|---|---|",
-    ]
-    for s, row in rows:
-        vs = f"{added[s.name] / oi:.2f}" if oi and s.name in added else ""
-        lines.append(row.replace("{vs_oi}", vs))
-    return "\n".join(lines)
+    workload = f"(runs alternating in one process) x {per_run} per run"
+    layout = harness.Layout("turn", configurations, digits=0, span_digits=2, reference=harness.OPENINFERENCE)
+    return "\n".join(harness.table(series, harness.heading(args, workload), layout))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
-    parser.add_argument("--reps", type=int, default=20, help="repetitions (one run per configuration each)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed repetitions, first")
+    harness.add_alternation_arguments(parser, CONFIGURATIONS, reps=20, only_help="configurations besides none")
     parser.add_argument("--rounds", type=int, default=5, help="supervisor -> researcher -> writer cycles per run")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="process CPU time or wall time")
-    parser.add_argument("--only", nargs="+", choices=sorted(CONFIGURATIONS), help="configurations besides none")
-    parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     args = parser.parse_args(argv)
 
-    names = [BASELINE, *(n for n in (args.only or ["mast-otel", "mast-otel-no-content", "openinference"]))]
-    series = measure(list(dict.fromkeys(names)), args.reps, args.warmup, args.rounds, args.clock)
-    print(report(series, args))
+    series = measure(harness.chosen(args.only or DEFAULTS), args.reps, args.warmup, args.rounds, args.clock)
+    print(report(series, args, CONFIGURATIONS, f"{args.rounds} supervisor rounds"))
     if args.json:
-        payload = {s.name: {"us_per_turn": s.us_per_turn, "spans": s.spans, "turns": s.turns} for s in series}
-        args.json.write_text(json.dumps(payload, indent=2))
+        args.json.write_text(json.dumps({s.name: s.as_json("turn") for s in series}, indent=2))
 
 
 if __name__ == "__main__":

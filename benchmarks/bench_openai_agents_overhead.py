@@ -29,20 +29,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
-import statistics
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-BASELINE = "none"
+from benchmarks import _harness as harness  # noqa: E402
+
 CONFIGURATIONS = {
     "none": "openai-agents 0.24, uninstrumented",
     "mast-otel": "+ mast-otel (`mast_otel.instrument()`)",
@@ -50,28 +47,7 @@ CONFIGURATIONS = {
     "openinference": "+ openinference-instrumentation-openai-agents",
 }
 TURNS_PER_RUN = 2
-CLOCKS = {"cpu": time.process_time_ns, "wall": time.perf_counter_ns}
-
-
-def _counting_provider() -> tuple[Any, Any]:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-
-    class CountingExporter(SpanExporter):
-        def __init__(self) -> None:
-            self.count = 0
-
-        def export(self, spans: Sequence[Any]) -> SpanExportResult:
-            self.count += len(spans)
-            return SpanExportResult.SUCCESS
-
-        def shutdown(self) -> None:
-            pass
-
-    exporter = CountingExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider, exporter
+LAYOUT = harness.Layout("turn", CONFIGURATIONS, digits=0, span_digits=1, reference=harness.OPENINFERENCE)
 
 
 def _in_process_model(script: dict[str, Any]) -> tuple[Any, Any]:
@@ -96,136 +72,50 @@ def _in_process_model(script: dict[str, Any]) -> tuple[Any, Any]:
     return OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client), scripted
 
 
-@dataclass
-class Series:
-    name: str
-    us_per_turn: list[float] = field(default_factory=list)
-    spans: int = 0
-    turns: int = 0
+def _openinference() -> Any:
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
-    @property
-    def median(self) -> float:
-        return statistics.median(self.us_per_turn)
+    return OpenAIAgentsInstrumentor()
 
 
-class _Switch:
-    """Turns one configuration on and off."""
-
-    def __init__(self, provider: Any) -> None:
-        self.provider = provider
-        self.oi: Any = None
-
-    def on(self, name: str) -> None:
-        import mast_otel
-
-        if name.startswith("mast-otel"):
-            mast_otel.instrument(tracer_provider=self.provider, capture_content=name == "mast-otel")
-        elif name == "openinference":
-            from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-
-            self.oi = OpenAIAgentsInstrumentor()
-            self.oi.instrument(tracer_provider=self.provider, exclusive_processor=False)
-
-    def off(self, name: str) -> None:
-        import mast_otel
-
-        if name.startswith("mast-otel"):
-            mast_otel.uninstrument()
-        elif self.oi is not None:
-            self.oi.uninstrument()
-            self.oi = None
+switch = harness.switch_with_openinference(_openinference, exclusive_processor=False)
 
 
-async def measure(names: list[str], reps: int, warmup: int, runs: int, clock: str) -> list[Series]:
+async def measure(names: list[str], reps: int, warmup: int, runs: int, clock: str) -> list[harness.Series]:
     from agents import Runner, set_trace_processors
 
     from tests.openai_agents.scenarios import triage_agents, triage_script
 
     set_trace_processors([])  # no export to OpenAI (no network here); configurations add their own
-    provider, exporter = _counting_provider()
-    switch = _Switch(provider)
+    trial = harness.Alternation(names, switch, reps=reps, warmup=warmup, clock=clock, unit="turn", digits=0)
     model, scripted = _in_process_model(triage_script())
     agent = triage_agents(model)
-    now = CLOCKS[clock]
-    series = [Series(n) for n in names]
-    for rep in range(warmup + reps):
-        shift = rep % len(series)
-        for s in series[shift:] + series[:shift]:
-            switch.on(s.name)
-            before = exporter.count
-            gc.collect()
-            try:
-                t0 = now()
+    for s in trial.rotations():
+        with trial.configured(s) as run:
+            with run.timing():
                 for _ in range(runs):
                     scripted.reset()
                     result = await Runner.run(agent, "I want a refund for order A17")
-                elapsed = now() - t0
-            finally:
-                switch.off(s.name)
-            assert result.last_agent.name == "billing_agent"
-            if rep >= warmup:
-                s.us_per_turn.append(elapsed / (runs * TURNS_PER_RUN) / 1000)
-                s.spans += exporter.count - before
-                s.turns += runs * TURNS_PER_RUN
-        if rep >= warmup:
-            print(f"rep {rep - warmup + 1}/{reps} " + "  ".join(
-                f"{s.name} {s.us_per_turn[-1]:.0f}" for s in series) + " µs/turn",
-                file=sys.stderr, flush=True)  # fmt: skip
-    return series
+            run.units = runs * TURNS_PER_RUN
+        assert result.last_agent.name == "billing_agent"
+    return trial.series
 
 
-def _quartiles(values: list[float]) -> tuple[float, float]:
-    if len(values) < 2:
-        return values[0], values[0]
-    q = statistics.quantiles(values, n=4)
-    return q[0], q[2]
-
-
-def _added(s: Series, base: Series) -> list[float]:
-    return [a - b for a, b in zip(s.us_per_turn, base.us_per_turn, strict=True)]
-
-
-def report(series: list[Series], args: argparse.Namespace) -> str:
-    base = next(s for s in series if s.name == BASELINE)
-    oi = next((s for s in series if s.name == "openinference"), None)
-    oi_added = statistics.median(_added(oi, base)) if oi is not None else None
-    lines = [
-        f"{args.reps} repetitions (alternating in one process) x {args.runs} runs x {TURNS_PER_RUN} agent turns "
-        f"({args.warmup} warm-up repetitions); {args.clock} time; python {sys.version.split()[0]}",
-        "",
-        "| configuration | µs/turn | added µs/turn (IQR) | added / baseline | added / OpenInference's | spans/turn |",
-        "|---|---|---|---|---|---|",
-    ]
-    for s in series:
-        spans = s.spans / s.turns if s.turns else 0.0
-        if s is base:
-            lines.append(f"| {CONFIGURATIONS[s.name]} | {s.median:.0f} | 0 (baseline) | | | {spans:.1f} |")
-            continue
-        diffs = _added(s, base)
-        added = statistics.median(diffs)
-        low, high = _quartiles(diffs)
-        vs_oi = f"{added / oi_added:.2f}" if oi_added else ""
-        lines.append(
-            f"| {CONFIGURATIONS[s.name]} | {s.median:.0f} | {added:+.0f} ({low:+.0f} .. {high:+.0f}) "
-            f"| {added / base.median:.1%} | {vs_oi} | {spans:.1f} |"
-        )
-    return "\n".join(lines)
+def report(series: list[harness.Series], args: argparse.Namespace) -> str:
+    workload = f"(alternating in one process) x {args.runs} runs x {TURNS_PER_RUN} agent turns"
+    return "\n".join(harness.table(series, harness.heading(args, workload), LAYOUT))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
+    harness.add_alternation_arguments(parser, CONFIGURATIONS, reps=10, only_help="configurations (baseline always)")
     parser.add_argument("--runs", type=int, default=10, help="SDK runs per repetition and configuration")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
-    parser.add_argument("--only", nargs="*", choices=sorted(CONFIGURATIONS), help="configurations (baseline always)")
-    parser.add_argument("--json", type=Path, help="also write the raw series here")
     args = parser.parse_args(argv)
-    names = [BASELINE] + [n for n in CONFIGURATIONS if n != BASELINE and (not args.only or n in args.only)]
+    names = harness.chosen(n for n in CONFIGURATIONS if n != harness.BASELINE and (not args.only or n in args.only))
     series = asyncio.run(measure(names, args.reps, args.warmup, args.runs, args.clock))
     print(report(series, args))
     if args.json:
-        args.json.write_text(json.dumps([s.__dict__ for s in series], indent=2))
+        args.json.write_text(json.dumps([{"name": s.name, **s.as_json("turn")} for s in series], indent=2))
 
 
 if __name__ == "__main__":
