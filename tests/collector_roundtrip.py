@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
@@ -27,7 +26,7 @@ from mast_otel.collector.report.otlp import request_to_otlp_json
 from mast_otel.spans import SpanRecord
 from tests.collector.conftest import wait_until
 from tests.collector.test_durability import CollectorProcess
-from tests.metagpt.conftest import MAIN_PYTHON_ENV, main_python, main_python_problem
+from tests.frameworks import main_python_that_imports
 from tests.otlp_sink import otlp_sink
 
 __all__ = ["Judged", "collector_python", "judged_run"]
@@ -35,13 +34,7 @@ __all__ = ["Judged", "collector_python", "judged_run"]
 
 def collector_python() -> str:
     """The main environment's interpreter (skip when it cannot run the collector; fail when the session says so)."""
-    python = main_python()
-    problem = main_python_problem(python, "mast_otel.collector")
-    if problem:
-        if os.environ.get(MAIN_PYTHON_ENV):
-            pytest.fail(f"{MAIN_PYTHON_ENV}={python}: {problem}")
-        pytest.skip(f"{problem}; run scripts/setup-env.sh or set {MAIN_PYTHON_ENV}")
-    return python
+    return main_python_that_imports("mast_otel.collector", "the collector")
 
 
 @dataclass

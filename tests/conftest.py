@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -9,6 +9,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.servers import LlamaServer, llama_server
+from tests.span_query import Spans
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
@@ -23,6 +24,12 @@ def tracer_provider(span_exporter: InMemorySpanExporter) -> TracerProvider:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(span_exporter))
     return provider
+
+
+@pytest.fixture
+def spans(span_exporter: InMemorySpanExporter) -> Callable[[], Spans]:
+    """``spans()`` reads what the test's exporter holds at that moment (call it after the run)."""
+    return lambda: Spans(span_exporter)
 
 
 @pytest.fixture(scope="session")

@@ -72,3 +72,8 @@ def recorder_broken(spare: tuple[str, ...] = ()) -> Iterator[dict[str, int]]:
             reset_recording_failures()
     # A hook that failed half-way must not leave a span of ours attached to the program's context.
     assert otel_context.get_current() == before, "a recording failure left mast-otel's context attached"
+
+
+def assert_failures_only_from(failures: dict[str, int], framework: str) -> None:
+    """Some recording failures were counted, each in ``framework``'s own hooks (``{framework}.<hook>``)."""
+    assert failures and all(kind.startswith(f"{framework}.") for kind in failures), failures

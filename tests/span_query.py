@@ -1,7 +1,8 @@
-"""Query helpers over the spans one test exported (shared by the AG2 and MetaGPT suites)."""
+"""Query helpers over the spans one test exported (shared by every framework tier)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -9,7 +10,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from mast_otel import semconv as sc
 
-__all__ = ["Spans", "attr", "parent_id", "span_id"]
+__all__ = ["SpanSet", "Spans", "attr", "parent_id", "span_id"]
 
 
 def attr(span: ReadableSpan, key: str) -> Any:
@@ -24,23 +25,14 @@ def span_id(span: ReadableSpan) -> int:
     return span.get_span_context().span_id
 
 
-class Spans:
-    """The finished spans in start order, by ``mast.span.type``; messages and handoffs in their recorded order."""
+class SpanSet:
+    """Some finished spans in start order, by ``mast.span.type``; messages and handoffs in their recorded order."""
 
-    def __init__(self, exporter: InMemorySpanExporter) -> None:
-        self.all: list[ReadableSpan] = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
+    def __init__(self, spans: Iterable[ReadableSpan]) -> None:
+        self.all: list[ReadableSpan] = sorted(spans, key=lambda s: s.start_time or 0)
 
     def of_type(self, span_type: str) -> list[ReadableSpan]:
         return [s for s in self.all if attr(s, sc.MAST_SPAN_TYPE) == span_type]
-
-    @property
-    def roots(self) -> list[ReadableSpan]:
-        return self.of_type(sc.SPAN_TYPE_CONVERSATION)
-
-    @property
-    def root(self) -> ReadableSpan:
-        (root,) = self.roots
-        return root
 
     @property
     def messages(self) -> list[ReadableSpan]:
@@ -53,6 +45,22 @@ class Spans:
     @property
     def turns(self) -> list[ReadableSpan]:
         return self.of_type(sc.SPAN_TYPE_AGENT_TURN)
+
+
+class Spans(SpanSet):
+    """Every span one test exported."""
+
+    def __init__(self, exporter: InMemorySpanExporter) -> None:
+        super().__init__(exporter.get_finished_spans())
+
+    @property
+    def roots(self) -> list[ReadableSpan]:
+        return self.of_type(sc.SPAN_TYPE_CONVERSATION)
+
+    @property
+    def root(self) -> ReadableSpan:
+        (root,) = self.roots
+        return root
 
     @property
     def tools(self) -> list[ReadableSpan]:

@@ -5,10 +5,8 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import mast_otel
-from tests.span_query import Spans
 
 
 @pytest.fixture
@@ -22,8 +20,3 @@ def instrument(tracer_provider: TracerProvider) -> Iterator[Any]:
     mast_otel.instrument(tracer_provider=tracer_provider)
     yield again
     mast_otel.uninstrument()
-
-
-@pytest.fixture
-def spans(span_exporter: InMemorySpanExporter) -> Any:
-    return lambda: Spans(span_exporter)

@@ -7,21 +7,16 @@ The collector process and ``mast-otel judge`` run from the MAIN virtual environm
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.span_query import Spans
+from tests.frameworks import instrumented, require_in_own_session, skip_reason
 
-FRAMEWORK = "ag2_1x"
-SKIP_REASON = "AG2 1.x (the `ag2` module) is not installed in this environment; it has its own: nox -s ag2_1x"
-
-if os.environ.get("MAST_OTEL_REQUIRE_FRAMEWORK") == FRAMEWORK:
-    import ag2.network  # noqa: F401  (nox -s ag2_1x: a broken install must fail, not skip)
+SKIP_REASON = skip_reason("AG2 1.x (the `ag2` module)", "ag2_1x")
+require_in_own_session("ag2_1x", "ag2.network")
 
 
 @pytest.fixture
@@ -30,13 +25,5 @@ def instrumentor(tracer_provider: TracerProvider) -> Iterator[Any]:
     from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
 
     reset_recording_failures()  # each test reads mast_otel.recording_failures() from zero
-    inst = AG2V1Instrumentor()
-    inst.instrument(tracer_provider=tracer_provider)
-    yield inst
-    inst.uninstrument()
+    yield from instrumented(AG2V1Instrumentor(), tracer_provider)
     reset_recording_failures()
-
-
-@pytest.fixture
-def spans(span_exporter: InMemorySpanExporter) -> Any:
-    return lambda: Spans(span_exporter)

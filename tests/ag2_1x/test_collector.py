@@ -25,7 +25,7 @@ from tests.ag2_1x.conftest import SKIP_REASON
 pytest.importorskip("ag2.network", reason=SKIP_REASON)
 
 from examples.demo import Downstream, wait_for_verdicts
-from tests.metagpt.conftest import MAIN_PYTHON_ENV, REPO, main_python, main_python_problem
+from tests.frameworks import REPO, main_python_that_imports
 from tests.servers import free_port, stop, wait_http
 
 SERVICE = "ag2-1x-triage"
@@ -33,13 +33,7 @@ MESSAGE_LINE = re.compile(r"^\[M(?P<n>\d+)\] (?P<sender>\S+) -> [^:]+: (?P<text>
 
 
 def main_mast_otel() -> Path:
-    python = main_python()
-    problem = main_python_problem(python, "mast_otel.judge.cli")
-    if problem:
-        if os.environ.get(MAIN_PYTHON_ENV):
-            pytest.fail(f"{MAIN_PYTHON_ENV}={python}: {problem}")
-        pytest.skip(f"the collector runs from the main venv: {problem}")
-    return Path(python).parent / "mast-otel"
+    return Path(main_python_that_imports("mast_otel.judge.cli", "the collector")).parent / "mast-otel"
 
 
 @pytest.fixture

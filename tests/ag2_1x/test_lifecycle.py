@@ -4,7 +4,6 @@ and is what ``mast_otel.instrument()`` and the entry point pick when AG2 1.x is 
 from __future__ import annotations
 
 import logging
-from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
@@ -24,7 +23,8 @@ from mast_otel.integrations.ag2_1x import AG2V1Instrumentor
 from mast_otel.recorder import Recorder
 from tests.ag2_1x import scenarios
 from tests.ag2_1x.oracle import WalRecord, recorded_run, root_of, wal_record
-from tests.fault_injection import INSIDE_A_RUN, recorder_broken
+from tests.fault_injection import INSIDE_A_RUN, assert_failures_only_from, recorder_broken
+from tests.lifecycle_checks import assert_entry_point_registered
 from tests.span_query import attr, parent_id, span_id
 
 
@@ -106,7 +106,7 @@ async def test_every_recorder_entry_point_raising_changes_nothing(
     finally:
         inst.uninstrument()
     assert same_run(plain, traced)  # the oracle: AG2's own write-ahead log (messages, routing, how it closed)
-    assert failures and all(kind.startswith("ag2_1x.") for kind in failures), failures
+    assert_failures_only_from(failures, "ag2_1x")
 
 
 async def test_ag2_envelope_spans_join_the_conversation_trace(
@@ -155,8 +155,7 @@ def test_mast_otel_instrument_picks_the_ag2_1x_integration(tracer_provider: Trac
         assert "ag2" not in _registry.STATE.instrumented, "AG2 Classic's integration needs `autogen`"
     finally:
         mast_otel.uninstrument()
-    (entry,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "mast_ag2_1x"]
-    assert entry.load() is AG2V1Instrumentor
+    assert_entry_point_registered("mast_ag2_1x", AG2V1Instrumentor)
 
 
 async def test_a_channel_left_open_ends_with_its_hub(instrumentor: AG2V1Instrumentor, span_exporter: Any) -> None:

@@ -7,33 +7,24 @@ are handed out in order, so a server serves one run's script.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from examples.scripted_openai import ScriptedOpenAI
-from tests.span_query import Spans
+from tests.frameworks import instrumented, require_in_own_session, skip_reason
 
-HAS_AUTOGEN_AGENTCHAT = importlib.util.find_spec("autogen_agentchat") is not None
-SKIP_REASON = "autogen-agentchat is not installed in this environment; it has its own: nox -s autogen_agentchat"
-
-if os.environ.get("MAST_OTEL_REQUIRE_FRAMEWORK") == "autogen_agentchat":
-    import autogen_agentchat.teams  # noqa: F401  (nox -s autogen_agentchat: a broken install must fail, not skip)
+SKIP_REASON = skip_reason("autogen-agentchat", "autogen_agentchat")
+require_in_own_session("autogen_agentchat", "autogen_agentchat.teams")
 
 
 @pytest.fixture
 def instrumentor(tracer_provider: TracerProvider) -> Iterator[Any]:
     from mast_otel.integrations.autogen_agentchat import AutogenAgentChatInstrumentor
 
-    inst = AutogenAgentChatInstrumentor()
-    inst.instrument(tracer_provider=tracer_provider)
-    yield inst
-    inst.uninstrument()
+    yield from instrumented(AutogenAgentChatInstrumentor(), tracer_provider)
 
 
 @pytest.fixture
@@ -42,8 +33,3 @@ def server() -> Iterator[ScriptedOpenAI]:
 
     with ScriptedOpenAI(SCRIPT) as s:
         yield s
-
-
-@pytest.fixture
-def spans(span_exporter: InMemorySpanExporter) -> Any:
-    return lambda: Spans(span_exporter)

@@ -9,7 +9,6 @@ this environment does not install): ``MAST_OTEL_MAIN_PYTHON``, default ``.venv/b
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import time
@@ -33,10 +32,10 @@ from mast_otel import semconv as sc
 from mast_otel.integrations.autogen_agentchat import AutogenAgentChatInstrumentor
 from tests.autogen_agentchat import scenarios as s
 from tests.autogen_agentchat.record import chat_messages, speakers
+from tests.frameworks import main_python_that_imports
 from tests.otlp_sink import otlp_sink
 from tests.viewing._support import collector_process
 
-MAIN_PYTHON_ENV = "MAST_OTEL_MAIN_PYTHON"
 TEAMS = {
     "round robin": (s.round_robin, s.TASK),
     "selector": (lambda url: s.selector(url, allow_repeated_speaker=True), s.TASK),
@@ -48,19 +47,8 @@ _HANDOFF_LINE = re.compile(r"^\[H\d+\] handoff \S+ -> (\S+) \(reason: [a-z_]+")
 _MESSAGE_LINE = re.compile(r"^\[M(\d+)\] (\S+) -> [^:]+: (.*)$")
 
 
-def main_python() -> str:
-    python = os.environ.get(MAIN_PYTHON_ENV) or str(s.REPO / ".venv" / "bin" / "python")
-    probe = subprocess.run([python, "-c", "import mast_otel.collector.service"], capture_output=True, text=True)
-    if probe.returncode:
-        problem = f"{python} cannot run the collector: {probe.stderr.strip()[-300:]}"
-        if os.environ.get(MAIN_PYTHON_ENV):
-            pytest.fail(problem)
-        pytest.skip(f"{problem}; run scripts/setup-env.sh or set {MAIN_PYTHON_ENV}")
-    return python
-
-
 async def test_teams_through_a_real_collector_come_out_judged(tmp_path: Path) -> None:
-    python = main_python()
+    python = main_python_that_imports("mast_otel.collector.service", "the collector")
     results: dict[str, Any] = {}
     members: dict[str, list[str]] = {}
     with (

@@ -31,7 +31,7 @@ from autogen_core import CancellationToken
 from mast_otel import semconv as sc
 from tests.autogen_agentchat import scenarios as s
 from tests.autogen_agentchat.record import assert_messages_match, chat_messages, in_conversation
-from tests.fault_injection import INSIDE_A_RUN, recorder_broken
+from tests.fault_injection import INSIDE_A_RUN, assert_failures_only_from, recorder_broken
 from tests.span_query import Spans, attr, parent_id, span_id
 
 
@@ -288,7 +288,7 @@ async def test_every_recorder_entry_point_raising_changes_nothing(team: str, spa
         traced = await TEAMS[team](server.base_url).run(task=s.TASK)
     # the oracle: autogen's own TaskResult (its message list and stop reason)
     assert (observed(traced), traced.stop_reason) == (observed(plain), plain.stop_reason)
-    assert failures and all(kind.startswith("autogen_agentchat.") for kind in failures), failures
+    assert_failures_only_from(failures, "autogen_agentchat")
 
 
 async def test_a_runtime_the_program_started_itself(instrumentor: Any, server: Any, spans: Any) -> None:

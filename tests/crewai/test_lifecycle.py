@@ -3,7 +3,6 @@ and the run through a real collector process."""
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ from tests.crewai.conftest import SKIP_REASON
 
 pytest.importorskip("crewai", reason=SKIP_REASON)
 
-import wrapt
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -24,7 +22,13 @@ from mast_otel.integrations.crewai import CrewAIInstrumentor
 from mast_otel.recorder import Recorder
 from tests.collector_roundtrip import assert_in_order, judged_run
 from tests.crewai import scenarios
-from tests.fault_injection import INSIDE_A_RUN, recorder_broken
+from tests.fault_injection import INSIDE_A_RUN, assert_failures_only_from, recorder_broken
+from tests.lifecycle_checks import (
+    assert_content_left_out,
+    assert_entry_point_registered,
+    assert_uninstrument_restores,
+    example_console_output,
+)
 from tests.span_query import attr
 
 
@@ -52,18 +56,11 @@ def _run(base_url: str) -> list[tuple[str, str]]:
 
 
 def test_entrypoint_is_registered() -> None:
-    eps = importlib.metadata.entry_points(group="opentelemetry_instrumentor")
-    (ep,) = [e for e in eps if e.name == "mast_crewai"]
-    assert ep.load() is CrewAIInstrumentor
+    assert_entry_point_registered("mast_crewai", CrewAIInstrumentor)
 
 
 def test_uninstrument_restores_every_method(tracer_provider: TracerProvider, spans: Any) -> None:
-    assert not any(isinstance(m, wrapt.FunctionWrapper) for m in _patched())
-    inst = CrewAIInstrumentor()
-    inst.instrument(tracer_provider=tracer_provider)
-    assert all(isinstance(m, wrapt.FunctionWrapper) for m in _patched())
-    inst.uninstrument()
-    assert not any(isinstance(m, wrapt.FunctionWrapper) for m in _patched())
+    assert_uninstrument_restores(CrewAIInstrumentor(), tracer_provider, _patched)
     with ScriptedOpenAI(scenarios.SEQUENTIAL_SCRIPT) as server:
         _run(server.base_url)
     assert spans().all == []
@@ -145,7 +142,7 @@ def test_every_recorder_entry_point_raising_changes_nothing(
             traced = build(server.base_url).kickoff()
     # the oracle: CrewAI's own result, task by task
     assert (traced.raw, _outputs(traced)) == (plain.raw, _outputs(plain))
-    assert failures and all(kind.startswith("crewai.") for kind in failures), failures
+    assert_failures_only_from(failures, "crewai")
 
 
 @pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
@@ -157,7 +154,7 @@ async def test_every_recorder_entry_point_raising_changes_nothing_async(instrume
         with recorder_broken(spare) as failures:
             traced = await scenarios.sequential(server.base_url).akickoff()
     assert (traced.raw, _outputs(traced)) == (plain.raw, _outputs(plain))
-    assert failures and all(kind.startswith("crewai.") for kind in failures), failures
+    assert_failures_only_from(failures, "crewai")
 
 
 def test_content_capture_off(tracer_provider: TracerProvider, spans: Any) -> None:
@@ -169,10 +166,7 @@ def test_content_capture_off(tracer_provider: TracerProvider, spans: Any) -> Non
     finally:
         inst.uninstrument()
     got = spans()
-    assert got.messages and all(attr(m, sc.MESSAGE_CONTENT) is None for m in got.messages)
-    assert all(attr(h, sc.HANDOFF_DETAIL) is None for h in got.handoffs)
-    assert all(attr(t, sc.GEN_AI_TOOL_CALL_ARGUMENTS) is None for t in got.tools)
-    assert attr(got.root, sc.CONVERSATION_TASK) is None
+    assert_content_left_out(got)
     assert [attr(h, sc.HANDOFF_TO) for h in got.handoffs if attr(h, sc.HANDOFF_REASON) == sc.HANDOFF_DELEGATION] == [
         "Researcher", "Writer"
     ]  # fmt: skip
@@ -205,14 +199,6 @@ def test_hierarchical_crew_comes_out_judged_through_a_real_collector(tmp_path: P
 
 
 def test_example_runs_offline_as_a_script() -> None:
-    import subprocess
-    import sys
-
-    repo = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "examples/crewai_hierarchical.py", "--console"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "handoff Manager -> Researcher  reason=delegation" in done.stdout
-    assert "invoke_workflow crew  reason=completed" in done.stdout
+    printed = example_console_output("crewai_hierarchical.py")
+    assert "handoff Manager -> Researcher  reason=delegation" in printed
+    assert "invoke_workflow crew  reason=completed" in printed

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +11,25 @@ from tests.langgraph.conftest import SKIP_REASON
 
 pytest.importorskip("langgraph_supervisor", reason=SKIP_REASON)
 
-import wrapt
 from langgraph.graph import END, START, MessagesState, StateGraph
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 import mast_otel
 from examples.scripted_openai import ScriptedOpenAI
 from mast_otel import semconv as sc
 from mast_otel.integrations.langgraph import AGENT_METADATA_KEY, LangGraphInstrumentor
 from mast_otel.recorder import Recorder
-from tests.fault_injection import INSIDE_A_RUN, recorder_broken
+from tests.fault_injection import INSIDE_A_RUN, assert_failures_only_from, recorder_broken
 from tests.langgraph import scenarios
+from tests.lifecycle_checks import (
+    assert_content_left_out,
+    assert_entry_point_registered,
+    assert_uninstrument_restores,
+    example_console_output,
+    exported_by_zero_code_run,
+    never_sampled,
+)
 from tests.span_query import attr
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,18 +55,11 @@ def _contents(out: dict[str, Any]) -> list[tuple[str, Any, Any]]:
 
 
 def test_entrypoint_is_registered() -> None:
-    eps = importlib.metadata.entry_points(group="opentelemetry_instrumentor")
-    (ep,) = [e for e in eps if e.name == "mast_langgraph"]
-    assert ep.load() is LangGraphInstrumentor
+    assert_entry_point_registered("mast_langgraph", LangGraphInstrumentor)
 
 
 def test_uninstrument_restores_every_method(tracer_provider: TracerProvider, spans: Any) -> None:
-    assert not any(isinstance(m, wrapt.FunctionWrapper) for m in _patched())
-    inst = LangGraphInstrumentor()
-    inst.instrument(tracer_provider=tracer_provider)
-    assert all(isinstance(m, wrapt.FunctionWrapper) for m in _patched())
-    inst.uninstrument()
-    assert not any(isinstance(m, wrapt.FunctionWrapper) for m in _patched())
+    assert_uninstrument_restores(LangGraphInstrumentor(), tracer_provider, _patched)
     scenarios.routed_team().invoke(INPUT)
     assert spans().all == []
 
@@ -83,9 +76,7 @@ def test_mast_otel_instrument_covers_langgraph(tracer_provider: TracerProvider, 
 def test_result_is_unchanged_and_not_recording_changes_nothing() -> None:
     with ScriptedOpenAI(scenarios.supervisor_example.SCRIPT) as server:
         plain = scenarios.supervisor(server.base_url).invoke(INPUT)
-        exporter = InMemorySpanExporter()
-        provider = TracerProvider(sampler=ALWAYS_OFF)
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        provider, exporter = never_sampled()
         inst = LangGraphInstrumentor()
         inst.instrument(tracer_provider=provider)
         try:
@@ -166,7 +157,7 @@ def test_every_recorder_entry_point_raising_changes_nothing(
         with recorder_broken(spare) as failures:
             traced = run(server)
     assert _contents(traced) == _contents(plain)  # the oracle: LangGraph's own message list
-    assert failures and all(kind.startswith("langgraph.") for kind in failures), failures
+    assert_failures_only_from(failures, "langgraph")
 
 
 @pytest.mark.parametrize("spare", [(), INSIDE_A_RUN], ids=["all", "inside_a_run"])
@@ -178,7 +169,7 @@ async def test_every_recorder_entry_point_raising_changes_nothing_async(instrume
         with recorder_broken(spare) as failures:
             traced = await scenarios.supervisor(server.base_url).ainvoke(INPUT)
     assert _contents(traced) == _contents(plain)
-    assert failures and all(kind.startswith("langgraph.") for kind in failures), failures
+    assert_failures_only_from(failures, "langgraph")
 
 
 def test_content_capture_off(tracer_provider: TracerProvider, spans: Any) -> None:
@@ -190,35 +181,19 @@ def test_content_capture_off(tracer_provider: TracerProvider, spans: Any) -> Non
     finally:
         inst.uninstrument()
     got = spans()
-    assert got.messages and all(attr(m, sc.MESSAGE_CONTENT) is None for m in got.messages)
-    assert all(attr(h, sc.HANDOFF_DETAIL) is None for h in got.handoffs)
-    assert all(attr(t, sc.GEN_AI_TOOL_CALL_ARGUMENTS) is None for t in got.tools)
-    assert attr(got.root, sc.CONVERSATION_TASK) is None
+    assert_content_left_out(got)
     assert [attr(h, sc.HANDOFF_TO) for h in got.handoffs] == ["alice", "bob"]  # structure stays
 
 
 def test_zero_code_opentelemetry_instrument_exports_otlp() -> None:
     """``opentelemetry-instrument python app.py``: the entry point instruments LangGraph, spans reach a receiver."""
-    from tests.otlp_sink import otlp_sink
-
     program = (  # no instrument() call in it
         "from examples import langgraph_supervisor as ex\n"
         "from examples.scripted_openai import ScriptedOpenAI\n"
         "with ScriptedOpenAI(ex.SCRIPT) as s:\n"
         "    ex.build(s.base_url).invoke({'messages': [{'role': 'user', 'content': ex.TASK}]})\n"
     )
-    with otlp_sink() as sink:
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(REPO),
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": sink.http_endpoint,
-            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-            "OTEL_SERVICE_NAME": "langgraph-zero-code",
-        }
-        command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable, "-c", program]
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
-        received = sink.spans()
+    received = exported_by_zero_code_run(program, "langgraph-zero-code")
     (root,) = [s for s in received if s.is_conversation_root]
     assert root.service_name == "langgraph-zero-code"
     assert root.get(sc.MAST_FRAMEWORK) == "langgraph"
@@ -227,10 +202,6 @@ def test_zero_code_opentelemetry_instrument_exports_otlp() -> None:
 
 def test_example_runs_offline_as_a_script() -> None:
     """``python examples/langgraph_supervisor.py --console``: the file must not shadow the package it is named after."""
-    done = subprocess.run(
-        [sys.executable, "examples/langgraph_supervisor.py", "--console"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "handoff supervisor -> researcher  reason=tool_call" in done.stdout
-    assert "invoke_workflow LangGraph  reason=completed" in done.stdout
+    printed = example_console_output("langgraph_supervisor.py")
+    assert "handoff supervisor -> researcher  reason=tool_call" in printed
+    assert "invoke_workflow LangGraph  reason=completed" in printed

@@ -10,9 +10,7 @@ The llama.cpp server runs from the MAIN virtual environment (llama-cpp-python is
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,16 +18,19 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.frameworks import (
+    REPO,
+    installed,
+    instrumented,
+    main_python_that_imports,
+    require_in_own_session,
+    skip_reason,
+)
 from tests.servers import LlamaServer, llama_server
-from tests.span_query import Spans
 
-REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-HAS_METAGPT = importlib.util.find_spec("metagpt") is not None
-SKIP_REASON = "MetaGPT is not installed in this environment; it has its own: nox -s metagpt"
-MAIN_PYTHON_ENV = "MAST_OTEL_MAIN_PYTHON"
+SKIP_REASON = skip_reason("MetaGPT", "metagpt")
 
 
 def _configure_metagpt() -> None:
@@ -42,22 +43,9 @@ def _configure_metagpt() -> None:
     os.environ["METAGPT_PROJECT_ROOT"] = str(root)
 
 
-if HAS_METAGPT:
+if installed("metagpt"):
     _configure_metagpt()
-if os.environ.get("MAST_OTEL_REQUIRE_FRAMEWORK") == "metagpt":
-    import metagpt.team  # noqa: F401  (nox -s metagpt: a broken install must fail, not skip)
-
-
-def main_python() -> str:
-    return os.environ.get(MAIN_PYTHON_ENV) or str(REPO / ".venv" / "bin" / "python")
-
-
-def main_python_problem(python: str, module: str) -> str | None:
-    """Why ``python`` cannot import ``module`` (None when it can)."""
-    if not Path(python).exists():
-        return f"{python} does not exist"
-    probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True, text=True)
-    return f"{python} cannot import {module}: {probe.stderr.strip()[-300:]}" if probe.returncode else None
+require_in_own_session("metagpt", "metagpt.team")
 
 
 # -- instrumentation -----------------------------------------------------------------------
@@ -65,10 +53,7 @@ def main_python_problem(python: str, module: str) -> str | None:
 def instrumentor(tracer_provider: TracerProvider) -> Iterator[Any]:
     from mast_otel.integrations.metagpt import MetaGPTInstrumentor
 
-    inst = MetaGPTInstrumentor()
-    inst.instrument(tracer_provider=tracer_provider)
-    yield inst
-    inst.uninstrument()
+    yield from instrumented(MetaGPTInstrumentor(), tracer_provider)
 
 
 @pytest.fixture
@@ -79,20 +64,10 @@ def script() -> Iterator[Any]:
         yield s
 
 
-@pytest.fixture
-def spans(span_exporter: InMemorySpanExporter) -> Any:
-    return lambda: Spans(span_exporter)
-
-
 @pytest.fixture(scope="session")
 def llama() -> Iterator[LlamaServer]:
     """A real OpenAI-compatible server (llama.cpp + Gemma 3 270M) for this session, run by the main venv's python."""
-    python = main_python()
-    problem = main_python_problem(python, "llama_cpp.server")
-    if problem:
-        if os.environ.get(MAIN_PYTHON_ENV):
-            pytest.fail(f"{MAIN_PYTHON_ENV}={python}: {problem}")
-        pytest.skip(f"{problem}; run scripts/setup-env.sh or set {MAIN_PYTHON_ENV}")
+    python = main_python_that_imports("llama_cpp.server", "the llama.cpp server")
     ARTIFACTS.mkdir(exist_ok=True)
     with llama_server(log_path=ARTIFACTS / "llama-server-metagpt.log", python=python) as server:
         yield server

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 import pytest
@@ -15,13 +14,12 @@ pytest.importorskip("metagpt", reason=SKIP_REASON)
 import wrapt
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 import mast_otel
 from mast_otel import semconv as sc
 from mast_otel.integrations.metagpt import _TARGETS, MetaGPTInstrumentor
+from tests.fault_injection import assert_failures_only_from
+from tests.lifecycle_checks import assert_entry_point_registered, exported_by_zero_code_run, never_sampled
 from tests.metagpt.record import assert_matches_metagpt
 from tests.metagpt.scenarios import IDEA, WriteCode, scripted_context, software_team
 
@@ -37,8 +35,7 @@ def _patched_methods() -> list[Any]:
 
 
 def test_entrypoint_is_registered() -> None:
-    (ep,) = [e for e in importlib.metadata.entry_points(group="opentelemetry_instrumentor") if e.name == "mast_metagpt"]
-    assert ep.load() is MetaGPTInstrumentor
+    assert_entry_point_registered("mast_metagpt", MetaGPTInstrumentor)
 
 
 def test_instrumentation_dependencies_name_metagpt() -> None:
@@ -102,9 +99,7 @@ async def test_override_defined_after_instrument_is_covered_once(instrumentor: A
 
 
 async def test_not_recording_changes_nothing(script: Any) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(sampler=ALWAYS_OFF)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider, exporter = never_sampled()
     inst = MetaGPTInstrumentor()
     inst.instrument(tracer_provider=provider)
     try:
@@ -159,8 +154,7 @@ async def test_every_recorder_entry_point_raising_changes_nothing(
         inst.uninstrument()
     assert traced == plain
     assert memories(team) == memories(plain_team)
-    failures = mast_otel.recording_failures()
-    assert failures and all(kind.startswith("metagpt.") for kind in failures), failures
+    assert_failures_only_from(mast_otel.recording_failures(), "metagpt")
     reset_recording_failures()
 
 
@@ -203,27 +197,8 @@ def test_config_of_the_wrong_type_is_refused(tracer_provider: TracerProvider) ->
 
 def test_zero_code_opentelemetry_instrument_exports_otlp() -> None:
     """``opentelemetry-instrument python app.py``: the entry point instruments MetaGPT, spans reach a real receiver."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from tests.metagpt.conftest import REPO
-    from tests.otlp_sink import otlp_sink
-
     program = "import asyncio, examples.metagpt_team as app; asyncio.run(app.run())"  # no instrument() call in it
-    with otlp_sink() as sink:
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(REPO),
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": sink.http_endpoint,
-            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-            "OTEL_SERVICE_NAME": "metagpt-zero-code",
-        }
-        command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable, "-c", program]
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
-        received = sink.spans()  # the process has exited: its provider flushed at shutdown
+    received = exported_by_zero_code_run(program, "metagpt-zero-code")
     (root,) = [s for s in received if s.is_conversation_root]
     assert root.service_name == "metagpt-zero-code"
     assert root.get(sc.MAST_FRAMEWORK) == "metagpt"

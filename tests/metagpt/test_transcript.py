@@ -7,14 +7,14 @@ the MetaGPT side here; both are rendered by ``mast_otel.judge.transcript`` and c
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from typing import Any
 
 import pytest
 
-from tests.metagpt.conftest import MAIN_PYTHON_ENV, REPO, SKIP_REASON, main_python, main_python_problem
+from tests.frameworks import REPO, main_python_that_imports
+from tests.metagpt.conftest import SKIP_REASON
 
 pytest.importorskip("metagpt", reason=SKIP_REASON)
 
@@ -49,12 +49,7 @@ def assert_grammar(lines: list[tuple[str, str]]) -> None:
 
 
 def ag2_transcript() -> list[tuple[str, str]]:
-    python = main_python()
-    problem = main_python_problem(python, "autogen")
-    if problem:
-        if os.environ.get(MAIN_PYTHON_ENV):
-            pytest.fail(f"{MAIN_PYTHON_ENV}={python}: {problem}")
-        pytest.skip(f"the AG2 side needs the main venv: {problem}")
+    python = main_python_that_imports("autogen", "the AG2 side")
     done = subprocess.run(
         [python, "-m", "tests.metagpt._ag2_transcript"], cwd=REPO, capture_output=True, text=True, timeout=300
     )

@@ -8,22 +8,18 @@ its own processor; every test gets a fresh OpenTelemetry provider and in-memory 
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from examples.scripted_openai import ScriptedOpenAI
-from tests.span_query import Spans
+from tests.frameworks import installed, instrumented, require_in_own_session, skip_reason
 
-HAS_SDK = importlib.util.find_spec("agents") is not None
-SKIP_REASON = "the OpenAI Agents SDK is not installed in this environment; it has its own: nox -s openai_agents"
-if os.environ.get("MAST_OTEL_REQUIRE_FRAMEWORK") == "openai_agents":
-    import agents  # noqa: F401  (nox -s openai_agents: a broken install must fail, not skip)
+HAS_SDK = installed("agents")
+SKIP_REASON = skip_reason("the OpenAI Agents SDK", "openai_agents")
+require_in_own_session("openai_agents", "agents")
 
 
 class CapturingProcessor:
@@ -75,15 +71,7 @@ def instrumentor(tracer_provider: TracerProvider, user_processor: CapturingProce
     from mast_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
 
     user_processor.clear()
-    inst = OpenAIAgentsInstrumentor()
-    inst.instrument(tracer_provider=tracer_provider)
-    yield inst
-    inst.uninstrument()
-
-
-@pytest.fixture
-def spans(span_exporter: InMemorySpanExporter) -> Any:
-    return lambda: Spans(span_exporter)
+    yield from instrumented(OpenAIAgentsInstrumentor(), tracer_provider)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 
 from mast_otel import semconv as sc
-from tests.span_query import Spans, attr, parent_id, span_id
+from tests.span_query import Spans, SpanSet, attr, parent_id, span_id
 
 
 def _raw(item: Any, key: str) -> Any:
@@ -16,29 +16,14 @@ def _raw(item: Any, key: str) -> Any:
     return raw.get(key) if isinstance(raw, dict) else getattr(raw, key, None)
 
 
-class Conversation:
+class Conversation(SpanSet):
     """The spans of one conversation (one SDK run), by ``gen_ai.conversation.id``."""
 
     def __init__(self, spans: Spans, root: ReadableSpan) -> None:
         self.root = root
         self.id = attr(root, sc.GEN_AI_CONVERSATION_ID)
-        self.all = [s for s in spans.all if attr(s, sc.GEN_AI_CONVERSATION_ID) == self.id]
+        super().__init__(s for s in spans.all if attr(s, sc.GEN_AI_CONVERSATION_ID) == self.id)
         self._by_id = {span_id(s): s for s in spans.all}
-
-    def of_type(self, span_type: str) -> list[ReadableSpan]:
-        return [s for s in self.all if attr(s, sc.MAST_SPAN_TYPE) == span_type]
-
-    @property
-    def messages(self) -> list[ReadableSpan]:
-        return sorted(self.of_type(sc.SPAN_TYPE_MESSAGE), key=lambda s: attr(s, sc.MESSAGE_INDEX))
-
-    @property
-    def handoffs(self) -> list[ReadableSpan]:
-        return sorted(self.of_type(sc.SPAN_TYPE_HANDOFF), key=lambda s: attr(s, sc.HANDOFF_INDEX))
-
-    @property
-    def turns(self) -> list[ReadableSpan]:
-        return self.of_type(sc.SPAN_TYPE_AGENT_TURN)
 
     def tools(self, tool_type: str = "function") -> list[ReadableSpan]:
         return [s for s in self.of_type(sc.SPAN_TYPE_TOOL_CALL) if attr(s, sc.GEN_AI_TOOL_TYPE) == tool_type]

@@ -22,7 +22,8 @@ import mast_otel
 from mast_otel._safety import reset_recording_failures
 from mast_otel.integrations import openai_agents as oa
 from mast_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
-from tests.fault_injection import INSIDE_A_RUN, recorder_broken
+from tests.fault_injection import INSIDE_A_RUN, assert_failures_only_from, recorder_broken
+from tests.lifecycle_checks import assert_entry_point_registered
 from tests.openai_agents import scenarios as sn
 
 
@@ -101,10 +102,7 @@ async def test_mast_otel_instrument_covers_the_sdk(user_processor: Any, scripted
 
 
 def test_entry_point_is_registered() -> None:
-    (ep,) = [
-        e for e in importlib.metadata.entry_points(group="opentelemetry_instrumentor") if e.name == "mast_openai_agents"
-    ]
-    assert ep.load() is OpenAIAgentsInstrumentor
+    assert_entry_point_registered("mast_openai_agents", OpenAIAgentsInstrumentor)
 
 
 def test_a_version_outside_the_supported_range_warns_and_still_instruments(
@@ -160,4 +158,4 @@ async def test_every_recorder_entry_point_raising_changes_nothing(
     assert traced.final_output == plain.final_output
     assert traced.last_agent.name == plain.last_agent.name
     assert [item.to_input_item() for item in traced.new_items] == [item.to_input_item() for item in plain.new_items]
-    assert failures and all(kind.startswith("openai_agents.") for kind in failures), failures
+    assert_failures_only_from(failures, "openai_agents")
