@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -12,6 +14,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
 from mast_otel import semconv as sc
+
+try:
+    from examples.scripted_openai import ScriptedOpenAI
+except ImportError:  # an example run as a script (python examples/x.py): examples/ itself is on sys.path
+    from scripted_openai import ScriptedOpenAI  # type: ignore[no-redef]
 
 # Defined here, not in _scripted (which imports AG2), so examples of frameworks in other environments share it.
 BASE_URL_ENV = "MAST_OTEL_EXAMPLE_BASE_URL"
@@ -45,6 +52,18 @@ def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.
         "--console", action="store_true", help="print spans here instead of exporting OTLP to localhost:4317"
     )
     return parser.parse_args(argv)
+
+
+@contextmanager
+def endpoint(base_url: str | None, script: Mapping[str, Any]) -> Iterator[str]:
+    """``base_url`` when the run was given a server; else the scripted server answering ``script``, on a free
+    127.0.0.1 port for the length of the block (the offline default of every example that talks to a model).
+    An empty ``base_url`` counts as none given, as an empty ``$MAST_OTEL_EXAMPLE_BASE_URL`` does."""
+    if base_url:
+        yield base_url
+        return
+    with ScriptedOpenAI(script) as server:
+        yield server.base_url
 
 
 def console_tracing() -> None:

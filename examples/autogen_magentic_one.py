@@ -29,29 +29,20 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from contextlib import nullcontext
 from typing import Any
 
 try:
-    from examples._cli import console_tracing, flush, parse_args
-    from examples.scripted_openai import ScriptedOpenAI
+    from examples._autogen_agentchat import SCRIPTED_MODEL_INFO
+    from examples._cli import console_tracing, endpoint, flush, parse_args
 except ImportError:  # run as a script (python examples/autogen_magentic_one.py): examples/ itself is on sys.path
-    from _cli import console_tracing, flush, parse_args  # type: ignore[no-redef]
-    from scripted_openai import ScriptedOpenAI  # type: ignore[no-redef]
+    from _autogen_agentchat import SCRIPTED_MODEL_INFO  # type: ignore[no-redef]
+    from _cli import console_tracing, endpoint, flush, parse_args  # type: ignore[no-redef]
 
 import mast_otel
 
 TASK = "What is the population density of Lisbon, in people per square kilometre? Use the lookup tool."
 MAX_TURNS = 3
 MAX_STALLS = 2
-# A model with none of the optional capabilities: the orchestrator then asks for the ledger as plain JSON text.
-MODEL_INFO: dict[str, Any] = {
-    "vision": False,
-    "function_calling": True,
-    "json_output": False,
-    "family": "unknown",
-    "structured_output": False,
-}
 
 
 def _ledger(speaker: str, instruction: str, why: str, *, progress: bool, loop: bool = False) -> str:
@@ -137,7 +128,8 @@ def build(base_url: str, model: str = "scripted", api_key: str | None = None) ->
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
     def client() -> OpenAIChatCompletionClient:
-        info = MODEL_INFO if model == "scripted" else None
+        # The scripted model claims no JSON output: the orchestrator then asks for its ledger as plain JSON text.
+        info = SCRIPTED_MODEL_INFO if model == "scripted" else None
         return OpenAIChatCompletionClient(model=model, base_url=base_url, api_key=api_key or "unused", model_info=info)
 
     researcher = AssistantAgent(
@@ -159,9 +151,7 @@ def build(base_url: str, model: str = "scripted", api_key: str | None = None) ->
 
 async def run(base_url: str | None = None, model: str | None = None, api_key: str | None = None) -> Any:
     """Run the team; offline (scripted server on a free 127.0.0.1 port) unless ``base_url`` is given."""
-    server = ScriptedOpenAI(SCRIPT) if base_url is None else nullcontext()
-    with server as scripted:
-        url = scripted.base_url if scripted is not None else base_url
+    with endpoint(base_url, SCRIPT) as url:
         return await build(url, model or "scripted", api_key).run(task=TASK)
 
 

@@ -35,26 +35,18 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
-from contextlib import nullcontext
 from typing import Any
 
 try:
-    from examples._cli import console_tracing, flush, parse_args
-    from examples.scripted_openai import ScriptedOpenAI
+    from examples._autogen_agentchat import SCRIPTED_MODEL_INFO
+    from examples._cli import console_tracing, endpoint, flush, parse_args
 except ImportError:  # run as a script (python examples/autogen_swarm.py): examples/ itself is on sys.path
-    from _cli import console_tracing, flush, parse_args  # type: ignore[no-redef]
-    from scripted_openai import ScriptedOpenAI  # type: ignore[no-redef]
+    from _autogen_agentchat import SCRIPTED_MODEL_INFO  # type: ignore[no-redef]
+    from _cli import console_tracing, endpoint, flush, parse_args  # type: ignore[no-redef]
 
 import mast_otel
 
 TASK = "Order 1042 arrived broken. I want my money back."
-MODEL_INFO: dict[str, Any] = {
-    "vision": False,
-    "function_calling": True,
-    "json_output": False,
-    "family": "unknown",
-    "structured_output": False,
-}
 SCRIPT: dict[str, Any] = {
     "rules": [
         {"match": "ROLE_TRIAGE", "replies": [
@@ -87,7 +79,7 @@ def build(base_url: str, model: str = "scripted", api_key: str | None = None) ->
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
     def client() -> OpenAIChatCompletionClient:
-        info = MODEL_INFO if model == "scripted" else None
+        info = SCRIPTED_MODEL_INFO if model == "scripted" else None
         return OpenAIChatCompletionClient(model=model, base_url=base_url, api_key=api_key or "unused", model_info=info)
 
     triage = AssistantAgent(
@@ -110,9 +102,7 @@ def build(base_url: str, model: str = "scripted", api_key: str | None = None) ->
 
 async def run(base_url: str | None = None, model: str | None = None, api_key: str | None = None) -> Any:
     """Run the team; offline (scripted server on a free 127.0.0.1 port) unless ``base_url`` is given."""
-    server = ScriptedOpenAI(SCRIPT) if base_url is None else nullcontext()
-    with server as scripted:
-        url = scripted.base_url if scripted is not None else base_url
+    with endpoint(base_url, SCRIPT) as url:
         return await build(url, model or "scripted", api_key).run(task=TASK)
 
 

@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # python examples/crewai_hierarchical.py: import `examples` from the repository
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from examples._cli import console_tracing, flush, parse_args
-from examples.scripted_openai import ScriptedOpenAI
+from examples._cli import console_tracing, endpoint, flush, parse_args
 
 TASK = "Find the GDP of Freedonia and write a one-line report."
 DELEGATE = "delegate_work_to_coworker"
@@ -82,16 +80,6 @@ def build(base_url: str, model: str = "scripted", api_key: str = "unused") -> An
     return Crew(agents=[researcher, writer], tasks=[task], process=Process.hierarchical, manager_agent=manager)
 
 
-@contextmanager
-def endpoint(base_url: str | None) -> Iterator[str]:
-    """The given server, or the scripted one for the length of the block."""
-    if base_url:
-        yield base_url
-        return
-    with ScriptedOpenAI(SCRIPT) as server:
-        yield server.base_url
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0] if __doc__ else "", argv)
     if args.console:
@@ -99,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import mast_otel
 
     mast_otel.instrument()
-    with endpoint(args.base_url) as base_url:
+    with endpoint(args.base_url, SCRIPT) as base_url:
         api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
         result = build(base_url, args.model or "scripted", api_key).kickoff()
     print(result.raw)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,7 @@ if __package__ in (None, ""):
     # file (examples/ is sys.path[0]) shadow the `langgraph_supervisor` package it uses.
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from examples._cli import console_tracing, flush, parse_args
-from examples.scripted_openai import ScriptedOpenAI
+from examples._cli import console_tracing, endpoint, flush, parse_args
 
 TASK = "What is the GDP of Freedonia? Write a one-line report."
 SUPERVISOR = "ROLE_SUPERVISOR: you manage a researcher and a writer. Delegate; never answer from memory."
@@ -74,16 +72,6 @@ def build(base_url: str, model: str = "scripted", api_key: str = "unused") -> An
     return create_supervisor([researcher, writer], model=llm(), prompt=SUPERVISOR).compile()
 
 
-@contextmanager
-def endpoint(base_url: str | None) -> Iterator[str]:
-    """The given server, or the scripted one for the length of the block."""
-    if base_url:
-        yield base_url
-        return
-    with ScriptedOpenAI(SCRIPT) as server:
-        yield server.base_url
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0] if __doc__ else "", argv)
     if args.console:
@@ -91,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import mast_otel
 
     mast_otel.instrument()
-    with endpoint(args.base_url) as base_url:
+    with endpoint(args.base_url, SCRIPT) as base_url:
         graph = build(base_url, args.model or "scripted", args.api_key or os.environ.get("OPENAI_API_KEY") or "unused")
         result = graph.invoke({"messages": [{"role": "user", "content": TASK}]})
     print(result["messages"][-1].content)

@@ -35,16 +35,14 @@ also turns off the OpenTelemetry SDK, and with it mast-otel's spans.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Collection
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
 from mast_otel.integrations.lifecycle import async_wrapper, sync_wrapper
+from mast_otel.integrations.wrapped_methods import WrappedMethods
 
 from . import _wrappers as w
 
@@ -75,21 +73,17 @@ _TARGETS: tuple[tuple[str, str, Any], ...] = (
 class CrewAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for CrewAI kickoffs, agent executions, task outputs, task-order and delegation handoffs, tools."""
 
-    _patched: list[tuple[Any, str]]
+    _methods: WrappedMethods | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("crewai >= 1.0, < 2",)
 
     def _instrument(self, **kwargs: Any) -> None:
         recorder = recorder_for("crewai", kwargs)
-        self._patched = []
+        self._methods = WrappedMethods()
         for module, path, factory in _TARGETS:
-            wrap_function_wrapper(module, path, factory(recorder))
-            owner_name, _, attr = path.rpartition(".")
-            mod = importlib.import_module(module)
-            self._patched.append((getattr(mod, owner_name) if owner_name else mod, attr))
+            self._methods.wrap(module, path, factory(recorder))
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for owner, attr in reversed(getattr(self, "_patched", [])):
-            unwrap(owner, attr)
-        self._patched = []
+        if self._methods is not None:
+            self._methods.unwrap_all()

@@ -36,18 +36,16 @@ is ``routing`` with ``mast.handoff.synthetic=true``: the library adds it, no mod
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Collection
 from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
 from mast_otel.integrations.lifecycle import async_iterator_wrapper, async_wrapper, iterator_wrapper, sync_wrapper
+from mast_otel.integrations.wrapped_methods import WrappedMethods
 
 from . import _wrappers as w
 from ._graph import AGENT_KEY as AGENT_METADATA_KEY
@@ -72,19 +70,19 @@ _TARGETS: tuple[tuple[str, str, Any], ...] = (
 class LangGraphInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for LangGraph runs, agent nodes, shared-state messages, handoffs, tool calls and termination."""
 
-    _patched: list[tuple[Any, str]]
+    _methods: WrappedMethods | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("langgraph >= 1.0, < 2",)
 
     def _instrument(self, **kwargs: Any) -> None:
         recorder = recorder_for("langgraph", kwargs)
-        self._patched = []
+        self._methods = methods = WrappedMethods()
         self._pending: dict[tuple[str, str], Any] = {}
         self._hooked: set[str] = getattr(self, "_hooked", set())
         for module, path, factory in _TARGETS:
             if module in sys.modules or module != _TOOLS:
-                self._patch(module, path, factory(recorder))
+                methods.wrap(module, path, factory(recorder))
                 continue
             # Not imported yet (graphs without prebuilt agents never import it), and importing it from here can
             # meet a half-imported langgraph.graph: patch it when the program imports it.
@@ -93,24 +91,17 @@ class LangGraphInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 self._hooked.add(module)
                 wrapt.register_post_import_hook(self._later(module), module)
 
-    def _patch(self, module: str, path: str, wrapper: Any) -> None:
-        wrap_function_wrapper(module, path, wrapper)
-        owner_name, _, attr = path.rpartition(".")
-        mod = importlib.import_module(module)
-        self._patched.append((getattr(mod, owner_name) if owner_name else mod, attr))
-
     def _later(self, module: str) -> Any:
         def hook(_module: object) -> None:
             # Post-import hooks cannot be unregistered: after uninstrument() nothing is pending and this does nothing.
             for (mod, path), wrapper in list(self._pending.items()):
-                if mod == module:
+                if mod == module and self._methods is not None:
                     del self._pending[(mod, path)]
-                    self._patch(mod, path, wrapper)
+                    self._methods.wrap(mod, path, wrapper)
 
         return hook
 
     def _uninstrument(self, **kwargs: Any) -> None:
         self._pending = {}
-        for owner, attr in reversed(getattr(self, "_patched", [])):
-            unwrap(owner, attr)
-        self._patched = []
+        if self._methods is not None:
+            self._methods.unwrap_all()

@@ -33,15 +33,13 @@ virtual environment, see docs/metagpt.md and the `metagpt` session in noxfile.py
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Collection
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
+from mast_otel.integrations.wrapped_methods import WrappedMethods
 
 from . import _wrappers as w
 from ._state import Overrides
@@ -67,7 +65,7 @@ _TARGETS: tuple[tuple[str, str, w.Factory], ...] = (
 class MetaGPTInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for MetaGPT runs, role actions, published messages, watch/send_to routing and termination."""
 
-    _patched: list[tuple[Any, str]]
+    _methods: WrappedMethods | None = None
     _overrides: Overrides
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -75,21 +73,17 @@ class MetaGPTInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _instrument(self, **kwargs: Any) -> None:
         recorder = recorder_for("metagpt", kwargs)
-        self._patched = []
+        self._methods = WrappedMethods()
         self._overrides = Overrides()
         for module, path, factory in _TARGETS:
             wrapper = factory(recorder, self._overrides)
-            wrap_function_wrapper(module, path, wrapper)
-            owner_name, _, attr = path.rpartition(".")
-            owner = getattr(importlib.import_module(module), owner_name)
-            self._patched.append((owner, attr))
-            self._overrides.register(owner, attr, wrapper)
+            owner = self._methods.wrap(module, path, wrapper)
+            self._overrides.register(owner, path.rpartition(".")[2], wrapper)
         self._overrides.cover_existing()
 
     def _uninstrument(self, **kwargs: Any) -> None:
         overrides = getattr(self, "_overrides", None)
         if overrides is not None:
             overrides.undo()
-        for owner, attr in reversed(getattr(self, "_patched", [])):
-            unwrap(owner, attr)
-        self._patched = []
+        if self._methods is not None:
+            self._methods.unwrap_all()
