@@ -20,19 +20,12 @@ from typing import Any
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .auth import bearer_ok
-from .ingest import Backpressure, IngestResult, Malformed, TooLarge
+from .ingest import IngestResult
 from .limits import MemoryLimiter, OverLimit
-from .metrics import (
-    REFUSE_INTERNAL,
-    REFUSE_MALFORMED,
-    REFUSE_MEMORY_LIMIT,
-    REFUSE_TOO_LARGE,
-    REFUSE_UNAUTHENTICATED,
-    CollectorMetrics,
-)
+from .metrics import REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
+from .refusal import Refusal, Verdict, export_response, ingest_refusal, over_limit_refusal
 
 __all__ = ["GrpcReceiver"]
 
@@ -40,6 +33,11 @@ _log = logging.getLogger(__name__)
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"  # what the OTel Python exporter reads
 STATUS_DETAILS_KEY = "grpc-status-details-bin"  # the standard rich-status trailer
+_CODES = {
+    Verdict.MALFORMED: grpc.StatusCode.INVALID_ARGUMENT,
+    Verdict.TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,  # without RetryInfo: do not retry as is
+    Verdict.STORE_FAILED: grpc.StatusCode.UNAVAILABLE,  # the exporter's own backoff: no delay to give
+}
 
 
 class GrpcReceiver:
@@ -114,34 +112,25 @@ class GrpcReceiver:
         try:
             charged = self._limiter.acquire(self._limiter.cost(len(raw)))
         except OverLimit as exc:
-            if exc.permanent:
-                self._refuse(context, REFUSE_TOO_LARGE, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-            self._retry(context, REFUSE_MEMORY_LIMIT, str(exc), self._retry_after)
-            raise  # unreachable
+            self._answer(context, over_limit_refusal(exc, self._retry_after))
+            raise  # unreachable: abort raises
         try:
             result = self._ingest(raw, "grpc")
-        except Malformed as exc:
-            self._refuse(context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except Exception as exc:
+            self._answer(context, ingest_refusal(exc, _log))
             raise  # unreachable: abort raises
-        except TooLarge as exc:
-            self._refuse(context, REFUSE_TOO_LARGE, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-            raise  # unreachable
-        except Backpressure as exc:
-            self._retry(context, exc.reason, str(exc), exc.retry_after)
-            raise  # unreachable
-        except Exception as exc:  # the store failed: nothing was acknowledged, so the client must retry
-            _log.exception("could not store an Export request")
-            self._refuse(
-                context, REFUSE_INTERNAL, grpc.StatusCode.UNAVAILABLE, f"could not store: {type(exc).__name__}"
-            )
-            raise  # unreachable
         finally:
             self._limiter.release(charged)
-        response = ExportTraceServiceResponse()
-        if result.rejected:
-            response.partial_success.rejected_spans = result.rejected
-            response.partial_success.error_message = result.message
-        return response.SerializeToString()
+        return export_response(result).SerializeToString()
+
+    def _answer(self, context: Any, refusal: Refusal) -> None:
+        """Count the refusal and abort the call with the status (and, to retry later, the delay) it calls for."""
+        if refusal.verdict is Verdict.RETRY_LATER:
+            self._retry(context, refusal.reason, refusal.message, refusal.retry_after)
+        elif refusal.verdict is Verdict.STORE_FAILED:
+            self._refuse(context, refusal.reason, _CODES[refusal.verdict], f"could not store: {refusal.message}")
+        else:
+            self._refuse(context, refusal.reason, _CODES[refusal.verdict], refusal.message)
 
 
 def _retry_trailers(message: str, delay: float) -> tuple[tuple[str, bytes], ...]:

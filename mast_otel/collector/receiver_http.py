@@ -33,27 +33,23 @@ import uvicorn
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .auth import bearer_ok
-from .ingest import Backpressure, IngestResult, Malformed, TooLarge
+from .ingest import IngestResult, Malformed
 from .limits import MemoryLimiter, OverLimit
 from .metrics import (
     REFUSE_CONNECTION_LIMIT,
-    REFUSE_INTERNAL,
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
-    REFUSE_MEMORY_LIMIT,
     REFUSE_NOT_FOUND,
     REFUSE_TIMEOUT,
     REFUSE_TOO_LARGE,
     REFUSE_UNAUTHENTICATED,
     CollectorMetrics,
 )
+from .refusal import Refusal, Verdict, export_response, ingest_refusal, over_limit_refusal
 
 __all__ = ["HttpReceiver", "decode_json_request"]
 
@@ -67,6 +63,7 @@ _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 404: code_pb2.NOT_FOUND,
           405: code_pb2.UNIMPLEMENTED, 408: code_pb2.DEADLINE_EXCEEDED, 413: code_pb2.RESOURCE_EXHAUSTED,
           415: code_pb2.INVALID_ARGUMENT, 503: code_pb2.UNAVAILABLE}  # fmt: skip
+_STATUS = {Verdict.MALFORMED: 400, Verdict.TOO_LARGE: 413, Verdict.RETRY_LATER: 503, Verdict.STORE_FAILED: 503}
 
 
 class _Refused(Exception):
@@ -223,16 +220,13 @@ class HttpReceiver:
             await self._fail(send, refused, as_json)
             return
         except OverLimit as exc:
-            status, reason = (413, REFUSE_TOO_LARGE) if exc.permanent else (503, REFUSE_MEMORY_LIMIT)
-            await self._fail(send, _Refused(status, reason, str(exc), close=True, retry=self.retry_after), as_json)
+            refusal = over_limit_refusal(exc, self.retry_after)
+            # Retry-After even on a 413, and the connection closed: the memory limit answers as it always has
+            await self._fail(send, _refused(refusal, close=True, retry=self.retry_after), as_json)
             return
         finally:
             charge.release()
-        response = ExportTraceServiceResponse()
-        if result.rejected:
-            response.partial_success.rejected_spans = result.rejected
-            response.partial_success.error_message = result.message
-        await _reply(send, 200, response, as_json)
+        await _reply(send, 200, export_response(result), as_json)
 
     def _check(self, scope: _Scope, headers: dict[str, str], media: str) -> int | None:
         """Everything decidable from the headers; returns the declared length (None: chunked)."""
@@ -306,15 +300,8 @@ class HttpReceiver:
         """On a receiver thread: decode, store; every failure becomes the answer the client should get."""
         try:
             return self.ingest(_to_protobuf(body, as_json), "http")
-        except Malformed as exc:
-            raise _Refused(400, REFUSE_MALFORMED, str(exc)) from None
-        except TooLarge as exc:
-            raise _Refused(413, REFUSE_TOO_LARGE, str(exc)) from None
-        except Backpressure as exc:
-            raise _Refused(503, exc.reason, str(exc), retry=exc.retry_after) from None
-        except Exception as exc:  # the store failed: nothing was acknowledged, so the client must retry
-            _log.exception("could not store an Export request")
-            raise _Refused(503, REFUSE_INTERNAL, f"could not store the spans: {type(exc).__name__}", retry=1) from None
+        except Exception as exc:
+            raise _refused(ingest_refusal(exc, _log)) from None
 
     async def _fail(self, send: _Send, refused: _Refused, as_json: bool) -> None:
         self.metrics.requests_refused.labels("http", refused.reason).inc()
@@ -329,6 +316,15 @@ class HttpReceiver:
 
 class _Disconnected(Exception):
     pass
+
+
+def _refused(refusal: Refusal, *, close: bool = False, retry: float | None = None) -> _Refused:
+    """The HTTP answer to a refusal; ``retry`` overrides the refusal's own delay (0: no Retry-After header)."""
+    message = refusal.message
+    if refusal.verdict is Verdict.STORE_FAILED:
+        message = f"could not store the spans: {message}"
+    delay = refusal.retry_after if retry is None else retry
+    return _Refused(_STATUS[refusal.verdict], refusal.reason, message, close=close, retry=delay)
 
 
 async def _reply(
