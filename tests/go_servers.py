@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from tests.servers import free_port, stop, wait_http
+from tests.servers import free_port, logged_process, require_path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "mast_otel" / "collector" / "deploy"
@@ -31,13 +30,7 @@ HOW = "bash scripts/setup-go-tools.sh"
 
 def go_tool(name: str) -> str:
     """The path of a binary the set-up script built; in CI (CI=true) a missing one fails, locally it skips."""
-    path = Path(os.environ.get("MAST_OTEL_TOOLS_BIN", ROOT / ".tools" / "bin")) / name
-    if path.exists():
-        return str(path)
-    message = f"{path} is missing ({HOW})"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    return str(require_path(Path(os.environ.get("MAST_OTEL_TOOLS_BIN", ROOT / ".tools" / "bin")) / name, HOW))
 
 
 # --- Jaeger ----------------------------------------------------------------------------------------------------------
@@ -112,16 +105,9 @@ def jaeger(workdir: Path) -> Iterator[Jaeger]:
         "JAEGER_METRICS_PORT": str(ports["metrics"]),
     }
     log = workdir / "jaeger.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([exe, "--config", str(JAEGER_CONFIG)], stdout=out, stderr=subprocess.STDOUT, env=env)
-        try:
-            try:
-                wait_http(f"http://127.0.0.1:{ports['query']}/api/services", timeout=60, proc=proc)
-            except (RuntimeError, TimeoutError) as exc:
-                raise AssertionError(f"jaeger did not start: {exc}\n{log.read_text()[-3000:]}") from None
-            yield Jaeger(f"http://127.0.0.1:{ports['grpc']}", f"http://127.0.0.1:{ports['query']}", proc.pid, log)
-        finally:
-            stop(proc)
+    cmd = [exe, "--config", str(JAEGER_CONFIG)]
+    with logged_process(cmd, log, f"http://127.0.0.1:{ports['query']}/api/services", "jaeger", env) as proc:
+        yield Jaeger(f"http://127.0.0.1:{ports['grpc']}", f"http://127.0.0.1:{ports['query']}", proc.pid, log)
 
 
 # --- the front-tier OpenTelemetry Collector --------------------------------------------------------------------------
@@ -160,16 +146,8 @@ def front_collector(workdir: Path, backends: Sequence[str]) -> Iterator[Front]:
     config.write_text(yaml.safe_dump(front_config(f"127.0.0.1:{grpc}", f"127.0.0.1:{http}", f"127.0.0.1:{health}",
                                                   metrics, backends)))  # fmt: skip
     log = workdir / "front.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([exe, "--config", str(config)], stdout=out, stderr=subprocess.STDOUT)
-        try:
-            try:
-                wait_http(f"http://127.0.0.1:{health}/", timeout=60, proc=proc)
-            except (RuntimeError, TimeoutError) as exc:
-                raise AssertionError(f"otelcol did not start: {exc}\n{log.read_text()[-3000:]}") from None
-            yield Front(f"127.0.0.1:{grpc}", f"http://127.0.0.1:{metrics}/metrics", proc.pid, log)
-        finally:
-            stop(proc)
+    with logged_process([exe, "--config", str(config)], log, f"http://127.0.0.1:{health}/", "otelcol") as proc:
+        yield Front(f"127.0.0.1:{grpc}", f"http://127.0.0.1:{metrics}/metrics", proc.pid, log)
 
 
 def validate(config: Path) -> subprocess.CompletedProcess[str]:

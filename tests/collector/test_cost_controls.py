@@ -8,7 +8,7 @@ from mast_otel import semconv as sc
 from mast_otel.collector.metrics import CollectorMetrics
 from mast_otel.judge.model import Verdict
 from mast_otel.recorder import Recorder
-from tests.collector.conftest import FakeClock, FakeJudge, provider
+from tests.collector.conftest import FakeClock, FakeJudge, judge_and_export, provider
 from tests.collector.sink import OtlpSink
 from tests.collector.test_pipeline import roots, send
 
@@ -28,9 +28,7 @@ def test_sampling_never_skips_a_conversation_with_a_structural_signal(sink: Otlp
     with rec.conversation("quiet"), rec.agent_turn("planner"):
         rec.message("planner", ["coder"], "ok")
     send(service, list(memory.get_finished_spans()))
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     got = {s.name: s.attributes for s in roots(sink.spans())}
     assert got["invoke_workflow looping"][sc.JUDGE_STATUS] == sc.JUDGE_OK  # repeated content: always judged
     assert got["invoke_workflow quiet"][sc.JUDGE_STATUS] == sc.JUDGE_SKIPPED

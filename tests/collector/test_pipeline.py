@@ -24,6 +24,7 @@ from tests.collector.conftest import (
     conversation,
     flag_messages,
     has_series,
+    judge_and_export,
     metric,
     provider,
     recorded,
@@ -136,9 +137,7 @@ def test_root_that_never_ends_is_judged_partial_at_max_age(sink: OtlpSink, make_
     clock.advance(59)
     service.tick()
     assert service.flush() and not judge.calls
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     # verify
     (call,) = judge.calls
     assert call[1] is True  # partial
@@ -189,9 +188,7 @@ def test_late_span_is_exported_and_counted(sink: OtlpSink, make_collector) -> No
     spans = recorded(1)
     late = next(s for s in spans if s.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_MESSAGE)
     send(service, [s for s in spans if s is not late])
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     send(service, [late])  # arrives after the verdict
     service.tick()
     assert service.flush()
@@ -208,9 +205,7 @@ def test_duplicate_deliveries_are_idempotent(sink: OtlpSink, make_collector) -> 
     spans = recorded(2)
     send(service, spans)
     send(service, spans, "http")  # the same spans again, before the verdict
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     send(service, spans)  # and again after export: tombstones drop them
     service.tick()
     assert service.flush()
@@ -235,9 +230,7 @@ def test_spans_outside_conversations_go_out_untouched(sink: OtlpSink, make_colle
     spans = list(memory.get_finished_spans())
     # test
     send(service, spans)
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     # verify
     got = {s.name: s for s in sink.wait_count(len(spans))}
     assert sc.JUDGE_STATUS in got["invoke_workflow triage"].attributes
@@ -256,9 +249,7 @@ def test_failing_judge_releases_spans_with_status_error(sink: OtlpSink, make_col
     service.start(pipeline=False)
     spans = recorded(1)
     send(service, spans)
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     got = sink.wait_count(len(spans))
     (root,) = roots(got)
     assert root.attributes[sc.JUDGE_STATUS] == "error"
@@ -313,9 +304,7 @@ def test_judge_fraction_skips_but_always_judges_errors(sink: OtlpSink, make_coll
             assert call is not None
             call.set_result("permission denied", success=False)
     send(service, list(memory.get_finished_spans()))
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     got = {s.name: s for s in roots(sink.spans())}
     fine, broken = got["invoke_workflow fine"].attributes, got["invoke_workflow broken"].attributes
     assert fine[sc.JUDGE_STATUS] == "skipped" and "judge_fraction=0" in fine[sc.JUDGE_STATUS_REASON]
@@ -329,9 +318,7 @@ def test_token_budget_skips_once_spent(sink: OtlpSink, make_collector) -> None:
                              judge_token_budget_per_hour=100, judge_concurrency=1)  # fmt: skip
     service.start(pipeline=False)
     send(service, recorded(2))
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     statuses = sorted(r.attributes[sc.JUDGE_STATUS] for r in roots(sink.spans()))
     assert statuses == ["ok", "skipped"]
 
@@ -366,9 +353,7 @@ def test_restarted_collector_finishes_what_was_pending(sink: OtlpSink, make_coll
     second = make_collector(sink, clock=clock)
     second.start(pipeline=False)
     assert second.assembler.pending_traces == 2
-    clock.advance(1)
-    second.tick()
-    assert second.flush()
+    judge_and_export(second, clock)
     got = sink.wait_count(len(spans))
     assert {s.key for s in got} == keys(spans)
     assert all(r.attributes[sc.JUDGE_STATUS] == "ok" for r in roots(got))
@@ -405,9 +390,7 @@ def test_export_over_otlp_http_downstream(sink: OtlpSink, make_collector) -> Non
     service.start(pipeline=False)
     spans = recorded(2)
     send(service, spans)
-    clock.advance(1)
-    service.tick()
-    assert service.flush()
+    judge_and_export(service, clock)
     got = sink.wait_count(len(spans))
     assert {s.transport for s in got} == {"http"}
     assert all(r.attributes[sc.JUDGE_STATUS] == "ok" for r in roots(got))
@@ -426,9 +409,7 @@ def test_switching_mode_across_a_restart_neither_loses_nor_repeats(
     first.stop()
     second = make_collector(sink, clock=clock, mode=after)
     second.start(pipeline=False)
-    clock.advance(1)
-    second.tick()
-    assert second.flush()
+    judge_and_export(second, clock)
     got = sink.spans()
     originals = [s for s in got if s.name != sc.VERDICT_SPAN_NAME]
     assert {s.key for s in originals} == keys(spans) and len(originals) == len(spans)

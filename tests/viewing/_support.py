@@ -14,9 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
-from tests.servers import free_port, stop, wait_http
+from tests.servers import free_port, logged_process, unavailable
+from tests.servers import require_path as require_path  # where the viewing tests have always found it
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "mast_otel" / "collector" / "deploy"
@@ -35,19 +34,7 @@ def require_binary(name: str, how: str = "bash scripts/setup-system.sh") -> str:
     path = shutil.which(name)
     if path:
         return path
-    message = f"{name} is not installed ({how})"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def require_path(path: Path, how: str) -> Path:
-    if path.exists():
-        return path
-    message = f"{path} is missing ({how})"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    unavailable(f"{name} is not installed ({how})")
 
 
 @dataclass(frozen=True)
@@ -88,17 +75,10 @@ def collector_process(
         "--quiet-period", "0.5", "--mode", "hold", "--judge", "signals", *extra,
     ]  # fmt: skip
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MAST_OTEL_COLLECTOR_")}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**clean, **(env or {})})
-        try:
-            try:
-                wait_http(f"http://127.0.0.1:{metrics}/metrics", timeout=60, proc=proc)
-            except (RuntimeError, TimeoutError) as exc:
-                raise AssertionError(f"collector did not start: {exc}\n{log.read_text()[-3000:]}") from None
-            yield Collector(proc.pid, f"http://127.0.0.1:{grpc}", f"http://127.0.0.1:{http}/v1/traces",
-                            f"127.0.0.1:{metrics}", log)  # fmt: skip
-        finally:
-            stop(proc)
+    ready = f"http://127.0.0.1:{metrics}/metrics"
+    with logged_process(cmd, log, ready, "collector", {**clean, **(env or {})}) as proc:
+        yield Collector(proc.pid, f"http://127.0.0.1:{grpc}", f"http://127.0.0.1:{http}/v1/traces",
+                        f"127.0.0.1:{metrics}", log)  # fmt: skip
 
 
 def replay(file: Path, endpoint: str, *, limit: int, service: str, offset: int = 0) -> None:
