@@ -182,29 +182,31 @@ def bench_memory(tmp: Path, step: int = 10_000) -> None:
             b = make_batch()  # built on the fly: only the collector's memory stays
             service.ingestor.ingest(b, "grpc")
 
+    def release_and_export() -> None:
+        service.release_now()
+        assert service.flush(120)
+
+    def heap_mib() -> float:
+        """The Python heap's growth since the start, after a full collection (garbage would blur the figure)."""
+        gc.collect()
+        return (tracemalloc.get_traced_memory()[0] - base_heap) / 2**20
+
     gc.collect()
     tracemalloc.start()
     base_heap = tracemalloc.get_traced_memory()[0]
     base_rss = _rss_mib()
     for k in (1, 2, 3):
         feed(step)
-        gc.collect()
-        heap = tracemalloc.get_traced_memory()[0] - base_heap
-        print(f"   {service.assembler.pending_traces:>6,} pending: Python heap +{heap / 2**20:6.1f} MiB "
-              f"({heap / k / 2**20:.1f} MiB per {step:,}), RSS +{_rss_mib() - base_rss:.0f} MiB")  # fmt: skip
-    service.release_now()
-    assert service.flush(120)
-    gc.collect()
-    heap = tracemalloc.get_traced_memory()[0] - base_heap
+        heap = heap_mib()
+        print(f"   {service.assembler.pending_traces:>6,} pending: Python heap +{heap:6.1f} MiB "
+              f"({heap / k:.1f} MiB per {step:,}), RSS +{_rss_mib() - base_rss:.0f} MiB")  # fmt: skip
+    release_and_export()
     print(f"   after release + export: {service.assembler.pending_traces} pending, "
-          f"Python heap +{heap / 2**20:.1f} MiB, store {service.store.counts()}")  # fmt: skip
+          f"Python heap +{heap_mib():.1f} MiB, store {service.store.counts()}")  # fmt: skip
     for cycle in (1, 2, 3):  # flat: the same load again leaves the same memory behind
         feed(step)
-        service.release_now()
-        assert service.flush(120)
-        gc.collect()
-        heap = tracemalloc.get_traced_memory()[0] - base_heap
-        print(f"   cycle {cycle}: {step:,} more traces in, judged, exported: Python heap +{heap / 2**20:.1f} MiB, "
+        release_and_export()
+        print(f"   cycle {cycle}: {step:,} more traces in, judged, exported: Python heap +{heap_mib():.1f} MiB, "
               f"RSS +{_rss_mib() - base_rss:.0f} MiB")  # fmt: skip
     tracemalloc.stop()
     service.stop(grace=0.2)
