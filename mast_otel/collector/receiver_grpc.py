@@ -25,7 +25,7 @@ from .auth import bearer_ok
 from .ingest import IngestResult
 from .limits import MemoryLimiter, OverLimit
 from .metrics import REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
-from .refusal import Refusal, Verdict, export_response, ingest_refusal, over_limit_refusal
+from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
 
 __all__ = ["GrpcReceiver"]
 
@@ -34,9 +34,9 @@ SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"  # what the OTel Python exporter reads
 STATUS_DETAILS_KEY = "grpc-status-details-bin"  # the standard rich-status trailer
 _CODES = {
-    Verdict.MALFORMED: grpc.StatusCode.INVALID_ARGUMENT,
-    Verdict.TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,  # without RetryInfo: do not retry as is
-    Verdict.STORE_FAILED: grpc.StatusCode.UNAVAILABLE,  # the exporter's own backoff: no delay to give
+    RefusalKind.MALFORMED: grpc.StatusCode.INVALID_ARGUMENT,
+    RefusalKind.TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,  # without RetryInfo: do not retry as is
+    RefusalKind.STORE_FAILED: grpc.StatusCode.UNAVAILABLE,  # the exporter's own backoff: no delay to give
 }
 
 
@@ -125,12 +125,12 @@ class GrpcReceiver:
 
     def _answer(self, context: Any, refusal: Refusal) -> None:
         """Count the refusal and abort the call with the status (and, to retry later, the delay) it calls for."""
-        if refusal.verdict is Verdict.RETRY_LATER:
+        if refusal.kind is RefusalKind.RETRY_LATER:
             self._retry(context, refusal.reason, refusal.message, refusal.retry_after)
-        elif refusal.verdict is Verdict.STORE_FAILED:
-            self._refuse(context, refusal.reason, _CODES[refusal.verdict], f"could not store: {refusal.message}")
+        elif refusal.kind is RefusalKind.STORE_FAILED:
+            self._refuse(context, refusal.reason, _CODES[refusal.kind], f"could not store: {refusal.message}")
         else:
-            self._refuse(context, refusal.reason, _CODES[refusal.verdict], refusal.message)
+            self._refuse(context, refusal.reason, _CODES[refusal.kind], refusal.message)
 
 
 def _retry_trailers(message: str, delay: float) -> tuple[tuple[str, bytes], ...]:

@@ -49,7 +49,7 @@ from .metrics import (
     REFUSE_UNAUTHENTICATED,
     CollectorMetrics,
 )
-from .refusal import Refusal, Verdict, export_response, ingest_refusal, over_limit_refusal
+from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
 
 __all__ = ["HttpReceiver", "decode_json_request"]
 
@@ -63,7 +63,9 @@ _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 404: code_pb2.NOT_FOUND,
           405: code_pb2.UNIMPLEMENTED, 408: code_pb2.DEADLINE_EXCEEDED, 413: code_pb2.RESOURCE_EXHAUSTED,
           415: code_pb2.INVALID_ARGUMENT, 503: code_pb2.UNAVAILABLE}  # fmt: skip
-_STATUS = {Verdict.MALFORMED: 400, Verdict.TOO_LARGE: 413, Verdict.RETRY_LATER: 503, Verdict.STORE_FAILED: 503}
+_STATUS = {
+    RefusalKind.MALFORMED: 400, RefusalKind.TOO_LARGE: 413, RefusalKind.RETRY_LATER: 503, RefusalKind.STORE_FAILED: 503,
+}  # fmt: skip
 
 
 class _Refused(Exception):
@@ -321,10 +323,10 @@ class _Disconnected(Exception):
 def _refused(refusal: Refusal, *, close: bool = False, retry: float | None = None) -> _Refused:
     """The HTTP answer to a refusal; ``retry`` overrides the refusal's own delay (0: no Retry-After header)."""
     message = refusal.message
-    if refusal.verdict is Verdict.STORE_FAILED:
+    if refusal.kind is RefusalKind.STORE_FAILED:
         message = f"could not store the spans: {message}"
     delay = refusal.retry_after if retry is None else retry
-    return _Refused(_STATUS[refusal.verdict], refusal.reason, message, close=close, retry=delay)
+    return _Refused(_STATUS[refusal.kind], refusal.reason, message, close=close, retry=delay)
 
 
 async def _reply(

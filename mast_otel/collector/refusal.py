@@ -1,7 +1,7 @@
 """What the outcome of an Export request means, whichever OTLP transport carried it.
 
 Both receivers must agree on which failures a client may retry and under which ``requests_refused`` label each is
-counted; kept here once, so that gRPC and HTTP cannot drift apart. Each receiver only maps a :class:`Verdict` to its
+counted; kept here once, so that gRPC and HTTP cannot drift apart. Each receiver only maps a :class:`RefusalKind` to its
 own status code (gRPC status, HTTP status and headers) and counts the refusal under its transport.
 """
 
@@ -17,12 +17,12 @@ from .ingest import Backpressure, IngestResult, Malformed, TooLarge
 from .limits import OverLimit
 from .metrics import REFUSE_INTERNAL, REFUSE_MALFORMED, REFUSE_MEMORY_LIMIT, REFUSE_TOO_LARGE
 
-__all__ = ["Refusal", "Verdict", "export_response", "ingest_refusal", "over_limit_refusal"]
+__all__ = ["Refusal", "RefusalKind", "export_response", "ingest_refusal", "over_limit_refusal"]
 
 STORE_FAILED_RETRY_AFTER = 1.0  # seconds: a failed store write is worth retrying soon
 
 
-class Verdict(enum.Enum):
+class RefusalKind(enum.Enum):
     """How the client should treat a refused request."""
 
     MALFORMED = "malformed"  # never retry: gRPC INVALID_ARGUMENT, HTTP 400
@@ -33,13 +33,13 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """A refused request: how to answer (``verdict``), what to count (``reason``, a ``metrics.REFUSE_*`` value).
+    """A refused request: how to answer (``kind``), what to count (``reason``, a ``metrics.REFUSE_*`` value).
 
-    ``message`` is what the client is told; for :attr:`Verdict.STORE_FAILED` it is only the failure's type name
+    ``message`` is what the client is told; for :attr:`RefusalKind.STORE_FAILED` it is only the failure's type name
     (the traceback is logged, never sent), which each receiver words in its own reply. ``retry_after`` is in
-    seconds; 0 for verdicts a delay cannot help."""
+    seconds; 0 for kinds a delay cannot help."""
 
-    verdict: Verdict
+    kind: RefusalKind
     reason: str
     message: str
     retry_after: float = 0.0
@@ -48,20 +48,20 @@ class Refusal:
 def ingest_refusal(exc: Exception, log: logging.Logger) -> Refusal:
     """The refusal for an exception out of ingesting a request; a store failure is logged on the receiver's ``log``."""
     if isinstance(exc, Malformed):
-        return Refusal(Verdict.MALFORMED, REFUSE_MALFORMED, str(exc))
+        return Refusal(RefusalKind.MALFORMED, REFUSE_MALFORMED, str(exc))
     if isinstance(exc, TooLarge):
-        return Refusal(Verdict.TOO_LARGE, REFUSE_TOO_LARGE, str(exc))
+        return Refusal(RefusalKind.TOO_LARGE, REFUSE_TOO_LARGE, str(exc))
     if isinstance(exc, Backpressure):
-        return Refusal(Verdict.RETRY_LATER, exc.reason, str(exc), exc.retry_after)
+        return Refusal(RefusalKind.RETRY_LATER, exc.reason, str(exc), exc.retry_after)
     log.exception("could not store an Export request", exc_info=exc)
-    return Refusal(Verdict.STORE_FAILED, REFUSE_INTERNAL, type(exc).__name__, STORE_FAILED_RETRY_AFTER)
+    return Refusal(RefusalKind.STORE_FAILED, REFUSE_INTERNAL, type(exc).__name__, STORE_FAILED_RETRY_AFTER)
 
 
 def over_limit_refusal(exc: OverLimit, retry_after: float) -> Refusal:
     """The refusal for a request the memory limit has no room for: never (``permanent``), or not now."""
     if exc.permanent:
-        return Refusal(Verdict.TOO_LARGE, REFUSE_TOO_LARGE, str(exc))
-    return Refusal(Verdict.RETRY_LATER, REFUSE_MEMORY_LIMIT, str(exc), retry_after)
+        return Refusal(RefusalKind.TOO_LARGE, REFUSE_TOO_LARGE, str(exc))
+    return Refusal(RefusalKind.RETRY_LATER, REFUSE_MEMORY_LIMIT, str(exc), retry_after)
 
 
 def export_response(result: IngestResult) -> ExportTraceServiceResponse:
