@@ -39,10 +39,11 @@ import traceback
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
@@ -223,11 +224,7 @@ class ToolCall(AgentTurn):
     @guarded("recorder.tool.set_arguments")
     def set_arguments(self, arguments: Any) -> None:
         """Record the arguments after the call started (a framework may fill them in late); capture permitting."""
-        if arguments is not None and self._recorder.config.capture_content:
-            text = self._recorder._clean(arguments)[0]
-            self.span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, text)
-            if self._recorder.config.openinference:
-                self.span.set_attribute(sc.OI_INPUT_VALUE, text)
+        self._recorder._set_input(self.span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
 
     @guarded("recorder.tool.set_result")
     def set_result(self, result: Any, *, success: bool = True) -> None:
@@ -414,10 +411,7 @@ class Recorder:
             attrs.update(attributes)
         span = self.tracer.start_span(sc.workflow_span_name(name), attributes=attrs, start_time=start_time)
         conv = Conversation(span, conv_id, name, max_rounds)
-        ctx = otel_context.set_value(_CONVERSATION_KEY, conv)
-        ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_CONVERSATION, ctx)
-        token = otel_context.attach(trace.set_span_in_context(span, ctx))
-        return conv, token
+        return conv, _attach_scope(span, _SCOPE_CONVERSATION, otel_context.set_value(_CONVERSATION_KEY, conv))
 
     @guarded("recorder.set_task")
     def set_task(self, conv: Conversation, task: Any) -> None:
@@ -425,11 +419,7 @@ class Recorder:
 
         Content capture and redaction apply as for ``task=`` of :meth:`start_conversation`.
         """
-        if self.config.capture_content and task is not None:
-            text = self._clean(task)[0]
-            conv.span.set_attribute(sc.CONVERSATION_TASK, text)
-            if self.config.openinference:
-                conv.span.set_attribute(sc.OI_INPUT_VALUE, text)
+        self._set_input(conv.span, sc.CONVERSATION_TASK, task)
 
     @guarded("recorder.end_conversation")
     def end_conversation(
@@ -549,24 +539,14 @@ class Recorder:
                 if parent is not None:
                     attrs[sc.OI_GRAPH_NODE_PARENT_ID] = parent
             span = self.tracer.start_span(sc.agent_span_name(agent), attributes=attrs, start_time=start_time)
-            ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TURN)
-            return AgentTurn(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self.config.redactor)
+            return AgentTurn(span, _attach_scope(span, _SCOPE_TURN), self.config.redactor)
         except Exception as exc:
             record_failure("recorder.start_agent_turn", exc)
             return None
 
     @contextmanager
     def agent_turn(self, agent: str) -> Iterator[AgentTurn | None]:
-        turn = self.start_agent_turn(agent)
-        if turn is None:
-            yield None
-            return
-        try:
-            yield turn
-        except BaseException as exc:
-            turn.fail(exc)
-            raise
-        turn.end()
+        yield from _open_span_scope(self.start_agent_turn(agent))
 
     # -- messages ---------------------------------------------------------------
     def message(
@@ -733,25 +713,24 @@ class Recorder:
             if sc.GEN_AI_TOOL_CALL_ARGUMENTS in attrs:
                 attrs[sc.OI_INPUT_VALUE] = attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS]
         span = self.tracer.start_span(sc.tool_span_name(name), attributes=attrs, start_time=start_time)
-        ctx = otel_context.set_value(_SCOPE_KEY, _SCOPE_TOOL)
-        return ToolCall(span, otel_context.attach(trace.set_span_in_context(span, ctx)), self)
+        return ToolCall(span, _attach_scope(span, _SCOPE_TOOL), self)
 
     @contextmanager
     def tool_call(self, name: str, *, arguments: Any = None, call_id: str | None = None) -> Iterator[ToolCall | None]:
-        call = self.start_tool_call(name, arguments=arguments, call_id=call_id)
-        if call is None:
-            yield None
-            return
-        try:
-            yield call
-        except BaseException as exc:
-            call.fail(exc)
-            raise
-        call.end()
+        yield from _open_span_scope(self.start_tool_call(name, arguments=arguments, call_id=call_id))
 
     # -- content ----------------------------------------------------------------
     def _clean(self, content: Any) -> tuple[str, bool, bool]:
         return self.config.redactor.redact(content_text(content))
+
+    def _set_input(self, span: Span, key: str, value: Any) -> None:
+        """Write ``value`` learnt after ``span`` started (a task, tool arguments) under ``key`` and as OpenInference's
+        input, cleaned like any content; nothing when it is None or content capture is off."""
+        if value is not None and self.config.capture_content:
+            text = self._clean(value)[0]
+            span.set_attribute(key, text)
+            if self.config.openinference:
+                span.set_attribute(sc.OI_INPUT_VALUE, text)
 
 
 class _Suppressed:
@@ -764,6 +743,32 @@ class _Suppressed:
 
     def __exit__(self, *exc_info: object) -> None:
         _detach(self._token)
+
+
+_OpenSpan = TypeVar("_OpenSpan", bound=AgentTurn)
+
+
+def _open_span_scope(opened: _OpenSpan | None) -> Iterator[_OpenSpan | None]:
+    """The body of :meth:`Recorder.agent_turn` and :meth:`Recorder.tool_call` (delegated to with ``yield from``).
+
+    Yields the open span (None when not recording); the program's exception fails it and is re-raised as the same
+    object; otherwise the span ends when the block does.
+    """
+    if opened is None:
+        yield None
+        return
+    try:
+        yield opened
+    except BaseException as exc:
+        opened.fail(exc)
+        raise
+    opened.end()
+
+
+def _attach_scope(span: Span, scope: str, context: Context | None = None) -> object:
+    """Make ``span`` current in ``context`` (default: the current one), marked as opening ``scope`` (what a
+    conversation started inside it joins or nests under); returns the token to detach."""
+    return otel_context.attach(trace.set_span_in_context(span, otel_context.set_value(_SCOPE_KEY, scope, context)))
 
 
 def _record_error(span: Span, exc: BaseException, redactor: Redactor) -> None:

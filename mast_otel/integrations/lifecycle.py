@@ -149,8 +149,7 @@ class Traced:
     def start(self, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """``begin``, guarded: None when not recording, when the signature does not fit, or when it raised."""
         try:
-            ctx = otel_context.get_current()  # once: opentelemetry's is_instrumentation_enabled() reads it twice
-            if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get(_SUPPRESS_INSTRUMENTATION_KEY_PLAIN):
+            if _suppressed():
                 return None
             params = self.params_for(wrapped)
             if params is None:
@@ -184,24 +183,37 @@ class Traced:
             record_failure(f"{self.name}.inside", exc)
 
     def saw(self, handle: Any, item: Any) -> None:
-        try:
-            self.see(handle, item)
-        except Exception as exc:
-            record_failure(f"{self.name}.see", exc)
+        self._hook("see", self.see, handle, item)
 
     def end(self, handle: Any, result: Any) -> None:
-        try:
-            self.finish(handle, result)
-        except Exception as exc:
-            record_failure(f"{self.name}.finish", exc)
+        self._hook("finish", self.finish, handle, result)
 
     def end_failed(self, handle: Any, exc: BaseException) -> None:
+        self._hook("fail", self.fail, handle, exc)
+
+    def returned(self, handle: Any, inside: AbstractContextManager[Any] | None, result: Any) -> None:
+        """The wrapped call returned ``result``: leave ``inside`` (so ``finish`` runs outside it), then ``finish``."""
+        self.leave(inside)
+        self.end(handle, result)
+
+    def raised(self, handle: Any, inside: AbstractContextManager[Any] | None, exc: BaseException) -> None:
+        """The wrapped call (or stream) ended with ``exc``, which the caller re-raises unchanged: leave ``inside``,
+        then ``fail``."""
+        self.leave(inside)
+        self.end_failed(handle, exc)
+
+    def _hook(self, step: str, hook: Callable[[Any, Any], None], handle: Any, value: Any) -> None:
+        """Run ``see``/``finish``/``fail``, guarded: a failure is counted under ``{name}.{step}``, never raised."""
         try:
-            self.fail(handle, exc)
-        except Exception as failure:
-            record_failure(f"{self.name}.fail", failure)
+            hook(handle, value)
+        except Exception as exc:
+            record_failure(f"{self.name}.{step}", exc)
 
 
+# sync_wrapper and async_wrapper share everything but their skeleton (start, enter, call, returned/raised): the
+# skeleton stays written twice because the only difference, ``await``, cannot be factored out of a plain function
+# without turning the sync path into a coroutine or generator driven by hand, which would hide the control flow
+# that guarantees the call happens once and its exception is re-raised as is.
 def sync_wrapper(traced: Traced) -> Wrapper:
     """The ``wrapt`` wrapper for a sync method."""
 
@@ -213,11 +225,9 @@ def sync_wrapper(traced: Traced) -> Wrapper:
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
-            traced.leave(inside)
-            traced.end_failed(handle, exc)
+            traced.raised(handle, inside, exc)
             raise
-        traced.leave(inside)
-        traced.end(handle, result)
+        traced.returned(handle, inside, result)
         return result
 
     return wrapper
@@ -236,17 +246,20 @@ def async_wrapper(traced: Traced) -> Wrapper:
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
-            traced.leave(inside)
-            traced.end_failed(handle, exc)
+            traced.raised(handle, inside, exc)
             raise
-        traced.leave(inside)
-        traced.end(handle, result)
+        traced.returned(handle, inside, result)
         return result
 
     return wrapper
 
 
 def _suppressed() -> bool:
+    """Whether OpenTelemetry's suppression is on, under either spelling of its key.
+
+    Reads the context once, where opentelemetry's ``is_instrumentation_enabled()`` reads it twice: this runs on
+    every wrapped call.
+    """
     ctx = otel_context.get_current()
     return bool(ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get(_SUPPRESS_INSTRUMENTATION_KEY_PLAIN))
 
@@ -259,12 +272,21 @@ def iterator_wrapper(traced: Traced) -> Wrapper:
     when the stream ends, ``fail`` when it raises (re-raised unchanged) or with ``GeneratorExit`` when the program
     closes it early (the framework's stream is then closed inside ``inside``).
     """
+    return _stream_wrapper(traced, _traced_iterator)
+
+
+# (traced, wrapped, instance, args, kwargs, the framework's stream) -> the stream handed to the program
+_StreamTracer = Callable[[Traced, Callable[..., Any], Any, tuple[Any, ...], dict[str, Any], Any], Any]
+
+
+def _stream_wrapper(traced: Traced, trace_stream: _StreamTracer) -> Wrapper:
+    """The wrapper both stream kinds share: call the method as is, then hand back its stream traced (or untouched)."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         inner = wrapped(*args, **kwargs)
         if _suppressed():
             return inner
-        return _traced_iterator(traced, wrapped, instance, args, kwargs, inner)
+        return trace_stream(traced, wrapped, instance, args, kwargs, inner)
 
     return wrapper
 
@@ -295,8 +317,7 @@ def _traced_iterator(
             if close is not None:
                 close()
         finally:
-            traced.leave(inside)
-            traced.end_failed(handle, exc)
+            traced.raised(handle, inside, exc)
         raise
     except BaseException as exc:
         traced.end_failed(handle, exc)
@@ -306,14 +327,7 @@ def _traced_iterator(
 
 def async_iterator_wrapper(traced: Traced) -> Wrapper:
     """:func:`iterator_wrapper` for a method returning an async iterator (an async generator method)."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        inner = wrapped(*args, **kwargs)
-        if _suppressed():
-            return inner
-        return _traced_async_iterator(traced, wrapped, instance, args, kwargs, inner)
-
-    return wrapper
+    return _stream_wrapper(traced, _traced_async_iterator)
 
 
 async def _traced_async_iterator(
@@ -348,8 +362,7 @@ async def _traced_async_iterator(
             if aclose is not None:
                 await aclose()
         finally:
-            traced.leave(inside)
-            traced.end_failed(handle, exc)
+            traced.raised(handle, inside, exc)
         raise
     except BaseException as exc:
         traced.end_failed(handle, exc)
