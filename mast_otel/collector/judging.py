@@ -200,7 +200,8 @@ class JudgePool:
         started = time.perf_counter()
         loaded = Loaded.read(self._cache, job.unit.locations)
         records = loaded.records(self._store)
-        verdict = self._sample(job.unit, records)
+        root = _root_of(job.unit, records)
+        verdict = self._sample(job.unit, root, records)
         saved = self._store.verdict(job.unit.trace_id, job.unit.key) if verdict is None else None
         if saved == CLAIMED and self._paid and not self._rejudge:  # a crash cut a call short: it may have been billed
             self._metrics.judge_errors.labels("interrupted").inc()
@@ -211,7 +212,7 @@ class JudgePool:
         if verdict is None:
             if self._paid:
                 persist_claim(self._store, job.unit.trace_id, job.unit.key, self._clock())
-            missing = _messages_missing(job.unit, records)
+            missing = _messages_missing(root, records)
             verdict = judge_spans(self.judge, records, partial=job.unit.partial or missing is not None)
             if not isinstance(verdict, Verdict):
                 raise TypeError(f"judge returned {type(verdict).__name__}, not a Verdict")
@@ -265,9 +266,8 @@ class JudgePool:
             self._metrics.count_spend(v.tokens_in, v.tokens_out, v.cost_usd)
 
     # -- cost controls -----------------------------------------------------------------------------------------
-    def _sample(self, unit: Unit, records: list[SpanRecord]) -> Verdict | None:
+    def _sample(self, unit: Unit, root: SpanRecord | None, records: list[SpanRecord]) -> Verdict | None:
         """A skipped verdict when cost controls leave this conversation out, else None (judge it)."""
-        root = next((r for r in records if unit.root_id is not None and r.span_id == unit.root_id.hex()), None)
         signal = any(r.error for r in records) or (
             root is not None and root.get(sc.TERMINATION_REASON) in _SIGNAL_TERMINATIONS
         )
@@ -389,7 +389,7 @@ class JudgePool:
         now_ns = int(now * 1e9)
         bodies = loaded.bodies()
         exported = loaded.exported()
-        root = next((r for r in records if unit.root_id is not None and r.span_id == unit.root_id.hex()), None)
+        root = _root_of(unit, records)
         service = root.service_name if root else next((r.service_name for r in records if r.service_name), None)
         framework = (root.get(sc.MAST_FRAMEWORK) if root else None) or verdict.extra.get(EXTRA_FRAMEWORK)
         root_here = root is not None and unit.root_id not in exported
@@ -451,14 +451,21 @@ class JudgePool:
             return sum(key not in retrying for key in self._jobs)
 
 
-def _messages_missing(unit: Unit, records: list[SpanRecord]) -> str | None:
+def _root_of(unit: Unit, records: list[SpanRecord]) -> SpanRecord | None:
+    """The unit's conversation root among its spans (None: not here, or the unit has none)."""
+    if unit.root_id is None:
+        return None
+    root_hex = unit.root_id.hex()
+    return next((r for r in records if r.span_id == root_hex), None)
+
+
+def _messages_missing(root: SpanRecord | None, records: list[SpanRecord]) -> str | None:
     """Why the verdict can only be partial although the root is here, or None.
 
     A recorder root counts the messages its conversation recorded (``mast.conversation.rounds``). Fewer message
     spans here means the rest went elsewhere (to another instance, when one was added behind the load balancer
     mid-conversation) or were lost upstream (an SDK queue that overflowed): a verdict on what is here is partial.
     """
-    root = next((r for r in records if unit.root_id is not None and r.span_id == unit.root_id.hex()), None)
     if root is None or root.span_type != sc.SPAN_TYPE_CONVERSATION:
         return None
     recorded = root.get(sc.CONVERSATION_ROUNDS)
