@@ -38,10 +38,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from mast_otel.evaluation.steplist_input import record_to_spans
 from mast_otel.judge.config import JudgeConfig
 from mast_otel.judge.llm import LLMJudge
 from mast_otel.judge.prompt import RULES, definitions
-from mast_otel.judge.steplist_input import record_to_spans
 from mast_otel.judge.tokens import count_tokens
 from mast_otel.steplist import StepRecord, load_steplist
 from mast_otel.taxonomy import MODES

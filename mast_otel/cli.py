@@ -15,8 +15,8 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, str] = {
     "replay": "mast_otel.replay",
     "collector": "mast_otel.collector.cli",
-    "judge": "mast_otel.judge.cli",
-    "eval": "mast_otel.judge.eval_cli",
+    "judge": "mast_otel.evaluation.judge_cli",
+    "eval": "mast_otel.evaluation.eval_cli",
     "report": "mast_otel.collector.report",
 }
 

@@ -11,9 +11,9 @@ import pytest
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import Adapted, NotAConversation, Tree, adapt, foreign_units, root_candidate
+from mast_otel.evaluation.steplist_input import load_conversations
 from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, judge_spans, not_a_conversation
 from mast_otel.judge.model import ModeLabel, Verdict
-from mast_otel.judge.steplist_input import load_conversations
 from mast_otel.judge.transcript import render
 from mast_otel.spans import SpanRecord
 from tests.adapters._fixtures import DATA, fixture, handoffs, messages

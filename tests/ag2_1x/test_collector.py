@@ -33,7 +33,7 @@ MESSAGE_LINE = re.compile(r"^\[M(?P<n>\d+)\] (?P<sender>\S+) -> [^:]+: (?P<text>
 
 
 def main_mast_otel() -> Path:
-    return Path(main_python_that_imports("mast_otel.judge.cli", "the collector")).parent / "mast-otel"
+    return Path(main_python_that_imports("mast_otel.evaluation.judge_cli", "the collector")).parent / "mast-otel"
 
 
 @pytest.fixture

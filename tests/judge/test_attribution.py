@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mast_otel.judge.attribution import Prediction, baseline_predictions, evaluate, score
+from mast_otel.evaluation.attribution import Prediction, baseline_predictions, evaluate, score
 from mast_otel.replay import spans_for_record
 from mast_otel.whowhen import load_whowhen, to_step_record
 from tests.replay.test_whowhen import FULL, SAMPLE

@@ -10,7 +10,7 @@ import pytest
 
 from examples.scripted_openai import ScriptedOpenAI
 from mast_otel import semconv as sc
-from mast_otel.judge.suite import CASES, DEFAULT_METAGPT_PYTHON, DISCLAIMER, run_case, run_metagpt_cases
+from mast_otel.evaluation.suite import CASES, DEFAULT_METAGPT_PYTHON, DISCLAIMER, run_case, run_metagpt_cases
 from tests.judge.fake_openai import answer
 from tests.judge.test_output_and_cli import run
 

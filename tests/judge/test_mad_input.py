@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mast_otel.judge.mad_input import detect_format, human_labels, mode_for_name
-from mast_otel.judge.steplist_input import label_format, load_conversations
+from mast_otel.evaluation.mad_input import detect_format, human_labels, mode_for_name
+from mast_otel.evaluation.steplist_input import label_format, load_conversations
 from mast_otel.taxonomy import MODE_IDS
 from tests.judge.test_output_and_cli import run
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mast_otel.judge import cli, eval_cli
-from mast_otel.judge.chart import _png_bars
-from mast_otel.judge.metrics import Counts
+from mast_otel.evaluation import eval_cli, judge_cli
+from mast_otel.evaluation.chart import _png_bars
+from mast_otel.evaluation.metrics import Counts
 from mast_otel.judge.output import OutputError, json_schema, parse_output
 from mast_otel.taxonomy import MODE_IDS
 from tests.judge.fake_openai import answer, completion, fake_openai
@@ -20,7 +20,7 @@ from tests.mad_data import AG2_SAMPLE, METAGPT_SAMPLE
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mast-otel")
     sub = p.add_subparsers(dest="command", required=True)
-    cli.register(sub)
+    judge_cli.register(sub)
     eval_cli.register(sub)
     return p
 

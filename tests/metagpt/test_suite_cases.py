@@ -11,9 +11,9 @@ from tests.metagpt.conftest import SKIP_REASON
 pytest.importorskip("metagpt", reason=SKIP_REASON)
 
 from mast_otel import semconv as sc
+from mast_otel.evaluation.suite import run_metagpt_cases
+from mast_otel.evaluation.suite_metagpt import METAGPT_CASES, run_team
 from mast_otel.judge.signals import compute_signals
-from mast_otel.judge.suite import run_metagpt_cases
-from mast_otel.judge.suite_metagpt import METAGPT_CASES, run_team
 from mast_otel.judge.view import build_view
 
 

@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from mast_otel import semconv as sc
+from mast_otel.judge.model import Judge, Verdict
+from mast_otel.judge.signals import compute_signals
+from mast_otel.judge.view import build_view
 from mast_otel.replay import spans_for_record
 from mast_otel.spans import SpanRecord
 from mast_otel.whowhen import WhoWhenError, WhoWhenRun, load_whowhen, to_step_record
 
 from .chart import write_chart
-from .model import Judge, Verdict
-from .signals import compute_signals
-from .view import build_view
 
 __all__ = ["BASELINES", "DEFAULT_DATA", "Prediction", "baseline_predictions", "evaluate", "markdown", "run", "score"]
 

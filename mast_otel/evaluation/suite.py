@@ -9,7 +9,7 @@ and endpoint find an obvious repetition, notice a missing clarification, ...), n
 Integrations used: **AG2 Classic** (real group chats; the agents' replies come from AG2's own ``register_reply``
 hook, so no model and no network are involved), a **home-grown MAS on the recorder API** (``mast_otel.Recorder``,
 the path for systems without a framework), and **MetaGPT** teams whose actions return scripted text
-(:mod:`mast_otel.judge.suite_metagpt`). MetaGPT needs its own environment: its cases run in this process when
+(:mod:`mast_otel.evaluation.suite_metagpt`). MetaGPT needs its own environment: its cases run in this process when
 MetaGPT is importable, else in the interpreter ``--metagpt-python`` names (default ``.nox/metagpt/bin/python``,
 what ``nox -s metagpt`` creates) as a subprocess; without either they are left out and the output says so.
 """
@@ -257,7 +257,7 @@ def run_metagpt_cases(python: str | None) -> tuple[list[Conversation], str | Non
     if python is None:
         return [], (f"MetaGPT cases left out: MetaGPT is not importable here and {DEFAULT_METAGPT_PYTHON} does not "
                     "exist (nox -s metagpt creates it; or pass --metagpt-python)")  # fmt: skip
-    done = subprocess.run([python, "-m", "mast_otel.judge.suite_metagpt"], capture_output=True, text=True,
+    done = subprocess.run([python, "-m", "mast_otel.evaluation.suite_metagpt"], capture_output=True, text=True,
                           timeout=600, check=False)  # fmt: skip
     if done.returncode != 0:
         return [], f"MetaGPT cases left out: {python} failed ({done.returncode}): {done.stderr.strip()[-500:]}"

@@ -5,7 +5,7 @@ MetaGPT 0.8's pins clash with the main environment's, so it lives in its own (``
 mast-otel's MetaGPT integration, whose roles' actions return scripted text (MetaGPT ``Action`` subclasses: no model,
 no network), and it prints one JSON line per case with the recorded spans::
 
-    .nox/metagpt/bin/python -m mast_otel.judge.suite_metagpt
+    .nox/metagpt/bin/python -m mast_otel.evaluation.suite_metagpt
 
 MetaGPT reads a config file when it is imported; without ``METAGPT_PROJECT_ROOT`` a throwaway one (never used:
 no action calls the model) is written to a temporary directory first.

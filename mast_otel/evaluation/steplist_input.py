@@ -51,7 +51,7 @@ def record_to_spans(record: StepRecord) -> list[SpanRecord]:
 
 
 def label_format(path: str | Path) -> LabelFormat:
-    """What kind of labelled file ``path`` is (see :mod:`mast_otel.judge.mad_input`); OTLP JSON is "otlp"."""
+    """What kind of labelled file ``path`` is (see :mod:`mast_otel.evaluation.mad_input`); OTLP JSON is "otlp"."""
     text = Path(path).read_text(encoding="utf-8")
     if not text.lstrip().startswith("["):
         return LabelFormat("otlp", True, "reference labels from mast.reference.* on the roots")

@@ -20,11 +20,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .config import RESPONSE_FORMATS, JudgeConfig
-from .foreign import to_foreign
-from .llm import LLMJudge, Prepared
-from .model import Judge, Verdict
-from .rules import NoModelJudge
+from mast_otel.judge.config import RESPONSE_FORMATS, JudgeConfig
+from mast_otel.judge.foreign import to_foreign
+from mast_otel.judge.llm import LLMJudge, Prepared
+from mast_otel.judge.model import Judge, Verdict
+from mast_otel.judge.rules import NoModelJudge
+
 from .steplist_input import Conversation, load_conversations
 
 __all__ = ["add_judge_options", "config_from_args", "register", "verdict_dict"]

@@ -3,9 +3,9 @@
 Two sources of truth:
 
 - ``--attribution FILES``: who and when, the judge's decisive agent and step scored against the Who&When
-  human labels with baselines in the same run (:mod:`mast_otel.judge.attribution`).
+  human labels with baselines in the same run (:mod:`mast_otel.evaluation.attribution`).
 - ``--suite``: scripted multi-agent conversations run through the real integrations, each built to contain one
-  failure mode by construction, plus clean controls (:mod:`mast_otel.judge.suite`). A smoke test for a judge
+  failure mode by construction, plus clean controls (:mod:`mast_otel.evaluation.suite`). A smoke test for a judge
   configuration, not a benchmark of real failures.
 - labelled files: the rebuilt MAD file (1,642 rows), the human-labelled MAD file (codes remapped by name), a
   step-list file, or a replayed OTLP recording (``mast.reference.fm.*``). The 1,242-row MAD release, and the
@@ -36,17 +36,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from mast_otel.judge.llm import LLMJudge
+from mast_otel.judge.model import Verdict
+from mast_otel.judge.signals import SIGNALS, compute_signals
+from mast_otel.judge.view import build_view
 from mast_otel.taxonomy import MODE_IDS, mode
 
 from .chart import write_chart
-from .cli import add_judge_options, config_from_args, verdict_dict
-from .llm import LLMJudge
+from .judge_cli import add_judge_options, config_from_args, verdict_dict
 from .metrics import Scores, score
-from .model import Verdict
 from .progress import Progress
-from .signals import SIGNALS, compute_signals
 from .steplist_input import Conversation, label_format, load_conversations
-from .view import build_view
 
 __all__ = ["DEFAULT_DATA", "evaluate", "register", "run", "summarise"]
 
