@@ -22,6 +22,8 @@ echo "[test] ruff"
 "$VENV/bin/ruff" check .
 echo "[test] mypy"
 "$VENV/bin/mypy" mast_otel
+echo "[test] lint-imports (the layer contracts in pyproject.toml: no import runs up a layer, no cycles)"
+"$VENV/bin/lint-imports"
 echo "[test] framework environments (nox --install-only: the demo test runs examples in them)"
 "$VENV/bin/nox" --no-color -f noxfile.py --install-only
 echo "[test] pytest (main tier)"

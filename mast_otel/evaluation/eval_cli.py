@@ -202,9 +202,7 @@ def run(args: argparse.Namespace) -> int:
     if args.attribution:
         return _run_attribution(args)
     if args.suite:
-        from .suite import run_suite
-
-        return run_suite(args)
+        return _run_suite(args)
     files = _files(args)
     if not files:
         print(f"mast-otel eval: no input files (pass FILE, or set {DATA_ENV})", file=sys.stderr)
@@ -227,6 +225,34 @@ def run(args: argparse.Namespace) -> int:
     report = {"judge": name, "files": [str(f) for f in files], "summary": summary, "traces": rows}
     write_outputs(Path(args.out), report, markdown(summary, name, header=header),
                   f"per-mode agreement with reference labels ({name or 'signals'})")  # fmt: skip
+    return 0
+
+
+def _run_suite(args: argparse.Namespace) -> int:
+    """``mast-otel eval --suite``: run every case, score the judge (if configured) and the signals, print tables."""
+    from .suite import CASES, DISCLAIMER, case_table, run_case, run_metagpt_cases
+
+    try:
+        import autogen  # noqa: F401
+    except ImportError:
+        print("mast-otel eval --suite: the AG2 cases need AG2 (pip install 'mast-otel[ag2]')", file=sys.stderr)
+        return 2
+    print(f"mast-otel eval --suite: {DISCLAIMER}", file=sys.stderr)
+    conversations = [run_case(c) for c in CASES if c.run is not None]
+    metagpt, left_out = run_metagpt_cases(args.metagpt_python)
+    conversations += metagpt
+    if left_out:
+        print(f"mast-otel eval --suite: {left_out}", file=sys.stderr)
+    llm = configured_llm(args)
+    rows = evaluate(conversations, llm, workers=llm.config.concurrency if llm else 1, quiet=args.quiet)
+    summary = summarise(rows)
+    name = f"llm, model {llm.config.model_name}" if llm else None
+    header = [f"**Constructed suite, {len(conversations)} cases.** {DISCLAIMER}", "", case_table(rows), ""]
+    if left_out:
+        header += [left_out + ".", ""]
+    report = {"judge": name, "suite": [c.name for c in CASES], "summary": summary, "traces": rows}
+    write_outputs(Path(args.out), report, markdown(summary, name, header=header),
+                  f"constructed suite ({name or 'signals'})")  # fmt: skip
     return 0
 
 

@@ -22,8 +22,9 @@ from typing import Any
 
 from mast_otel.judge.config import RESPONSE_FORMATS, JudgeConfig
 from mast_otel.judge.foreign import to_foreign
-from mast_otel.judge.llm import LLMJudge, Prepared
+from mast_otel.judge.llm import LLMJudge
 from mast_otel.judge.model import Judge, Verdict
+from mast_otel.judge.prepared import Prepared
 from mast_otel.judge.rules import NoModelJudge
 
 from .steplist_input import Conversation, load_conversations

@@ -16,13 +16,11 @@ what ``nox -s metagpt`` creates) as a subprocess; without either they are left o
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib.util
 import io
 import json
 import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +39,7 @@ from mast_otel.taxonomy import mode
 from .steplist_input import Conversation
 from .suite_metagpt import METAGPT_CASES
 
-__all__ = ["CASES", "DISCLAIMER", "Case", "run_case", "run_metagpt_cases", "run_suite"]
+__all__ = ["CASES", "DISCLAIMER", "Case", "case_table", "run_case", "run_metagpt_cases"]
 
 DISCLAIMER = (
     "These are constructed cases: scripted conversations each built to contain one failure mode (or none), a smoke "
@@ -295,31 +293,3 @@ def case_table(rows: Sequence[dict[str, Any]]) -> str:
                                         else f"({v['status']})")  # fmt: skip
         lines.append(f"| {case.name} | {case.framework} | {built} | {signals} | {judged} |")
     return "\n".join(lines)
-
-
-def run_suite(args: argparse.Namespace) -> int:
-    """``mast-otel eval --suite``: run every case, score the judge (if configured) and the signals, print tables."""
-    from .eval_cli import configured_llm, evaluate, markdown, summarise, write_outputs
-
-    try:
-        import autogen  # noqa: F401
-    except ImportError:
-        print("mast-otel eval --suite: the AG2 cases need AG2 (pip install 'mast-otel[ag2]')", file=sys.stderr)
-        return 2
-    print(f"mast-otel eval --suite: {DISCLAIMER}", file=sys.stderr)
-    conversations = [run_case(c) for c in CASES if c.run is not None]
-    metagpt, left_out = run_metagpt_cases(args.metagpt_python)
-    conversations += metagpt
-    if left_out:
-        print(f"mast-otel eval --suite: {left_out}", file=sys.stderr)
-    llm = configured_llm(args)
-    rows = evaluate(conversations, llm, workers=llm.config.concurrency if llm else 1, quiet=args.quiet)
-    summary = summarise(rows)
-    name = f"llm, model {llm.config.model_name}" if llm else None
-    header = [f"**Constructed suite, {len(conversations)} cases.** {DISCLAIMER}", "", case_table(rows), ""]
-    if left_out:
-        header += [left_out + ".", ""]
-    report = {"judge": name, "suite": [c.name for c in CASES], "summary": summary, "traces": rows}
-    write_outputs(Path(args.out), report, markdown(summary, name, header=header),
-                  f"constructed suite ({name or 'signals'})")  # fmt: skip
-    return 0

@@ -12,22 +12,22 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from .cache import CachedAnswer, VerdictCache, cache_key
 from .client import ChatClient, JudgeCallError
-from .compaction import CompactionPlan, compact
+from .compaction import compact
 from .config import JudgeConfig
 from .merge import to_verdict
 from .model import Verdict
 from .output import JudgeOutput, OutputError, json_schema, parse_output
+from .prepared import Prepared
 from .prompt import PROMPT_VERSION, Prompt, build_prompt, format_hints, new_nonce, overhead_tokens, prompt_tokens
-from .signals import Signal, compute_signals
+from .signals import compute_signals
 from .tokens import count_tokens
-from .transcript import Transcript, render
+from .transcript import render
 
 __all__ = ["LLMJudge", "Prepared"]
 
@@ -39,22 +39,6 @@ CLEAN_ABOVE_TOKENS = 4_000
 _WORST_NOTES = ("n" * 200,) * 5  # overhead is computed for the longest compaction notes, so every plan fits
 _SCHEMA = json_schema()
 _GRAMMAR_SCHEMA = json_schema(reason_max_chars=300, max_evidence=12)  # for servers that compile it to a grammar
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """Everything decided before any call: what `mast-otel judge --dry-run` reports."""
-
-    transcript: Transcript
-    signals: tuple[Signal, ...]
-    plan: CompactionPlan
-    prompts: tuple[Prompt, ...]
-    prompt_tokens: tuple[int, ...]
-    key: str
-
-    @property
-    def transcript_tokens(self) -> int:
-        return count_tokens(self.transcript.text())
 
 
 class LLMJudge:

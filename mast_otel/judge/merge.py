@@ -12,7 +12,6 @@ the judge invented.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from mast_otel import semconv as sc
 from mast_otel.taxonomy import MODE_IDS
@@ -20,10 +19,8 @@ from mast_otel.taxonomy import MODE_IDS
 from .config import JudgeConfig
 from .model import DecisiveStep, ModeLabel, Verdict
 from .output import JudgeOutput
+from .prepared import Prepared
 from .prompt import PROMPT_VERSION
-
-if TYPE_CHECKING:
-    from .llm import Prepared
 
 __all__ = ["to_verdict"]
 
