@@ -346,7 +346,11 @@ def _status(code: int, message: str) -> Message:
 
 
 def _protocol(receiver: HttpReceiver) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a connection cap and a deadline for a request's headers."""
+    """uvicorn's h11 protocol with a connection cap and a deadline for a request's headers.
+
+    Uses ``H11Protocol``'s internals (``connections``, ``cycle``, ``flow``, ``conn``): hence the uvicorn pin to one
+    minor release in pyproject.toml.
+    """
 
     class Protocol(H11Protocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
