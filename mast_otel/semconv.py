@@ -6,7 +6,7 @@ package (tests/core/test_semconv.py), and everything the conventions lack lives 
 ``mast.``. The ``gen_ai.transfer.*`` handoff attributes exist only in an open proposal (PR #447): they are written
 only on request (``CaptureConfig.proposed_semconv``), and ``mast.handoff.*`` is the stable contract. This module
 is the contract: integrations, the collector and the judge import from here and never spell a key by hand; the
-test also checks that every name the README's "Span shapes" section quotes is defined here.
+test also checks that every name docs/spans.md quotes is defined here.
 """
 
 from __future__ import annotations
