@@ -46,7 +46,8 @@ def _as_hand_crafted_log(result: Any, ledgers: list[dict[str, Any]], participant
         elif "We are working to address" in text:  # the task ledger: the plan
             history.append({"role": "Orchestrator (thought)", "content": "Initial plan:\n\n" + text})
         else:
-            history.append({"role": "Orchestrator (thought)", "content": "Updated Ledger:\n" + json.dumps(next(ledger))})
+            update = "Updated Ledger:\n" + json.dumps(next(ledger))
+            history.append({"role": "Orchestrator (thought)", "content": update})
             nxt = messages[i + 1].source if i + 1 < len(messages) else None
             role = f"Orchestrator (-> {nxt})" if nxt in participants else "Orchestrator (termination condition)"
             history.append({"role": role, "content": text})
