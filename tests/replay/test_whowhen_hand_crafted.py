@@ -228,3 +228,16 @@ def test_replay_cli_sends_the_hand_crafted_runs_over_otlp() -> None:
     assert [r.get(sc.REPLAY_TRACE_ID) for r in roots] == [Path(f).stem for f in SAMPLE_FILES]
     for path, root in zip(_files(HAND_CRAFTED), roots, strict=True):
         _check_run(_raw(path), [s for s in spans if s.trace_id == root.trace_id])
+
+
+def test_judge_dry_run_reads_a_run_file_and_a_directory_of_them() -> None:
+    def dry_run(target: Path) -> list[dict[str, Any]]:
+        done = subprocess.run([sys.executable, "-m", "mast_otel.cli", "judge", str(target), "--dry-run"],
+                              capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    (row,) = dry_run(HAND_CRAFTED / "9.json")
+    assert row["trace_key"] == "whowhen-hand-crafted_9" and 0 < row["prompt_tokens"] <= 12_000
+    assert [r["trace_key"] for r in dry_run(HAND_CRAFTED)] == [f"whowhen-hand-crafted_{Path(f).stem}"
+                                                                for f in SAMPLE_FILES]  # fmt: skip
