@@ -26,8 +26,7 @@ from mast_otel import semconv as sc
 from mast_otel.recorder import Recorder
 from mast_otel.replay import load_records, replay_record, spans_for_record
 from mast_otel.spans import SpanRecord, conversation_roots
-from tests.otlp_sink import otlp_sink
-from tests.replay.test_whowhen import FULL, REPO
+from tests.replay.test_whowhen import FULL, REPO, replay_over_otlp
 
 HAND_CRAFTED = REPO / "tests" / "data" / "whowhen" / "hand-crafted"
 FULL_HAND_CRAFTED = Path(
@@ -215,16 +214,7 @@ def test_malformed_hand_crafted_runs_are_refused(tmp_path: Path, history: list[A
 
 
 def test_replay_cli_sends_the_hand_crafted_runs_over_otlp() -> None:
-    records = load_records(HAND_CRAFTED)
-    expected = sum(len(spans_for_record(r)) for r in records)
-    with otlp_sink() as sink:
-        done = subprocess.run(
-            [sys.executable, "-m", "mast_otel.cli", "replay", str(HAND_CRAFTED), "--endpoint", sink.grpc_endpoint],
-            capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        spans = sink.wait_for_spans(expected)
-    roots = sorted(conversation_roots(spans), key=lambda r: int(r.get(sc.REPLAY_RECORD_INDEX)))  # type: ignore[arg-type]
+    spans, roots = replay_over_otlp(HAND_CRAFTED, sum(len(spans_for_record(r)) for r in load_records(HAND_CRAFTED)))
     assert [r.get(sc.REPLAY_TRACE_ID) for r in roots] == [Path(f).stem for f in SAMPLE_FILES]
     for path, root in zip(_files(HAND_CRAFTED), roots, strict=True):
         _check_run(_raw(path), [s for s in spans if s.trace_id == root.trace_id])
