@@ -112,11 +112,12 @@ def participants(record: StepRecord) -> list[str]:
             names = re.findall(r"^\s*([A-Za-z_][\w-]*):", listed.group(1), re.MULTILINE)
             if names:
                 return list(dict.fromkeys(names))
-    return [a for a in record.agents if a != ORCHESTRATOR and parse_role(_role(record, a)).act == TURN]
+    roles = (parse_role(_role_of(step)) for step in record.steps)
+    return list(dict.fromkeys(role.agent for role in roles if role.act == TURN))
 
 
-def _role(record: StepRecord, agent: str) -> str:
-    return next(str(s.metadata.get("role", s.agent)) for s in record.steps if s.agent == agent)
+def _role_of(step: Step) -> str:
+    return str(step.metadata.get("role", step.agent))
 
 
 class _Run:
@@ -205,14 +206,13 @@ class _Run:
         elif self.last_thought.startswith(_REPLAN_EXCEEDED):
             reason, detail = sc.TERMINATION_CUSTOM, self.last_thought.splitlines()[0].strip()
         elif self.answer("is_request_satisfied") is True:
-            satisfied = self.answer("is_request_satisfied", "reason")
-            reason, detail = sc.TERMINATION_COMPLETED, str(satisfied or stated)
+            # The ledger's own words, so content (as the live integration records them).
+            satisfied = str(self.answer("is_request_satisfied", "reason") or stated)
+            config = self.recorder.config
+            reason = sc.TERMINATION_COMPLETED
+            detail = config.redactor.redact(satisfied)[0] if config.capture_content else ""
         else:
             reason, detail = sc.TERMINATION_CUSTOM, stated
-        if reason == sc.TERMINATION_COMPLETED and self.recorder.config.capture_content:
-            detail = self.recorder.config.redactor.redact(detail)[0]  # the ledger's own words: content
-        elif reason == sc.TERMINATION_COMPLETED:
-            detail = ""
         self.recorder.terminate(reason, detail=detail or None, agent=ORCHESTRATOR)
         self.terminated = True
 
@@ -235,7 +235,7 @@ def replay(record: StepRecord, recorder: Recorder, attributes: Mapping[str, Attr
     run = _Run(recorder, team)
     with recorder.conversation(TEAM_TYPE, task=record.task, framework=FRAMEWORK, attributes=root):
         for step in record.steps:
-            role_text = str(step.metadata.get("role", step.agent))
+            role_text = _role_of(step)
             role = parse_role(role_text)
             if role.act == TASK:
                 run.message(step, role_text, run.others(step.agent))
