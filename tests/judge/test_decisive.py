@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanPb
 
 from mast_otel import semconv as sc
@@ -20,7 +21,7 @@ from mast_otel.whowhen import load_whowhen
 from tests.judge.fake_openai import Reply, answer, completion, fake_openai
 from tests.judge.scenarios import message_ids, simple
 from tests.judge.test_llm_judge import judge_for
-from tests.replay.test_whowhen import SAMPLE
+from tests.replay.test_whowhen import FULL, SAMPLE
 from tests.replay.test_whowhen_hand_crafted import HAND_CRAFTED
 
 
@@ -139,3 +140,24 @@ def test_long_runs_chunked_to_the_token_budget_keep_the_references_the_human_lab
     sender = ["Orchestrator" if r["history"][int(r["mistake_step"])]["role"].startswith("Orchestrator (")
               else r["history"][int(r["mistake_step"])]["role"] for r in raw]  # fmt: skip
     assert [row["judge"]["agent"] for row in report["rows"]] == sender
+
+
+def test_attribution_eval_with_the_scripted_judge_on_both_halves_prints_every_subset(tmp_path: Any) -> None:
+    """Plumbing on the full algorithm-generated set (../shared) and the shipped hand-crafted runs: the scripted
+    judge blames the opening message, so per subset it must score exactly what the first-speaker baseline does."""
+    if not FULL.is_dir():
+        pytest.skip(f"Who&When runs not found at {FULL} (set MAST_OTEL_WHOWHEN_DATA)")
+    with fake_openai([_first_message_judge]) as server:
+        done = subprocess.run([sys.executable, "-m", "mast_otel.cli", "eval", "--attribution", str(FULL),
+                               str(HAND_CRAFTED), "--base-url", server.base_url, "--model", "scripted", "--out",
+                               str(tmp_path)], capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "attribution.json").read_text())
+    assert [(k, v["runs"]) for k, v in report["subsets"].items()] == [
+        ("algorithm-generated", 126), ("hand-crafted", 6), ("all", 132)]  # fmt: skip
+    for block in report["subsets"].values():
+        judge, first = block["methods"]["judge"], block["methods"]["first_speaker"]
+        assert judge["errors"] == 0
+        assert {k: judge[k] for k in first} == first
+    for heading in ("## algorithm-generated (126 runs)", "## hand-crafted (6 runs)", "## all runs (132 runs)"):
+        assert heading in done.stdout
