@@ -7,6 +7,7 @@ except by the ``mast.replay.*`` attributes. Uses: demos, load tests, judge evalu
     mast-otel replay ../shared/mast-data/parsers_output/ag2_output_mad.json --limit 20 --rate 2
     mast-otel replay FILE --endpoint http://127.0.0.1:4318/v1/traces     # OTLP/HTTP instead of OTLP/gRPC
     mast-otel replay ../shared/whowhen/algorithm-generated                # Who&When runs (mast_otel.whowhen)
+    mast-otel replay Who\&When/Hand-Crafted                               # Who&When's Magentic-One runs
 
 Library use: :func:`replay_records` (records into any recorder) and :func:`spans_for_record` (one record as
 ``SpanRecord``\\ s, in memory, no network: what ``mast-otel judge`` reads step-list files with).
@@ -35,6 +36,10 @@ the data is silent the choice is made here and stated:
   answer with no code; the MMLU group: ``SOLUTION_FOUND``) -> ``termination_message``; ``n_turns`` at the
   framework's known maximum (MetaGPT: 6, the requirement plus ``n_round=5``) -> ``max_rounds``; otherwise
   ``completed``.
+- **Magentic-One** (Who&When's hand-crafted runs, ``mas_name`` ``Magentic-One``): the log says more than a step
+  list (the orchestrator's role names its act and the instruction's addressee), so it is replayed by
+  :mod:`mast_otel.magentic_one` as the autogen-agentchat integration records a live Magentic-One run; the rules
+  above (recipients, routing handoffs, inferred termination) are for the other records.
 - **Time**: the data has no timestamps; spans are created now, in order (``mast.message.index`` is the step
   order), so only the order is the recording's.
 """
@@ -65,6 +70,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util.types import AttributeValue
 
+from . import magentic_one
 from . import semconv as sc
 from .config import CaptureConfig
 from .recorder import Recorder
@@ -191,6 +197,9 @@ def replay_record(record: StepRecord, recorder: Recorder) -> None:
 
 
 def _replay(record: StepRecord, recorder: Recorder) -> None:
+    if record.mas_name == magentic_one.MAS_NAME:
+        magentic_one.replay(record, recorder, root_attributes(record))
+        return
     recipients = recipients_for(record)
     candidates = list(record.agents)
     with recorder.conversation(

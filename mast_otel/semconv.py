@@ -250,6 +250,9 @@ REPLAY_BENCHMARK: Final = "mast.replay.benchmark"  # benchmark_name, e.g. "GSM"
 REPLAY_LLM: Final = "mast.replay.llm"  # llm_name: the model the recorded MAS ran on
 # On a message span whose recorded kind has no mast.message.kind equivalent (e.g. "system").
 REPLAY_STEP_KIND: Final = "mast.replay.step_kind"
+# On a message span: the sender's role as the log wrote it, when it says more than the sender (Who&When's
+# Magentic-One runs: "Orchestrator (thought)", "Orchestrator (-> WebSurfer)", "Orchestrator (termination condition)").
+REPLAY_ROLE: Final = "mast.replay.role"
 # Reference labels shipped with a recorded trace (MAD: the released o1 labels, a noisy reference). One boolean
 # per labelled mode, present or not (``mast.reference.fm.1_3``), plus the list of the present ones.
 REFERENCE_FM_PREFIX: Final = "mast.reference.fm."

@@ -73,6 +73,8 @@ class StepRecord:
     task_text: str | None = None
     # Other reference labels, each on the root as ``mast.reference.<key>`` (Who&When: the decisive agent/step).
     references: Mapping[str, str | int] = field(default_factory=dict)
+    # ``mast.framework`` when it is not ``mas_name`` lowercased (Who&When's Magentic-One runs: autogen_agentchat).
+    framework_name: str | None = None
 
     @property
     def trace_key(self) -> str:
@@ -81,8 +83,8 @@ class StepRecord:
 
     @property
     def framework(self) -> str:
-        """The framework name as mast-otel spells it (``mast.framework``): ``mas_name`` lowercased."""
-        return self.mas_name.lower()
+        """The framework name as mast-otel spells it (``mast.framework``): ``mas_name`` lowercased unless named."""
+        return self.framework_name or self.mas_name.lower()
 
     @property
     def task(self) -> str:

@@ -1,19 +1,33 @@
 """Who&When runs: failed multi-agent runs with the agent and the step a human found decisive.
 
-The Who&When study ("Which Agent Causes Task Failures and When?", Zhang et al., ICML 2025) annotated failed runs
-of AG2's CaptainAgent with the agent whose message made the failure inevitable, that message's position and
-why. Those are the only human labels on multi-agent traces attached to their own traces, so they are what
-``mast-otel eval --attribution`` scores against. One JSON object per file::
+The Who&When study ("Which Agent Causes Task Failures and When?", Zhang et al., ICML 2025) annotated failed
+multi-agent runs with the agent whose message made the failure inevitable, that message's position and why.
+Those are the only human labels on multi-agent traces attached to their own traces, so they are what
+``mast-otel eval --attribution`` scores against. One JSON object per file, in one of the study's two shapes:
+
+- **algorithm-generated** (126 AG2 CaptainAgent runs): the sender is ``name``::
 
     {"question": "...", "question_ID": "...", "level": 1, "ground_truth": "...", "is_correct": false,
      "history": [{"content": "...", "role": "assistant", "name": "Excel_Expert"}, ...],
      "mistake_agent": "Excel_Expert", "mistake_step": "0", "mistake_reason": "...", "system_prompt": {...}}
 
+- **hand-crafted** (58 Magentic-One runs): no ``name``; the sender is the ``role`` itself (``human``,
+  ``WebSurfer``, ..., and the orchestrator as ``Orchestrator (thought)``, ``Orchestrator (-> WebSurfer)``,
+  ``Orchestrator (termination condition)``), ``is_corrected`` instead of ``is_correct``::
+
+    {"question": "...", "question_ID": "...", "ground_truth": "...", "is_corrected": false,
+     "history": [{"content": "...", "role": "human"}, {"content": "...", "role": "Orchestrator (thought)"}, ...],
+     "mistake_agent": "WebSurfer", "mistake_step": "12", "mistake_reason": "..."}
+
+  The agent of an orchestrator role is ``Orchestrator`` (what ``mistake_agent`` calls it); the role is kept on
+  the message (:mod:`mast_otel.magentic_one` replays it by role).
+
 :func:`load_whowhen` reads a file or a directory of them; :func:`to_step_record` turns a run into the
-:class:`~mast_otel.steplist.StepRecord` the replay already knows, so a Who&When run yields the span shapes a live
-AG2 run yields: one message per history entry, in order (``mast.message.index`` = the history index, which is
-what ``mistake_step`` counts), the question as the conversation's task, and the human labels on the root as
-``mast.reference.decisive_*``.
+:class:`~mast_otel.steplist.StepRecord` the replay already knows: one message per history entry, in order
+(``mast.message.index`` = the history index, which is what ``mistake_step`` counts), the question as the
+conversation's task, and the human labels on the root as ``mast.reference.decisive_*``. An algorithm-generated
+run yields the spans a live AG2 run yields; a hand-crafted one those the autogen-agentchat integration records
+for a live Magentic-One run.
 
 Malformed input raises :class:`WhoWhenError` naming the file and the field.
 """
@@ -25,12 +39,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import magentic_one
 from .steplist import Step, StepRecord
 
-__all__ = ["WhoWhenError", "WhoWhenRun", "is_whowhen_document", "load_whowhen", "to_step_record"]
+__all__ = [
+    "ALGORITHM_GENERATED",
+    "HAND_CRAFTED",
+    "SUBSETS",
+    "WhoWhenError",
+    "WhoWhenRun",
+    "is_whowhen_document",
+    "load_whowhen",
+    "to_step_record",
+]
 
-MAS_NAME = "AG2"  # the runs are AG2 CaptainAgent group chats
-MAD_KEY = "whowhen"
+ALGORITHM_GENERATED = "algorithm-generated"  # AG2 CaptainAgent group chats
+HAND_CRAFTED = "hand-crafted"  # Magentic-One runs
+SUBSETS = (ALGORITHM_GENERATED, HAND_CRAFTED)
+MAS_NAME = "AG2"
+MAD_KEY = "whowhen"  # trace keys whowhen_<n> (algorithm-generated; kept as they were) and whowhen-hand-crafted_<n>
+_HAND_CRAFTED_KEY = "whowhen-hand-crafted"
 
 
 class WhoWhenError(ValueError):
@@ -57,6 +85,7 @@ class WhoWhenRun:
     mistake_reason: str
     level: str | None = None
     ground_truth: str | None = None
+    subset: str = ALGORITHM_GENERATED
 
     @property
     def agents(self) -> tuple[str, ...]:
@@ -83,7 +112,9 @@ def parse_run(data: Any, source: str) -> WhoWhenRun:
     raw_history = data["history"]
     if not isinstance(raw_history, list) or not raw_history:
         raise WhoWhenError(f"{source}: 'history' must be a non-empty list")
-    history = tuple(_message(m, f"{source}: history[{i}]") for i, m in enumerate(raw_history))
+    # The shape is the file's, decided once: a file mixing named and role-only messages is refused.
+    subset = HAND_CRAFTED if isinstance(raw_history[0], dict) and "name" not in raw_history[0] else ALGORITHM_GENERATED
+    history = tuple(_message(m, f"{source}: history[{i}]", subset) for i, m in enumerate(raw_history))
     try:
         step = int(str(data.get("mistake_step")).strip())
     except ValueError:
@@ -106,12 +137,20 @@ def parse_run(data: Any, source: str) -> WhoWhenRun:
         mistake_reason=str(data.get("mistake_reason") or ""),
         level=None if data.get("level") is None else str(data["level"]),
         ground_truth=None if data.get("ground_truth") is None else str(data["ground_truth"]),
+        subset=subset,
     )
 
 
 def to_step_record(run: WhoWhenRun, index: int = 0) -> StepRecord:
-    """The run as a step-list record: every history entry one ``message`` step, the question as the task."""
-    steps = tuple(Step(agent=m.sender, content=m.content, kind="message", index=i) for i, m in enumerate(run.history))
+    """The run as a step-list record: every history entry one ``message`` step, the question as the task.
+
+    A hand-crafted run's steps keep their role in ``metadata["role"]`` and the record names Magentic-One, which
+    the replay reads to record it as the autogen-agentchat integration records a live Magentic-One run."""
+    steps = tuple(
+        Step(agent=m.sender, content=m.content, kind="message", index=i, metadata={"role": m.role})
+        for i, m in enumerate(run.history)
+    )
+    hand_crafted = run.subset == HAND_CRAFTED
     references: dict[str, str | int] = {
         "decisive_agent": run.mistake_agent,
         "decisive_step": run.mistake_step,
@@ -121,9 +160,10 @@ def to_step_record(run: WhoWhenRun, index: int = 0) -> StepRecord:
         index=index,
         steps=steps,
         trace_id=Path(run.source).stem,
-        mad_trace_key=MAD_KEY,
-        mas_name=MAS_NAME,
-        benchmark_name="whowhen-algorithm-generated",
+        mad_trace_key=_HAND_CRAFTED_KEY if hand_crafted else MAD_KEY,
+        mas_name=magentic_one.MAS_NAME if hand_crafted else MAS_NAME,
+        framework_name=magentic_one.FRAMEWORK if hand_crafted else None,
+        benchmark_name=f"whowhen-{run.subset}",
         n_turns=len(steps),
         extra={"question_id": run.question_id},
         task_text=run.question,
@@ -131,14 +171,23 @@ def to_step_record(run: WhoWhenRun, index: int = 0) -> StepRecord:
     )
 
 
-def _message(raw: Any, where: str) -> Message:
+def _message(raw: Any, where: str, subset: str) -> Message:
+    field = "role" if subset == HAND_CRAFTED else "name"
     if not isinstance(raw, dict):
-        raise WhoWhenError(f"{where}: must be an object with 'content' and 'name'")
-    sender, content = raw.get("name"), raw.get("content")
-    if not isinstance(sender, str) or not sender:
-        raise WhoWhenError(f"{where}: 'name' must be a non-empty string")
+        raise WhoWhenError(f"{where}: must be an object with 'content' and '{field}'")
+    content = raw.get("content")
     if not isinstance(content, str):
         raise WhoWhenError(f"{where}: 'content' must be a string")
+    if subset == HAND_CRAFTED:
+        role = raw.get("role")
+        if not isinstance(role, str) or not role.strip():
+            raise WhoWhenError(f"{where}: 'role' must be a non-empty string (a hand-crafted run: no 'name')")
+        if "name" in raw:
+            raise WhoWhenError(f"{where}: has 'name', but history[0] has none: one shape per file")
+        return Message(sender=magentic_one.agent_of(role), content=content, role=role)
+    sender = raw.get("name")
+    if not isinstance(sender, str) or not sender:
+        raise WhoWhenError(f"{where}: 'name' must be a non-empty string")
     return Message(sender=sender, content=content, role=str(raw.get("role") or ""))
 
 

@@ -3,7 +3,8 @@
 Two sources of truth:
 
 - ``--attribution FILES``: who and when, the judge's decisive agent and step scored against the Who&When
-  human labels with baselines in the same run (:mod:`mast_otel.evaluation.attribution`).
+  human labels (both halves, each subset on its own and together, steps as integers) with baselines in the same
+  run and the published figures beside them (:mod:`mast_otel.evaluation.attribution`).
 - ``--suite``: scripted multi-agent conversations run through the real integrations, each built to contain one
   failure mode by construction, plus clean controls (:mod:`mast_otel.evaluation.suite`). A smoke test for a judge
   configuration, not a benchmark of real failures.
@@ -278,8 +279,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--attribution",
         action="store_true",
-        help="score who-and-when (the judge's decisive agent and step) against Who&When human labels; FILES are "
-        "Who&When run files or directories (default: $MAST_OTEL_WHOWHEN_DATA or ../shared/whowhen)",
+        help="score who-and-when (the judge's decisive agent and step) against Who&When human labels, per subset "
+        "(algorithm-generated, hand-crafted) and together; FILES are Who&When run files or directories of either "
+        "half (default: $MAST_OTEL_WHOWHEN_DATA, else ../shared/whowhen/algorithm-generated and hand-crafted)",
     )
     add_judge_options(parser)
     parser.set_defaults(func=run)

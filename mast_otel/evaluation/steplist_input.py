@@ -59,7 +59,15 @@ def label_format(path: str | Path) -> LabelFormat:
 
 
 def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterator[Conversation]:
-    """Every conversation in a step-list, MAD (rebuilt or human-labelled) or OTLP JSON file (detected)."""
+    """Every conversation in a step-list, MAD (rebuilt or human-labelled) or OTLP JSON file, or a Who&When run
+    file or directory (detected)."""
+    if Path(path).is_dir() or _is_whowhen(path):
+        from mast_otel.replay import load_records
+
+        whowhen = load_records(path)
+        for record in whowhen[:limit] if limit is not None else whowhen:
+            yield Conversation(trace_key=record_key(record), spans=record_to_spans(record), framework=record.framework)
+        return
     text = Path(path).read_text(encoding="utf-8")
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -95,6 +103,20 @@ def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterato
             framework=framework if isinstance(framework, str) else None,
         )
     yield from _foreign(spans, None if limit is None else limit - len(roots))
+
+
+def _is_whowhen(path: str | Path) -> bool:
+    """A Who&When run: one JSON object with ``history`` and ``mistake_agent`` (an OTLP document has neither)."""
+    from mast_otel.whowhen import is_whowhen_document
+
+    with Path(path).open("rb") as fh:
+        head = fh.read(1024)
+    if head.lstrip()[:1] != b"{" or b"resourceSpans" in head:
+        return False  # not an object, or OTLP: not parsed twice
+    try:
+        return is_whowhen_document(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
 
 
 def _foreign(spans: list[SpanRecord], limit: int | None) -> Iterator[Conversation]:

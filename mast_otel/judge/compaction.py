@@ -118,7 +118,9 @@ def _chunked(lines: tuple[Line, ...], budget: int, max_chunks: int, notes: list[
     context = tuple(x for x in lines if x.kind in _CONTEXT)
     head = tuple(x for x in context if x.kind == "root")
     tail = tuple(x for x in context if x.kind == "end")
-    chunk_budget = budget - _cost(context) - (DIGEST_TOKENS if max_chunks > 1 else 0)
+    later_head = _restated_task(lines, head)
+    chunk_budget = (budget - _cost(context) - max(0, _cost(later_head) - _cost(head))
+                    - (DIGEST_TOKENS if max_chunks > 1 else 0))  # fmt: skip
     # As few parts as possible: each part repeats the fixed text of the prompt.
     hard, stats["cut"] = _cut(lines, chunk_budget, floor=MIN_CAP)
     body = [x for x in hard if x.kind not in _CONTEXT]
@@ -142,8 +144,19 @@ def _chunked(lines: tuple[Line, ...], budget: int, max_chunks: int, notes: list[
     for i, chunk in enumerate(chunks):
         before = [x for c in chunks[:i] for x in c]
         opening = (digest(before, i),) if i else ()
-        out.append((*head, *opening, *chunk, *tail))
+        out.append((*(later_head if i else head), *opening, *chunk, *tail))
     return CompactionPlan(chunks=tuple(out), dropped=dropped, notes=tuple(notes), **stats)
+
+
+def _restated_task(lines: Sequence[Line], head: tuple[Line, ...]) -> tuple[Line, ...]:
+    """The root line for parts after the first. When the task line only points at the opening message (see
+    :func:`~.transcript.build_transcript`), a later part does not show that message: it gets the task's text
+    back (cut like a protected turn), so every part knows what the run was for."""
+    opening = next((x for x in lines if x.kind == sc.SPAN_TYPE_MESSAGE), None)
+    if not head or opening is None or head[0].body != f"(the opening message {opening.ref})":
+        return head
+    task, _ = cut_to_tokens(opening.body, 2 * MIN_CAP)
+    return (head[0].with_body(f"{task} (the opening message {opening.ref}, shown in part 1)"),)
 
 
 def _collapse(lines: tuple[Line, ...]) -> tuple[tuple[Line, ...], int]:

@@ -9,17 +9,20 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanPb
 
 from mast_otel import semconv as sc
 from mast_otel.collector.labeller import label_spans
 from mast_otel.collector.release import verdict_from_json, verdict_to_json
 from mast_otel.judge.model import DecisiveStep, Verdict
+from mast_otel.judge.prompt import prompt_tokens
 from mast_otel.whowhen import load_whowhen
 from tests.judge.fake_openai import Reply, answer, completion, fake_openai
 from tests.judge.scenarios import message_ids, simple
 from tests.judge.test_llm_judge import judge_for
-from tests.replay.test_whowhen import SAMPLE
+from tests.replay.test_whowhen import FULL, SAMPLE
+from tests.replay.test_whowhen_hand_crafted import HAND_CRAFTED
 
 
 def test_a_valid_decisive_step_is_mapped_to_its_message_span() -> None:
@@ -95,3 +98,66 @@ def test_attribution_eval_reads_the_judges_decisive_step_and_scores_it(tmp_path:
     # the judge blamed M1, which is exactly what the first-speaker baseline does
     assert judge["agent"] == report["methods"]["first_speaker"]["agent"]
     assert all(row["judge"]["step"] == 0 for row in report["rows"])
+
+
+def _labelled_step_judge(labels: dict[str, int]) -> Any:
+    """Knows each run's human label, found by the run's question in the prompt: blames the message whose reference
+    is the labelled history index + 1 in the part that shows it, naming the sender the line shows; a part that does
+    not show it names no decisive step."""
+
+    def reply(body: Any) -> Reply:
+        prompt = "\n".join(m["content"] for m in body["messages"] if isinstance(m.get("content"), str))
+        (step,) = [s for question, s in labels.items() if question in prompt]
+        line = re.search(rf"^\[M{step + 1}\] (\S+) ->", prompt, re.MULTILINE)
+        if line is None:
+            return completion(answer({}, done=False))
+        decisive = {"message": f"M{step + 1}", "agent": line.group(1), "reason": "labelled"}
+        return completion(answer({"3.3": [f"M{step + 1}"]}, done=False, decisive=decisive))
+
+    return reply
+
+
+def test_long_runs_chunked_to_the_token_budget_keep_the_references_the_human_labels_use(tmp_path: Any) -> None:
+    """Hand-crafted Magentic-One runs (up to 95 messages) under a 4,000-token budget: the long ones go in parts,
+    every request fits the budget, and the message the labels name is the one the judge's reference maps to."""
+    raw = [json.loads(p.read_text()) for p in sorted(HAND_CRAFTED.glob("*.json"), key=lambda p: int(p.stem))]
+    labels = {r["question"].strip().splitlines()[0][:60]: int(r["mistake_step"]) for r in raw}
+    assert len(labels) == len(raw)
+    budget = 4000
+    with fake_openai([_labelled_step_judge(labels)]) as server:
+        done = subprocess.run([sys.executable, "-m", "mast_otel.cli", "eval", "--attribution", str(HAND_CRAFTED),
+                               "--base-url", server.base_url, "--model", "scripted", "--token-budget", str(budget),
+                               "--out", str(tmp_path)], capture_output=True, text=True, timeout=300,
+                              check=False)  # fmt: skip
+        bodies = server.bodies()
+    assert done.returncode == 0, done.stderr
+    assert len(bodies) >= len(raw) + 2  # some runs needed more than one part
+    assert max(prompt_tokens(b["messages"]) for b in bodies) <= budget
+    report = json.loads((tmp_path / "attribution.json").read_text())
+    judge = report["subsets"]["hand-crafted"]["methods"]["judge"]
+    assert judge["runs"] == len(raw) and judge["errors"] == 0
+    assert judge["step_exact"] == 1.0
+    sender = ["Orchestrator" if r["history"][int(r["mistake_step"])]["role"].startswith("Orchestrator (")
+              else r["history"][int(r["mistake_step"])]["role"] for r in raw]  # fmt: skip
+    assert [row["judge"]["agent"] for row in report["rows"]] == sender
+
+
+def test_attribution_eval_with_the_scripted_judge_on_both_halves_prints_every_subset(tmp_path: Any) -> None:
+    """Plumbing on the full algorithm-generated set (../shared) and the shipped hand-crafted runs: the scripted
+    judge blames the opening message, so per subset it must score exactly what the first-speaker baseline does."""
+    if not FULL.is_dir():
+        pytest.skip(f"Who&When runs not found at {FULL} (set MAST_OTEL_WHOWHEN_DATA)")
+    with fake_openai([_first_message_judge]) as server:
+        done = subprocess.run([sys.executable, "-m", "mast_otel.cli", "eval", "--attribution", str(FULL),
+                               str(HAND_CRAFTED), "--base-url", server.base_url, "--model", "scripted", "--out",
+                               str(tmp_path)], capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "attribution.json").read_text())
+    assert [(k, v["runs"]) for k, v in report["subsets"].items()] == [
+        ("algorithm-generated", 126), ("hand-crafted", 6), ("all", 132)]  # fmt: skip
+    for block in report["subsets"].values():
+        judge, first = block["methods"]["judge"], block["methods"]["first_speaker"]
+        assert judge["errors"] == 0
+        assert {k: judge[k] for k in first} == first
+    for heading in ("## algorithm-generated (126 runs)", "## hand-crafted (6 runs)", "## all runs (132 runs)"):
+        assert heading in done.stdout

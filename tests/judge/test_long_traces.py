@@ -173,3 +173,17 @@ def test_parts_carry_a_digest_of_the_parts_before_and_the_verdict_says_which_par
         assert "repeats so far:" in digest_line and "last message M" in digest_line
     assert verdict.extra["evidence_by_part"].startswith("1.3: part 1 M100; part 2 M200")
     assert "part 1: " in verdict.modes[0].reason
+
+
+def test_every_part_of_a_chunked_run_states_the_task_even_when_it_is_the_opening_message():
+    from mast_otel.replay import load_records, spans_for_record
+    from tests.replay.test_whowhen_hand_crafted import HAND_CRAFTED
+
+    path = HAND_CRAFTED / "9.json"  # 95 messages of Magentic-One; the task is its opening (human) message
+    question = json.loads(path.read_text())["question"]
+    judge = LLMJudge(JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", token_budget=4000))
+    prepared = judge.prepare(spans_for_record(load_records(path)[0]))
+    assert len(prepared.prompts) > 1
+    for prompt, tokens in zip(prepared.prompts, prepared.prompt_tokens, strict=True):
+        assert question[:60] in "\n".join(m["content"] for m in prompt)
+        assert tokens <= 4000

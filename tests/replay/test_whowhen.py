@@ -85,17 +85,23 @@ def test_malformed_runs_are_refused_naming_file_and_field(tmp_path: Path, doc: d
     assert "bad.json" in str(caught.value)
 
 
-def test_replay_cli_sends_a_directory_of_runs_over_otlp(tmp_path: Path) -> None:
-    runs = load_whowhen(SAMPLE)
-    expected = sum(len(spans_for_record(to_step_record(r, i))) for i, r in enumerate(runs))
+def replay_over_otlp(directory: Path, expected_spans: int) -> tuple[list[SpanRecord], list[SpanRecord]]:
+    """``mast-otel replay DIRECTORY`` to a real OTLP receiver: every span received, and the roots in file order."""
     with otlp_sink() as sink:
         done = subprocess.run(
-            [sys.executable, "-m", "mast_otel.cli", "replay", str(SAMPLE), "--endpoint", sink.grpc_endpoint],
+            [sys.executable, "-m", "mast_otel.cli", "replay", str(directory), "--endpoint", sink.grpc_endpoint],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        spans = sink.wait_for_spans(expected)
+        spans = sink.wait_for_spans(expected_spans)
     roots = sorted(conversation_roots(spans), key=lambda r: int(r.get(sc.REPLAY_RECORD_INDEX)))  # type: ignore[arg-type]
+    return spans, roots
+
+
+def test_replay_cli_sends_a_directory_of_runs_over_otlp(tmp_path: Path) -> None:
+    runs = load_whowhen(SAMPLE)
+    expected = sum(len(spans_for_record(to_step_record(r, i))) for i, r in enumerate(runs))
+    spans, roots = replay_over_otlp(SAMPLE, expected)
     assert [r.get(sc.REPLAY_TRACE_ID) for r in roots] == ["1", "10", "59"]
     for run, root in zip(runs, roots, strict=True):
         _check_run(run, [s for s in spans if s.trace_id == root.trace_id])
