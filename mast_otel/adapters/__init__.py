@@ -105,9 +105,10 @@ def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
         roots = tree.outermost(is_root)
         if roots:
             adapted = convert(tree, roots[0])
-            held = tree.outermost(_held_as_root)
-            if isinstance(adapted, Adapted) and held and held[0].span_id != adapted.root_span_id:
-                return adapted.rerooted(held[0])
+            # The collector holds the unit from the outermost candidate, which may sit above this root.
+            held = [a for a in tree.ancestors(roots[0]) if _held_as_root(a)]
+            if isinstance(adapted, Adapted) and held:
+                return adapted.rerooted(held[-1])
             return adapted
         refused = refused or NotAConversation(source, "no agent or workflow span to root a conversation")
     return refused

@@ -64,8 +64,17 @@ class Tree:
 
     def outermost(self, match: Callable[[SpanRecord], bool]) -> list[SpanRecord]:
         """Spans that match with no matching ancestor, in start order."""
-        above = self.nearest(match)
-        return [s for s in self.spans if match(s) and above.get(s.span_id) is None]
+        matched = {s.span_id for s in self.spans if match(s)}
+        if not matched:
+            return []
+        covered: dict[str, bool] = {}  # span id -> it or an ancestor matches
+        out: set[str] = set()
+        for s in self.top_down():
+            above = covered.get(s.parent_span_id or "", False)
+            covered[s.span_id] = above or s.span_id in matched
+            if s.span_id in matched and not above:
+                out.add(s.span_id)
+        return [s for s in self.spans if s.span_id in out]
 
     def below(self, root: SpanRecord) -> list[SpanRecord]:
         """Every span under ``root`` (not ``root`` itself), in start order."""
