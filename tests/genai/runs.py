@@ -41,6 +41,19 @@ FRAMEWORKS: dict[str, Framework] = {
         "pydantic-ai",
         {"default": Variant(content_captured=True), "no-content": Variant(content="off")},
     ),
+    "strands": Framework(
+        "strands",
+        "strands_desk",
+        "strands",
+        {
+            "default": Variant(content_captured=True),  # content as span events (legacy conventions)
+            "latest-events": Variant(
+                env={"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}, content_captured=True
+            ),
+            "latest-attributes": Variant(content="on", content_captured=True),
+            "redacted": Variant(content="off"),
+        },
+    ),
 }
 
 
