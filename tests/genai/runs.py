@@ -54,6 +54,17 @@ FRAMEWORKS: dict[str, Framework] = {
             "redacted": Variant(content="off"),
         },
     ),
+    "agent_framework": Framework(
+        "agent_framework",
+        "agent_framework_desk",
+        "agent-framework",
+        {
+            "default": Variant(),  # no content
+            "content": Variant(content="on", content_captured=True),  # ENABLE_SENSITIVE_DATA=true
+            # The v1.36 baseline conventions: with sensitive data on, the text goes to log records only.
+            "baseline-content": Variant(content="on", env={"OTEL_SEMCONV_STABILITY_OPT_IN": ""}),
+        },
+    ),
 }
 
 
