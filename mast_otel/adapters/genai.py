@@ -14,7 +14,8 @@ Read:
   start order (every framework rewrites the history it passes on, so an agent's own words are its outputs); the
   task is the first user input a span records. Content is read from attributes, the
   ``gen_ai.client.inference.operation.details`` event and the older per-message events (:mod:`._genai_content`);
-- tool calls: ``execute_tool`` spans (``gen_ai.tool.name``, ``.call.arguments``, ``.call.result``);
+- tool calls: ``execute_tool`` spans (``gen_ai.tool.name``, ``.call.arguments``, ``.call.result``), except
+  transfers and delegations (a tool whose span holds another agent's ``invoke_agent``), which are handoffs;
 - handoffs (from, to, and the reason where recorded): named transfers (ADK's ``transfer_to_agent`` with
   ``agent_name`` / ``transfer_reason``, Strands' ``handoff_to_agent`` with ``agent_name`` / ``message``, a
   ``handoff_to_<agent>`` tool call, Agent Framework's ``edge_group.process`` / ``message.send`` between two
@@ -104,6 +105,10 @@ def _operation(span: SpanRecord) -> str:
     return op if isinstance(op, str) else ""
 
 
+def _is_agent_span(span: SpanRecord) -> bool:
+    return _operation(span) == sc.OP_INVOKE_AGENT
+
+
 def _is_llm(span: SpanRecord) -> bool:
     op = _operation(span)
     return op in _LLM_OPERATIONS or (not op and span.name.split(" ", 1)[0] in _LLM_OPERATIONS)
@@ -171,6 +176,8 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         first = next((acting[s.span_id].agent for s in below if _is_llm(s) and acting[s.span_id].agent), "")
         conv.message(_USER, [first or next(iter(agents))], task, origin=task_origin)
 
+    # A tool that runs another agent is a delegation (Pydantic AI): the nested agent's handoff, not a tool call.
+    delegations = tree.holding(_is_agent_span)
     current: str | None = acting[root.span_id].agent if _operation(root) == sc.OP_INVOKE_AGENT else None
     pending: _Transfer | None = None
 
@@ -193,7 +200,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             transfer = _transfer(tool, span, who.agent, agents)
             if transfer is not None:
                 pending = _merge(pending, transfer)
-            else:
+            elif span.span_id not in delegations:
                 conv.tool_call(who.agent or "?", tool, text(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)),
                                text(span.get(sc.GEN_AI_TOOL_CALL_RESULT)), origin=span)  # fmt: skip
         elif span.get(_EDGE_SOURCE) is not None or span.get(_SEND_DESTINATION) is not None:
@@ -203,7 +210,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         elif _is_llm(span) and who.agent:
             current = who.agent
             content, calls = output(span)
-            content_seen = content_seen or bool(content or calls)
+            content_seen = content_seen or bool(content)  # tool names alone are structure, not content
             for name in calls:  # a handoff recorded only as the model's tool call (Agent Framework)
                 if name.startswith(_HANDOFF_PREFIX) and name.removeprefix(_HANDOFF_PREFIX) in agents:
                     pending = _merge(pending, _Transfer(who.agent, name.removeprefix(_HANDOFF_PREFIX), None, span))
