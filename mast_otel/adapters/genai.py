@@ -66,10 +66,11 @@ _USER = "user"
 # framework -> the switch that makes it record message content (docs/adapters.md, "OpenTelemetry GenAI spans").
 CONTENT_SWITCHES = {
     "google-adk": "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY",
-    "strands": "leave gen_ai.input.messages and gen_ai.output.messages unredacted (OTEL_SEMCONV_STABILITY_OPT_IN's "
-    "gen_ai_unredacted_attributes list)",
+    "strands": "leave gen_ai.input.messages and gen_ai.output.messages out of the redaction "
+    "(OTEL_SEMCONV_STABILITY_OPT_IN's gen_ai_unredacted_attributes= list)",
     "pydantic-ai": "instrument with InstrumentationSettings(include_content=True) (the default)",
-    "agent-framework": "set ENABLE_SENSITIVE_DATA=true",
+    "agent-framework": "set ENABLE_SENSITIVE_DATA=true, with the latest GenAI conventions (the v1.36 baseline "
+    "writes the text to log records only)",
 }
 _DEFAULT_SWITCH = "turn on the instrumentation's message-content capture"
 
