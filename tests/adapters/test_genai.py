@@ -110,12 +110,17 @@ class _Citing:
         return Verdict(status=sc.JUDGE_OK, source=sc.SOURCE_LLM, modes=(ModeLabel("1.3", cited, "repeats"),))
 
 
-@pytest.mark.parametrize("name", WITH_CONTENT)
-def test_evidence_lands_on_the_frameworks_llm_spans(name: str) -> None:
+def _judged(name: str) -> tuple[list[SpanRecord], list[SpanRecord], dict[str, Any], _Citing, Verdict]:
+    """(spans, the conversation's unit, the framework's record, the judge, its verdict) of a recorded run."""
     spans, record, _ = capture(name)
     (unit,) = [u for u in foreign_units(spans) if isinstance(adapt(u), Adapted)]
     judge = _Citing("billing")
-    verdict = judge_spans(judge, unit)
+    return spans, unit, record, judge, judge_spans(judge, unit)
+
+
+@pytest.mark.parametrize("name", WITH_CONTENT)
+def test_evidence_lands_on_the_frameworks_llm_spans(name: str) -> None:
+    spans, _, record, judge, verdict = _judged(name)
     assert judge.calls == 1
     assert (verdict.extra[EXTRA_SOURCE], verdict.extra[EXTRA_FRAMEWORK]) == ("genai", record["framework"])
     by_id = {s.span_id: s for s in spans}
@@ -126,10 +131,7 @@ def test_evidence_lands_on_the_frameworks_llm_spans(name: str) -> None:
 
 @pytest.mark.parametrize("name", WITHOUT_CONTENT)
 def test_without_content_the_judge_is_not_called_and_the_signals_still_run(name: str) -> None:
-    spans, record, _ = capture(name)
-    (unit,) = [u for u in foreign_units(spans) if isinstance(adapt(u), Adapted)]
-    judge = _Citing("billing")
-    verdict = judge_spans(judge, unit)
+    _, unit, record, judge, verdict = _judged(name)
     assert judge.calls == 0
     assert verdict.status == sc.JUDGE_SKIPPED and verdict.extra[EXTRA_SOURCE] == "genai"
     assert CONTENT_SWITCHES[record["framework"]] in verdict.status_reason
