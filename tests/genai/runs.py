@@ -35,6 +35,17 @@ class Framework:
 
 
 FRAMEWORKS: dict[str, Framework] = {
+    "google_adk": Framework(
+        "google_adk",
+        "google_adk_desk",
+        "google-adk",
+        {
+            "default": Variant(),  # schema v2, no content
+            "content": Variant(content="on", content_captured=True),  # ..._CAPTURE_MESSAGE_CONTENT=SPAN_ONLY
+            # ADK's legacy schema v1: an attribute-less "invocation" root, content in gcp.vertex.agent.* attributes
+            "legacy": Variant(env={"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}, content_captured=True),
+        },
+    ),
     "pydantic_ai": Framework(
         "pydantic_ai",
         "pydantic_ai_desk",
