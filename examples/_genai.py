@@ -32,9 +32,7 @@ PROPOSAL = "Order A17 was charged twice: refund the duplicate 49.00 EUR"
 APPROVAL = "Approved: refunding the duplicate 49.00 EUR on A17 looks correct."
 
 TRIAGE_INSTRUCTIONS = "ROLE_TRIAGE. Route the customer to billing for charges and refunds; do not answer yourself."
-BILLING_INSTRUCTIONS = (
-    "ROLE_BILLING. Look the order up with lookup_order, then send a refund proposal to the reviewer."
-)
+BILLING_INSTRUCTIONS = "ROLE_BILLING. Look the order up with lookup_order, then send a refund proposal to the reviewer."
 REVIEWER_INSTRUCTIONS = "ROLE_REVIEWER. Approve or reject refund proposals; check the order's payments first."
 
 # Content-capture choices every example offers; what each means is the framework's own switch (its module doc).

@@ -24,6 +24,7 @@ class Variant:
     content: str = "default"
     env: dict[str, str] = field(default_factory=dict)
     content_captured: bool = False  # whether the spans hold message text under these settings
+    root: str | None = None  # the name the conversation's root span starts with, where not the framework's usual
 
 
 @dataclass(frozen=True)
@@ -31,20 +32,41 @@ class Framework:
     session: str  # the nox session whose environment has it
     example: str  # examples/<example>.py
     framework: str  # the name mast-otel reports it by (mast.framework)
+    root: str  # the name the framework's root span starts with
+    switch: str  # the name of the framework's content-capture switch, which a no-content verdict names
     variants: dict[str, Variant]
 
 
 FRAMEWORKS: dict[str, Framework] = {
+    "google_adk": Framework(
+        "google_adk",
+        "google_adk_desk",
+        "google-adk",
+        "invoke_workflow",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        {
+            "default": Variant(),  # schema v2, no content
+            "content": Variant(content="on", content_captured=True),  # ..._CAPTURE_MESSAGE_CONTENT=SPAN_ONLY
+            # ADK's legacy schema v1: an attribute-less "invocation" root, content in gcp.vertex.agent.* attributes
+            "legacy": Variant(
+                env={"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}, content_captured=True, root="invoke_agent"
+            ),
+        },
+    ),
     "pydantic_ai": Framework(
         "pydantic_ai",
         "pydantic_ai_desk",
         "pydantic-ai",
+        "invoke_agent triage",
+        "include_content",
         {"default": Variant(content_captured=True), "no-content": Variant(content="off")},
     ),
     "strands": Framework(
         "strands",
         "strands_desk",
         "strands",
+        "invoke_swarm",
+        "gen_ai_unredacted_attributes",
         {
             "default": Variant(content_captured=True),  # content as span events (legacy conventions)
             "latest-events": Variant(
@@ -58,6 +80,8 @@ FRAMEWORKS: dict[str, Framework] = {
         "agent_framework",
         "agent_framework_desk",
         "agent-framework",
+        "workflow.run",
+        "ENABLE_SENSITIVE_DATA",
         {
             "default": Variant(),  # no content
             "content": Variant(content="on", content_captured=True),  # ENABLE_SENSITIVE_DATA=true
