@@ -57,7 +57,7 @@ def test_root_candidates_are_the_adapters_roots() -> None:
             value = span.get(key)
             return value if isinstance(value, str) else None
 
-        assert root_candidate(get) == any(is_root(span) for _, _, is_root, _ in ADAPTERS), span
+        assert root_candidate(get, span.name) == any(is_root(span) for _, _, is_root, _ in ADAPTERS), span
 
 
 def _calls(fn: Callable[[], Any]) -> int:
