@@ -363,6 +363,7 @@ OI_KIND_DECISION: Final = _oi.OpenInferenceSpanKindValues.DECISION.value
 # Read by the OpenInference adapter (mast_otel.adapters.openinference) only, never written.
 OI_KIND_LLM: Final = _oi.OpenInferenceSpanKindValues.LLM.value
 OI_LLM_SYSTEM: Final = _oi.SpanAttributes.LLM_SYSTEM
+OI_METADATA: Final = _oi.SpanAttributes.METADATA
 OI_LLM_INPUT_MESSAGES: Final = _oi.SpanAttributes.LLM_INPUT_MESSAGES
 OI_LLM_OUTPUT_MESSAGES: Final = _oi.SpanAttributes.LLM_OUTPUT_MESSAGES
 OI_MESSAGE_ROLE: Final = _oi.MessageAttributes.MESSAGE_ROLE

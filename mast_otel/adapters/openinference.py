@@ -68,7 +68,7 @@ def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
         return "openai-agents"
     if root.get("team_id") is not None or root.name.endswith(".run_stream"):  # an autogen-agentchat team
         return "autogen-agentchat"
-    if root.name == "LangGraph" or "langgraph" in text(root.get("metadata")):
+    if root.name == "LangGraph" or "langgraph" in text(root.get(sc.OI_METADATA)):
         return "langgraph"
     if any(k.startswith("smolagents.") for k in root.attributes):
         return "smolagents"

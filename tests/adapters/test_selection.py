@@ -121,3 +121,26 @@ def _repeated(spans: list[SpanRecord], times: int) -> list[SpanRecord]:
         out += [dataclasses.replace(s, span_id=str(new(s.span_id)), parent_span_id=new(s.parent_span_id),
                                     start_ns=s.start_ns + shift, end_ns=s.end_ns + shift) for s in below]  # fmt: skip
     return out
+
+
+def test_the_adapters_spell_no_published_key_by_hand() -> None:
+    """Every attribute key a package publishes (OpenInference's semantic conventions, the OpenTelemetry GenAI
+    conventions) reaches the adapters through ``mast_otel.semconv``, which takes it from the package or is tested
+    against it (tests/core/test_semconv.py): no adapter writes one as a string literal."""
+    import ast
+
+    from openinference.semconv import trace as oi
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+
+    published: set[str] = set()
+    for namespace in (oi.SpanAttributes, oi.MessageAttributes, oi.ToolCallAttributes, oi.ToolAttributes,
+                      oi.MessageContentAttributes, gen_ai_attributes):  # fmt: skip
+        published |= {v for k, v in vars(namespace).items() if k.isupper() and isinstance(v, str)}
+    adapters = Path(__file__).resolve().parents[2] / "mast_otel" / "adapters"
+    spelled = [
+        (path.name, node.lineno, node.value)
+        for path in sorted(adapters.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in published
+    ]
+    assert len(published) > 100 and spelled == []
