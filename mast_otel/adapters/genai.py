@@ -58,6 +58,7 @@ _ADK_TOOL_ARGS = "gcp.vertex.agent.tool_call_args"
 _ADK_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
 # Agent Framework's workflow spans carry no gen_ai.* attribute (agent_framework.observability.OtelAttr).
 WORKFLOW_ID = "workflow.id"
+_WORKFLOW_NAME = "workflow.name"
 _EDGE_SOURCE = "message.source_id"
 _EDGE_TARGET = "message.target_id"
 _SEND_DESTINATION = "message.destination_executor_id"
@@ -237,7 +238,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     if not content_seen:
         switch = CONTENT_SWITCHES.get(framework, _DEFAULT_SWITCH)
         no_content = f"{framework} recorded no message content, so the judge cannot read the conversation: {switch}"
-    name = text(root.get(sc.GEN_AI_WORKFLOW_NAME)) or text(root.get("workflow.name")) or root.name
+    name = text(root.get(sc.GEN_AI_WORKFLOW_NAME)) or text(root.get(_WORKFLOW_NAME)) or root.name
     return conv.build(task=task, name=name, no_content=no_content)
 
 
