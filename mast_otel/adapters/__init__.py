@@ -35,6 +35,7 @@ from ._tree import Tree
 
 __all__ = [
     "ROOT_CANDIDATE_KEYS",
+    "ROOT_CANDIDATE_NAMES",
     "SOURCE_ATTRIBUTE",
     "SOURCE_NATIVE",
     "Adapted",
@@ -71,9 +72,16 @@ _CANDIDATES: tuple[tuple[str, frozenset[str] | None], ...] = (
 ROOT_CANDIDATE_KEYS: tuple[str, ...] = tuple(key for key, _ in _CANDIDATES)
 
 
-def root_candidate(get: Callable[[str], str | None]) -> bool:
-    """Whether a span (read through ``get``: attribute key -> string value or None) may root a foreign
-    conversation, so the collector holds it and its subtree as one unit instead of passing them through."""
+# Span names that mark a root candidate with no attribute to tell it by (Google ADK's legacy ``invocation``), as
+# bytes: ingest reads the name undecoded.
+ROOT_CANDIDATE_NAMES: frozenset[bytes] = frozenset(n.encode() for n in genai.ROOT_NAMES)
+
+
+def root_candidate(get: Callable[[str], str | None], name: str = "") -> bool:
+    """Whether a span (read through ``get``: attribute key -> string value or None; and its name) may root a
+    foreign conversation, so the collector holds it and its subtree as one unit instead of passing them through."""
+    if name in genai.ROOT_NAMES:
+        return True
     for key, values in _CANDIDATES:
         value = get(key)
         if value is not None and (values is None or value in values):
@@ -94,7 +102,7 @@ def is_native(spans: Iterable[SpanRecord]) -> bool:
 
 
 def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
-    """One conversation's spans -> the adapted conversation, a refusal, or None (native, or no known source)."""
+    """One conversation's spans -> the adapted conversation, a refusal, or None (mast-otel's own spans)."""
     if is_native(spans):
         return None
     tree = Tree(spans)
@@ -111,7 +119,9 @@ def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
                 return adapted.rerooted(held[-1])
             return adapted
         refused = refused or NotAConversation(source, "no agent or workflow span to root a conversation")
-    return refused
+    # Spans held by a root candidate that no adapter reads (a span named like ADK's legacy root, say): never
+    # judged as if they were mast-otel's.
+    return refused or NotAConversation("unknown", "no adapter recognises these spans")
 
 
 def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
@@ -135,4 +145,4 @@ def _held_as_root(span: SpanRecord) -> bool:
         value = span.get(key)
         return value if isinstance(value, str) else None
 
-    return root_candidate(get)
+    return root_candidate(get, span.name)

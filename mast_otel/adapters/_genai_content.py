@@ -100,7 +100,9 @@ def _legacy_message(value: Any) -> Output:
     return ("" if parsed is not None else raw), []
 
 
-def _blocks(blocks: Iterable[Any]) -> Output:
+def _blocks(blocks: Iterable[Any], call_key: str = "toolUse") -> Output:
+    """Text and called tools of content blocks: Strands' (``{"text"}``, ``{"toolUse": {"name"}}``) or ADK's
+    legacy parts (``{"text"}``, ``{"function_call": {"name"}}``)."""
     texts: list[str] = []
     names: list[str] = []
     for block in blocks:
@@ -108,25 +110,15 @@ def _blocks(blocks: Iterable[Any]) -> Output:
             continue
         if isinstance(block.get("text"), str) and block["text"]:
             texts.append(block["text"])
-        use = block.get("toolUse")
-        if isinstance(use, dict):
-            names.append(text(use.get("name")))
+        call = block.get(call_key)
+        if isinstance(call, dict):
+            names.append(text(call.get("name")))
     return "\n".join(texts), names
 
 
 def _adk_parts(content: Any) -> Output:
     parts = content.get("parts") if isinstance(content, dict) else None
-    texts: list[str] = []
-    names: list[str] = []
-    for part in parts if isinstance(parts, list) else ():
-        if not isinstance(part, dict):
-            continue
-        if isinstance(part.get("text"), str) and part["text"]:
-            texts.append(part["text"])
-        call = part.get("function_call")
-        if isinstance(call, dict):
-            names.append(text(call.get("name")))
-    return "\n".join(texts), names
+    return _blocks(parts if isinstance(parts, list) else (), "function_call")
 
 
 def _adk_v1_response(value: Any) -> Output:

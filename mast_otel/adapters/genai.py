@@ -6,7 +6,7 @@ and docs/adapters.md list what each writes), and any other framework that writes
 Read:
 
 - the root: the outermost ``invoke_workflow`` (ADK), ``invoke_swarm`` / ``invoke_graph`` (Strands),
-  ``invoke_agent`` (Pydantic AI; ADK's legacy schema, under its attribute-less ``invocation`` span) or Agent
+  ``invoke_agent`` (Pydantic AI), ADK's legacy ``invocation`` (no attribute: known by its name) or Agent
   Framework's ``workflow.run`` (``workflow.id``, no ``gen_ai.*`` attribute);
 - agents: ``gen_ai.agent.name``, inherited from the nearest span that names one where a framework leaves it off
   the model and tool spans (Strands, Agent Framework);
@@ -49,6 +49,13 @@ SOURCE = "genai"
 # Strands' multi-agent roots name their operation after the pattern (not a published value).
 ROOT_OPERATIONS = frozenset({sc.OP_INVOKE_WORKFLOW, sc.OP_INVOKE_AGENT, "invoke_swarm", "invoke_graph"})
 _LLM_OPERATIONS = frozenset({sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION})
+# Google ADK's legacy schema (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1) roots a run in a span with no attribute.
+ROOT_NAMES = frozenset({"invocation"})
+# ... and records each model call twice: its own call_llm span (content in gcp.vertex.agent.llm_*) holds the
+# generate_content span of the model client.
+_ADK_V1_LLM = "call_llm"
+_ADK_TOOL_ARGS = "gcp.vertex.agent.tool_call_args"
+_ADK_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
 # Agent Framework's workflow spans carry no gen_ai.* attribute (agent_framework.observability.OtelAttr).
 WORKFLOW_ID = "workflow.id"
 _EDGE_SOURCE = "message.source_id"
@@ -66,10 +73,11 @@ _USER = "user"
 # framework -> the switch that makes it record message content (docs/adapters.md, "OpenTelemetry GenAI spans").
 CONTENT_SWITCHES = {
     "google-adk": "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY",
-    "strands": "leave gen_ai.input.messages and gen_ai.output.messages unredacted (OTEL_SEMCONV_STABILITY_OPT_IN's "
-    "gen_ai_unredacted_attributes list)",
+    "strands": "leave gen_ai.input.messages and gen_ai.output.messages out of the redaction "
+    "(OTEL_SEMCONV_STABILITY_OPT_IN's gen_ai_unredacted_attributes= list)",
     "pydantic-ai": "instrument with InstrumentationSettings(include_content=True) (the default)",
-    "agent-framework": "set ENABLE_SENSITIVE_DATA=true",
+    "agent-framework": "set ENABLE_SENSITIVE_DATA=true, with the latest GenAI conventions (the v1.36 baseline "
+    "writes the text to log records only)",
 }
 _DEFAULT_SWITCH = "turn on the instrumentation's message-content capture"
 
@@ -79,7 +87,8 @@ def recognises(span: SpanRecord) -> bool:
 
 
 def is_root(span: SpanRecord) -> bool:
-    return span.get(sc.GEN_AI_OPERATION_NAME) in ROOT_OPERATIONS or span.get(WORKFLOW_ID) is not None
+    return (span.get(sc.GEN_AI_OPERATION_NAME) in ROOT_OPERATIONS or span.get(WORKFLOW_ID) is not None
+            or span.name in ROOT_NAMES)  # fmt: skip
 
 
 def framework_of(spans: list[SpanRecord]) -> str:
@@ -111,7 +120,7 @@ def _is_agent_span(span: SpanRecord) -> bool:
 
 def _is_llm(span: SpanRecord) -> bool:
     op = _operation(span)
-    return op in _LLM_OPERATIONS or (not op and span.name.split(" ", 1)[0] in _LLM_OPERATIONS)
+    return op in _LLM_OPERATIONS or (not op and span.name.split(" ", 1)[0] in (*_LLM_OPERATIONS, _ADK_V1_LLM))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +187,9 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
 
     # A tool that runs another agent is a delegation (Pydantic AI): the nested agent's handoff, not a tool call.
     delegations = tree.holding(_is_agent_span)
+    # A model call inside a model call is the same answer recorded twice (ADK's legacy call_llm holds the model
+    # client's generate_content): the outer one speaks.
+    inner_llm = {s.span_id for s in below if (p := tree.parent(s)) is not None and _is_llm(p)}
     current: str | None = acting[root.span_id].agent if _operation(root) == sc.OP_INVOKE_AGENT else None
     pending: _Transfer | None = None
 
@@ -201,13 +213,14 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             if transfer is not None:
                 pending = _merge(pending, transfer)
             elif span.span_id not in delegations:
-                conv.tool_call(who.agent or "?", tool, text(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)),
-                               text(span.get(sc.GEN_AI_TOOL_CALL_RESULT)), origin=span)  # fmt: skip
+                arguments = span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, span.get(_ADK_TOOL_ARGS))
+                result = span.get(sc.GEN_AI_TOOL_CALL_RESULT, span.get(_ADK_TOOL_RESPONSE))
+                conv.tool_call(who.agent or "?", tool, text(arguments), text(result), origin=span)
         elif span.get(_EDGE_SOURCE) is not None or span.get(_SEND_DESTINATION) is not None:
             edge = _edge(span, current, agents)
             if edge is not None:
                 pending = _merge(pending, edge)
-        elif _is_llm(span) and who.agent:
+        elif _is_llm(span) and who.agent and span.span_id not in inner_llm:
             current = who.agent
             content, calls = output(span)
             content_seen = content_seen or bool(content)  # tool names alone are structure, not content
@@ -230,7 +243,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
 
 def _arguments(span: SpanRecord) -> dict[str, Any]:
     try:
-        parsed = json.loads(text(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)))
+        parsed = json.loads(text(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, span.get(_ADK_TOOL_ARGS))))
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}

@@ -138,3 +138,22 @@ def test_passthrough_adds_no_span_to_a_framework_trace(sink: OtlpSink, make_coll
     assert len(judge.calls) == 1  # judged all the same: the verdict is in the store and the metrics
     assert sorted(s.key for s in got) == sorted(_keys(adk))  # the spans as they came, and nothing else
     assert not any(s.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_VERDICT for s in got)
+
+
+def test_adks_legacy_schema_is_one_conversation_on_its_invocation_span(sink: OtlpSink, make_collector) -> None:
+    """ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1: an attribute-less ``invocation`` span holds the agents' spans, which
+    carry ADK's session id as gen_ai.conversation.id (once held as a root-less conversation, judged on no message,
+    and given a mast.verdict span)."""
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    legacy, keys = captured("google_adk-legacy")
+    post_json(service, legacy)
+    judge_and_export(service, clock)
+    got = sink.wait_count(len(keys))
+    assert sorted(s.key for s in got) == sorted(keys)
+    assert len(judge.calls) == 1 and len([s for s in judge.calls[0][0] if s.span_type == sc.SPAN_TYPE_MESSAGE]) > 3
+    root = _root(got, keys)
+    assert root.name == "invocation" and root.parent_span_id == ""
+    assert (root.attributes[sc.MAST_SOURCE], root.attributes[sc.MAST_FRAMEWORK]) == ("genai", "google-adk")
