@@ -25,7 +25,6 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)
     content_captured: bool = False  # whether the spans hold message text under these settings
     root: str | None = None  # the name the conversation's root span starts with, where not the framework's usual
-    gap: str | None = None  # why mast-otel does not yet judge this variant as the others (its test is a strict xfail)
 
 
 @dataclass(frozen=True)
@@ -50,11 +49,7 @@ FRAMEWORKS: dict[str, Framework] = {
             "content": Variant(content="on", content_captured=True),  # ..._CAPTURE_MESSAGE_CONTENT=SPAN_ONLY
             # ADK's legacy schema v1: an attribute-less "invocation" root, content in gcp.vertex.agent.* attributes
             "legacy": Variant(
-                env={"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
-                content_captured=True,
-                root="invoke_agent",
-                gap="schema v1's agents are sibling invoke_agent spans under an attribute-less `invocation` span: "
-                "the collector holds each agent as its own one-agent unit, so no conversation is judged",
+                env={"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}, content_captured=True, root="invocation"
             ),
         },
     ),
