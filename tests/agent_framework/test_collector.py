@@ -9,6 +9,7 @@ from tests.adapters._require import framework
 
 framework("agent_framework", "agent_framework", "agent_framework_orchestrations", "grpc")
 
-from tests.genai.collector import desk_test  # noqa: E402
+from tests.genai.collector import desk_test, passthrough_test  # noqa: E402
 
 test_desk_through_the_collector = desk_test("agent_framework")
+test_desk_in_passthrough_mode = passthrough_test("agent_framework", "content")

@@ -53,29 +53,39 @@ class Outcome:
     transcript: list[str]  # the transcript lines the judge reads from the sent spans (mast-otel judge --dry-run)
 
 
-def through_collector(tmp_path: Path, name: str, variant: str) -> Outcome:
-    """Run ``name``'s example under ``variant``, send what it exported to a real collector, and return once every
-    span came out the other side."""
+def through_collector(tmp_path: Path, name: str, variant: str, *, mode: str = "hold") -> Outcome:
+    """Run ``name``'s example under ``variant``, send what it exported to a real collector in ``mode``, and return
+    once every span came out the other side (in passthrough mode, once the collector also judged the run)."""
     python = main_python_that_imports("mast_otel.judge.cli", "the collector")
     judge = fake_openai([citing({CITED_MODE: rf"^{CITED_AGENT} -> "}, summary="scripted verdict")] * 2)
     with otlp_sink() as upstream, otlp_sink() as downstream, judge as model:
         record = run_example(name, variant, upstream.grpc_endpoint, tmp_path, service=f"{name}-{variant}")
         requests = upstream.requests()
         env = {"MAST_OTEL_JUDGE_BASE_URL": model.base_url, "MAST_OTEL_JUDGE_MODEL": "scripted-judge",
-               "PYTHONPATH": str(REPO)}  # fmt: skip
+               "PYTHONPATH": str(REPO), "MAST_OTEL_COLLECTOR_MODE": mode}  # fmt: skip
         proc = CollectorProcess(tmp_path, downstream, judge="llm", env=env, python=python)
         proc.start()
         try:
             _export(requests, proc.grpc_port)
             sent = [span for request in requests for span in from_otlp_request(request)]
-            got = downstream.wait_for_spans(len(sent), timeout=90)
+            downstream.wait_for_spans(len(sent), timeout=90)
+            metrics = _judged(proc) if mode == "passthrough" else proc.metrics()
             time.sleep(0.5)  # anything extra (a span the collector added) would arrive with the rest
             got = downstream.spans()
-            metrics = proc.metrics()
         finally:
             proc.stop()
         judge_calls = len(model.requests)
     return Outcome(record, sent, got, metrics, judge_calls, transcript(python, tmp_path / "sent.json", requests))
+
+
+def _judged(proc: CollectorProcess, timeout: float = 90.0) -> str:
+    """The collector's metrics once it counted a verdict (passthrough: the spans left before it), or at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = proc.metrics()
+        if sum(samples(text, MetricNames.CONVERSATIONS_JUDGED).values()) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.2)
 
 
 def _export(requests: Sequence[ExportTraceServiceRequest], port: int) -> None:
@@ -149,6 +159,17 @@ def check(out: Outcome, name: str, variant: str) -> None:
         assert "content" in reason and spec.switch in reason, reason
 
 
+def check_passthrough(out: Outcome, name: str) -> None:
+    """Passthrough mode: the spans leave as they came, nothing is added to the framework's trace (no
+    ``mast.verdict`` span), and the run is judged once all the same (the verdict is in the store and metrics)."""
+    assert sorted((s.trace_id, s.span_id) for s in out.got) == sorted((s.trace_id, s.span_id) for s in out.sent)
+    sent = {(s.trace_id, s.span_id): dict(s.attributes) for s in out.sent}
+    assert {(s.trace_id, s.span_id): dict(s.attributes) for s in out.got} == sent  # no label: the spans had left
+    judged = samples(out.metrics, MetricNames.CONVERSATIONS_JUDGED)
+    assert {dict(k)["framework"]: v for k, v in judged.items() if v} == {FRAMEWORKS[name].framework: 1}
+    assert out.judge_calls == 1
+
+
 def _collapsed(names: Sequence[str], *, skip: str) -> list[str]:
     out: list[str] = []
     for name in names:
@@ -178,3 +199,14 @@ def desk_test(name: str) -> Callable[[Path, str], None]:
         check(through_collector(tmp_path, name, variant), name, variant)
 
     return test_desk_through_the_collector
+
+
+def passthrough_test(name: str, variant: str) -> Callable[[Path], None]:
+    """The passthrough-mode test of ``tests/<name>/test_collector.py``, on a variant that captures content."""
+    assert FRAMEWORKS[name].variants[variant].content_captured
+
+    @pytest.mark.integration
+    def test_desk_in_passthrough_mode(tmp_path: Path) -> None:
+        check_passthrough(through_collector(tmp_path, name, variant, mode="passthrough"), name)
+
+    return test_desk_in_passthrough_mode

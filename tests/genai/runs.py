@@ -49,7 +49,7 @@ FRAMEWORKS: dict[str, Framework] = {
             "content": Variant(content="on", content_captured=True),  # ..._CAPTURE_MESSAGE_CONTENT=SPAN_ONLY
             # ADK's legacy schema v1: an attribute-less "invocation" root, content in gcp.vertex.agent.* attributes
             "legacy": Variant(
-                env={"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}, content_captured=True, root="invoke_agent"
+                env={"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}, content_captured=True, root="invocation"
             ),
         },
     ),

@@ -9,6 +9,7 @@ from tests.adapters._require import framework
 
 framework("google_adk", "google.adk", "litellm", "grpc")
 
-from tests.genai.collector import desk_test  # noqa: E402
+from tests.genai.collector import desk_test, passthrough_test  # noqa: E402
 
 test_desk_through_the_collector = desk_test("google_adk")
+test_desk_in_passthrough_mode = passthrough_test("google_adk", "content")

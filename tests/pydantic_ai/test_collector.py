@@ -8,6 +8,7 @@ from tests.adapters._require import framework
 
 framework("pydantic_ai", "pydantic_ai", "grpc")
 
-from tests.genai.collector import desk_test  # noqa: E402
+from tests.genai.collector import desk_test, passthrough_test  # noqa: E402
 
 test_desk_through_the_collector = desk_test("pydantic_ai")
+test_desk_in_passthrough_mode = passthrough_test("pydantic_ai", "default")
