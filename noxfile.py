@@ -261,3 +261,44 @@ def adapters_crewai(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "adapters_crewai", "tests/adapters")
+
+
+# Frameworks that trace themselves with the OpenTelemetry GenAI conventions (docs/adapters.md, "OpenTelemetry GenAI
+# spans"): each session installs the framework pinned, mast-otel with its collector extra (the end-to-end tests
+# read the collector's output with its OTLP types) and pytest; the collector itself runs from the main environment
+# (``MAST_OTEL_MAIN_PYTHON``). No OpenInference or OpenLLMetry: the spans are the framework's own.
+GENAI_TEST_TOOLS = ["-e", ".[collector]", "pytest", "pytest-asyncio"]
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def google_adk(session: nox.Session) -> None:
+    """Google ADK 2.13 with LiteLLM (the offline runs reach the scripted OpenAI-compatible server through
+    ``LiteLlm(model="openai/...", api_base=...)``)."""
+    install_once(session, ["-c", "constraints/google-adk-2.13.txt", "google-adk", "litellm", *GENAI_TEST_TOOLS])
+    run_tests(session, "google_adk", "tests/google_adk")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def strands(session: nox.Session) -> None:
+    """Strands Agents 1.62 with its OpenAI model provider (Swarm and Graph multi-agent patterns)."""
+    install_once(session, ["-c", "constraints/strands-1.62.txt", "strands-agents[openai]", *GENAI_TEST_TOOLS])
+    run_tests(session, "strands", "tests/strands")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def pydantic_ai(session: nox.Session) -> None:
+    """Pydantic AI 2.68 (``pydantic-ai-slim[openai]``: the agent core and the OpenAI provider, nothing else)."""
+    install_once(session, ["-c", "constraints/pydantic-ai-2.68.txt", "pydantic-ai-slim[openai]", *GENAI_TEST_TOOLS])
+    run_tests(session, "pydantic_ai", "tests/pydantic_ai")
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def agent_framework(session: nox.Session) -> None:
+    """Microsoft Agent Framework: ``agent-framework-core`` 1.23, ``-openai`` 1.17 and ``-orchestrations`` 1.4
+    (handoff workflows), not the ``agent-framework`` meta-package, which pulls every provider."""
+    install_once(
+        session,
+        ["-c", "constraints/agent-framework-1.23.txt", "agent-framework-core", "agent-framework-openai",
+         "agent-framework-orchestrations", *GENAI_TEST_TOOLS],
+    )
+    run_tests(session, "agent_framework", "tests/agent_framework")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,7 +37,12 @@ _SHOWN = (
 _WIDTH = 70
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse_args(
+    description: str,
+    argv: Sequence[str] | None = None,
+    more: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
+    """The options every example shares; ``more`` adds an example's own."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--base-url",
@@ -51,6 +56,8 @@ def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.
     parser.add_argument(
         "--console", action="store_true", help="print spans here instead of exporting OTLP to localhost:4317"
     )
+    if more is not None:
+        more(parser)
     return parser.parse_args(argv)
 
 

@@ -29,6 +29,10 @@ GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_SYSTEM: Final = "gen_ai.system"  # deprecated for gen_ai.provider.name; older instrumentations still write it
 ERROR_TYPE: Final = "error.type"
 
 # Proposal stage only (semantic-conventions PR #447, not published): written when CaptureConfig.proposed_semconv is
@@ -42,6 +46,9 @@ PROPOSED_ATTRIBUTES: Final = (GEN_AI_TRANSFER_TARGET_NAME, GEN_AI_TRANSFER_TARGE
 OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
 OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_EXECUTE_TOOL: Final = "execute_tool"
+OP_CHAT: Final = "chat"
+OP_GENERATE_CONTENT: Final = "generate_content"
+OP_TEXT_COMPLETION: Final = "text_completion"
 
 # The semconv event a judge verdict is mirrored to, parented to the cited span (an event name: the Python package
 # publishes attribute names only).
@@ -356,3 +363,13 @@ OI_KIND_CHAIN: Final = _oi.OpenInferenceSpanKindValues.CHAIN.value
 OI_KIND_AGENT: Final = _oi.OpenInferenceSpanKindValues.AGENT.value
 OI_KIND_TOOL: Final = _oi.OpenInferenceSpanKindValues.TOOL.value
 OI_KIND_DECISION: Final = _oi.OpenInferenceSpanKindValues.DECISION.value
+# Read by the OpenInference adapter (mast_otel.adapters.openinference) only, never written.
+OI_KIND_LLM: Final = _oi.OpenInferenceSpanKindValues.LLM.value
+OI_LLM_SYSTEM: Final = _oi.SpanAttributes.LLM_SYSTEM
+OI_METADATA: Final = _oi.SpanAttributes.METADATA
+OI_LLM_INPUT_MESSAGES: Final = _oi.SpanAttributes.LLM_INPUT_MESSAGES
+OI_LLM_OUTPUT_MESSAGES: Final = _oi.SpanAttributes.LLM_OUTPUT_MESSAGES
+OI_MESSAGE_ROLE: Final = _oi.MessageAttributes.MESSAGE_ROLE
+OI_MESSAGE_CONTENT: Final = _oi.MessageAttributes.MESSAGE_CONTENT
+OI_MESSAGE_TOOL_CALLS: Final = _oi.MessageAttributes.MESSAGE_TOOL_CALLS
+OI_TOOL_CALL_FUNCTION_NAME: Final = _oi.ToolCallAttributes.TOOL_CALL_FUNCTION_NAME

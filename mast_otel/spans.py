@@ -15,6 +15,14 @@ from . import semconv as sc
 
 
 @dataclass(frozen=True, slots=True)
+class SpanEvent:
+    """A span event: GenAI instrumentations put message content in events (``gen_ai.choice``, ...)."""
+
+    name: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class SpanRecord:
     trace_id: str  # 32 lowercase hex chars
     span_id: str  # 16 lowercase hex chars
@@ -25,6 +33,7 @@ class SpanRecord:
     attributes: Mapping[str, Any] = field(default_factory=dict)
     error: bool = False
     service_name: str | None = None
+    events: tuple[SpanEvent, ...] = ()
 
     @property
     def span_type(self) -> str | None:
@@ -33,7 +42,9 @@ class SpanRecord:
 
     @property
     def is_conversation_root(self) -> bool:
-        return self.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW
+        """A mast-otel conversation root, recognised by mast-otel's own marker: another framework's
+        ``invoke_workflow`` span (Google ADK's root) is foreign, read by the adapters."""
+        return self.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_CONVERSATION
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.attributes.get(key, default)
@@ -54,6 +65,7 @@ def from_readable_span(span: Any) -> SpanRecord:
         attributes=dict(span.attributes or {}),
         error=span.status.status_code.name == "ERROR",
         service_name=resource_attrs.get("service.name"),
+        events=tuple(SpanEvent(e.name, dict(e.attributes or {})) for e in getattr(span, "events", ()) or ()),
     )
 
 
@@ -90,6 +102,9 @@ def from_otlp_request(request: Any) -> Iterator[SpanRecord]:
                     attributes={kv.key: any_value(kv.value) for kv in span.attributes},
                     error=span.status.code == 2,  # STATUS_CODE_ERROR
                     service_name=service,
+                    events=tuple(
+                        SpanEvent(e.name, {kv.key: any_value(kv.value) for kv in e.attributes}) for e in span.events
+                    ),
                 )
 
 

@@ -5,9 +5,15 @@ source cannot provide. :func:`adapt` picks the adapter for one conversation's sp
 
 - the spans hold a mast-otel recorder root -> ``None``: mast-otel's own spans are judged, the foreign ones
   beside them are ignored (a run traced twice is judged once, from mast-otel's spans);
-- an adapter recognises its source -> :class:`Adapted` (synthetic spans in mast-otel's shapes, never exported,
-  plus the map back to the foreign spans), or :class:`NotAConversation` when there is no multi-agent
-  conversation (one LLM call, one agent, a web request): such spans are never judged.
+- an adapter recognises its source and finds its root -> :class:`Adapted` (synthetic spans in mast-otel's
+  shapes, never exported, plus the map back to the foreign spans), or :class:`NotAConversation` when there is no
+  multi-agent conversation (one LLM call, one agent, a web request): such spans are never judged;
+- an adapter recognises some spans but finds no root among them (one OpenInference LLM span inside a LangGraph
+  run traced by OpenLLMetry) -> the next adapter tries; when none finds a root, the first refusal stands.
+
+A mast-otel root is recognised by mast-otel's own marker (``mast.span.type=conversation``), never by
+``gen_ai.operation.name``: another framework's ``invoke_workflow`` (Google ADK's root) is foreign, and the GenAI
+adapter reads it.
 
 :func:`root_candidate` is the per-span test the collector's ingest uses to hold a foreign trace until it is
 whole; it reads one attribute or two, so it costs nothing measurable on the receive path.
@@ -23,12 +29,13 @@ from collections.abc import Callable, Iterable, Sequence
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
-from . import ag2_builtin, openinference, openllmetry
+from . import ag2_builtin, genai, openinference, openllmetry
 from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, ConversationBuilder, NotAConversation
 from ._tree import Tree
 
 __all__ = [
     "ROOT_CANDIDATE_KEYS",
+    "ROOT_CANDIDATE_NAMES",
     "SOURCE_ATTRIBUTE",
     "SOURCE_NATIVE",
     "Adapted",
@@ -40,19 +47,24 @@ __all__ = [
     "root_candidate",
 ]
 
-# (name, recognises a span of this source, is a conversation root candidate, adapt) in priority order: the
-# GenAI-convention built-ins first (they carry the framework's own names), OpenInference last.
+# (name, recognises a span of this source, is a conversation root candidate, adapt) in priority order: AG2's
+# built-in tracing first (it carries the framework's own names), then the instrumentation libraries, and the plain
+# GenAI conventions last: OpenLLMetry and AG2 write gen_ai.* attributes too, inside their own structure.
 _ADAPTERS = (
     (ag2_builtin.SOURCE, ag2_builtin.recognises, ag2_builtin.is_root, ag2_builtin.adapt),
     (openinference.SOURCE, openinference.recognises, openinference.is_root, openinference.adapt),
     (openllmetry.SOURCE, openllmetry.recognises, openllmetry.is_root, openllmetry.adapt),
+    (genai.SOURCE, genai.recognises, genai.is_root, genai.adapt),
 )
 
-# Attribute values that mark a span as the possible root of a foreign conversation (ingest's test).
-_CANDIDATES: tuple[tuple[str, frozenset[str]], ...] = (
+# Attribute values that mark a span as the possible root of a foreign conversation (ingest's test); None: any
+# value. Kept in step with the adapters' is_root (tests/adapters/test_selection.py).
+_CANDIDATES: tuple[tuple[str, frozenset[str] | None], ...] = (
     (ag2_builtin.SPAN_TYPE, frozenset({"conversation", "multi_conversation"})),
     (openinference.SPAN_KIND, frozenset({"AGENT", "CHAIN"})),
     (openllmetry.SPAN_KIND, frozenset({"workflow"})),
+    (sc.GEN_AI_OPERATION_NAME, genai.ROOT_OPERATIONS),
+    (genai.WORKFLOW_ID, None),
 )
 
 
@@ -60,10 +72,21 @@ _CANDIDATES: tuple[tuple[str, frozenset[str]], ...] = (
 ROOT_CANDIDATE_KEYS: tuple[str, ...] = tuple(key for key, _ in _CANDIDATES)
 
 
-def root_candidate(get: Callable[[str], str | None]) -> bool:
-    """Whether a span (read through ``get``: attribute key -> string value or None) may root a foreign
-    conversation, so the collector holds it and its subtree as one unit instead of passing them through."""
-    return any(get(key) in values for key, values in _CANDIDATES)
+# Span names that mark a root candidate with no attribute to tell it by (Google ADK's legacy ``invocation``), as
+# bytes: ingest reads the name undecoded.
+ROOT_CANDIDATE_NAMES: frozenset[bytes] = frozenset(n.encode() for n in genai.ROOT_NAMES)
+
+
+def root_candidate(get: Callable[[str], str | None], name: str = "") -> bool:
+    """Whether a span (read through ``get``: attribute key -> string value or None; and its name) may root a
+    foreign conversation, so the collector holds it and its subtree as one unit instead of passing them through."""
+    if name in genai.ROOT_NAMES:
+        return True
+    for key, values in _CANDIDATES:
+        value = get(key)
+        if value is not None and (values is None or value in values):
+            return True
+    return False
 
 
 _NATIVE_TYPES = frozenset({
@@ -79,18 +102,26 @@ def is_native(spans: Iterable[SpanRecord]) -> bool:
 
 
 def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
-    """One conversation's spans -> the adapted conversation, a refusal, or None (native, or no known source)."""
+    """One conversation's spans -> the adapted conversation, a refusal, or None (mast-otel's own spans)."""
     if is_native(spans):
         return None
     tree = Tree(spans)
+    refused: NotAConversation | None = None
     for source, recognises, is_root, convert in _ADAPTERS:
         if not any(recognises(s) for s in spans):
             continue
         roots = tree.outermost(is_root)
-        if not roots:
-            return NotAConversation(source, "no agent or workflow span to root a conversation")
-        return convert(tree, roots[0])
-    return None
+        if roots:
+            adapted = convert(tree, roots[0])
+            # The collector holds the unit from the outermost candidate, which may sit above this root.
+            held = [a for a in tree.ancestors(roots[0]) if _held_as_root(a)]
+            if isinstance(adapted, Adapted) and held:
+                return adapted.rerooted(held[-1])
+            return adapted
+        refused = refused or NotAConversation(source, "no agent or workflow span to root a conversation")
+    # Spans held by a root candidate that no adapter reads (a span named like ADK's legacy root, say): never
+    # judged as if they were mast-otel's.
+    return refused or NotAConversation("unknown", "no adapter recognises these spans")
 
 
 def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
@@ -114,4 +145,4 @@ def _held_as_root(span: SpanRecord) -> bool:
         value = span.get(key)
         return value if isinstance(value, str) else None
 
-    return root_candidate(get)
+    return root_candidate(get, span.name)

@@ -12,6 +12,7 @@ is derived from its foreign span's id and its position, so the same trace always
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,23 @@ class Adapted:
     root_span_id: str
     records: tuple[SpanRecord, ...]
     origin: Mapping[str, str]
+    # Why the judge cannot read this conversation (the framework recorded no message content, and which switch
+    # turns it on); None when it can. The structure is adapted all the same, for the signals.
+    no_content: str | None = None
+
+    def rerooted(self, root: SpanRecord) -> Adapted:
+        """The same conversation labelled on ``root``, a span above the adapter's root: the outermost span the
+        collector holds as the unit (OpenLLMetry's ``invoke_agent LangGraph`` above its workflow span), so the
+        root's labels land on the span the collector and ``foreign_units`` call the root."""
+        old = self.root_span_id
+        first = dataclasses.replace(self.records[0], span_id=root.span_id, parent_span_id=None)
+        rest = tuple(
+            dataclasses.replace(r, parent_span_id=root.span_id) if r.parent_span_id == old else r
+            for r in self.records[1:]
+        )
+        origin = {k: v for k, v in self.origin.items() if k != old}
+        origin[root.span_id] = root.span_id
+        return dataclasses.replace(self, root_span_id=root.span_id, records=(first, *rest), origin=origin)
 
     def original(self, span_id: str) -> str:
         """The foreign span a synthetic span id came from (ids the adapter did not make are returned as is)."""
@@ -161,6 +179,7 @@ class ConversationBuilder:
         termination: str | None = None,
         termination_detail: str | None = None,
         rounds: int | None = None,
+        no_content: str | None = None,
     ) -> Adapted:
         """The synthetic root (same span id as the foreign root) followed by the events, in order."""
         attrs: dict[str, Any] = {
@@ -188,4 +207,4 @@ class ConversationBuilder:
             end_ns=self.root.end_ns, attributes=attrs, error=self.root.error, service_name=self.root.service_name,
         )  # fmt: skip
         origin = {self.root.span_id: self.root.span_id, **self._origin}
-        return Adapted(self.source, self.framework, self.root.span_id, (root, *self._records), origin)
+        return Adapted(self.source, self.framework, self.root.span_id, (root, *self._records), origin, no_content)

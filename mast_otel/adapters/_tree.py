@@ -30,9 +30,51 @@ class Tree:
             node = self.parent(node)
         return out
 
+    def top_down(self) -> list[SpanRecord]:
+        """Every span, each after its parent (spans on a cycle in bad data last): the order the one-pass walks
+        below use, so that no walk costs more than the number of spans."""
+        out: list[SpanRecord] = []
+        seen: set[str] = set()
+        queue = [s for s in self.spans if s.parent_span_id not in self.by_id]
+        while queue:
+            node = queue.pop()
+            if node.span_id in seen:
+                continue
+            seen.add(node.span_id)
+            out.append(node)
+            queue.extend(self.children.get(node.span_id, ()))
+        out.extend(s for s in self.spans if s.span_id not in seen)
+        return out
+
+    def nearest(self, match: Callable[[SpanRecord], bool]) -> dict[str, SpanRecord | None]:
+        """For each span id, its nearest strict ancestor that matches (None: none does), in one pass."""
+        out: dict[str, SpanRecord | None] = {}
+        for s in self.top_down():
+            parent = self.parent(s)
+            out[s.span_id] = None if parent is None else parent if match(parent) else out.get(parent.span_id)
+        return out
+
+    def holding(self, match: Callable[[SpanRecord], bool]) -> set[str]:
+        """The ids of the spans with a matching span somewhere below them, in one pass."""
+        out: set[str] = set()
+        for s in reversed(self.top_down()):
+            if (match(s) or s.span_id in out) and s.parent_span_id:
+                out.add(s.parent_span_id)
+        return out
+
     def outermost(self, match: Callable[[SpanRecord], bool]) -> list[SpanRecord]:
         """Spans that match with no matching ancestor, in start order."""
-        return [s for s in self.spans if match(s) and not any(match(a) for a in self.ancestors(s))]
+        matched = {s.span_id for s in self.spans if match(s)}
+        if not matched:
+            return []
+        covered: dict[str, bool] = {}  # span id -> it or an ancestor matches
+        out: set[str] = set()
+        for s in self.top_down():
+            above = covered.get(s.parent_span_id or "", False)
+            covered[s.span_id] = above or s.span_id in matched
+            if s.span_id in matched and not above:
+                out.add(s.span_id)
+        return [s for s in self.spans if s.span_id in out]
 
     def below(self, root: SpanRecord) -> list[SpanRecord]:
         """Every span under ``root`` (not ``root`` itself), in start order."""

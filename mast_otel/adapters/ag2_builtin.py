@@ -25,6 +25,7 @@ FRAMEWORK = "ag2"
 SPAN_TYPE = "ag2.span.type"
 _ROOT_TYPES = ("conversation", "multi_conversation")
 _SELECTED = "ag2.speaker_selection.selected"
+_NEVER = 2**63
 
 
 def recognises(span: SpanRecord) -> bool:
@@ -37,55 +38,58 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     # The root itself speaks when it is the only agent (one agent answering one request).
     speaking = agents or [s for s in (root,) if s.get(SPAN_TYPE) == "agent"]
     # A reply is an agent span with no agent span under it (a manager's span holds its members' replies).
-    replies = [s for s in speaking if not any(c.get(SPAN_TYPE) == "agent" for c in tree.below(s))]
+    holding = tree.holding(_is_agent)
+    replies = [s for s in speaking if s.span_id not in holding]
+    reply_ids = {s.span_id for s in replies}
+    owners = tree.nearest(_is_agent)
     speakers = {text(s.get(sc.GEN_AI_AGENT_NAME)) for s in replies}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
     conv = ConversationBuilder(SOURCE, FRAMEWORK, root)
     initiator = text(root.get(sc.GEN_AI_AGENT_NAME)) or "user"
-    task, _ = genai_messages_text(root.get("gen_ai.input.messages"))
+    task, _ = genai_messages_text(root.get(sc.GEN_AI_INPUT_MESSAGES))
     top = next((s for s in agents if tree.parent(s) is root), None)
     if task:
         first = text(top.get(sc.GEN_AI_AGENT_NAME)) if top is not None else ""
         conv.message(initiator, [first] if first else [], task, origin=root)
     previous: str | None = None
+    # The last speaker_selection so far, and the earliest end of the agent spans since it: a selection chose a
+    # reply's speaker (so its handoff is recorded already) when no agent span ended between the two.
+    selected: str | None = None
+    ended_since = _NEVER
     for span in below:
         kind = span.get(SPAN_TYPE)
+        if kind == "speaker_selection":
+            selected, ended_since = text(span.get(_SELECTED)), _NEVER
         if kind == "speaker_selection" and span.get(_SELECTED):
             target = text(span.get(_SELECTED))
             conv.handoff(previous or initiator, target, origin=span,
                          detail=text(span.get("ag2.speaker_selection.candidates")) or None)  # fmt: skip
             previous = target
         elif kind == "tool":
-            owner = next((a for a in tree.ancestors(span) if a.get(SPAN_TYPE) == "agent"), None)
+            owner = owners.get(span.span_id)
             conv.tool_call(text(owner.get(sc.GEN_AI_AGENT_NAME)) if owner else "?",
                            text(span.get(sc.GEN_AI_TOOL_NAME)), text(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)),
                            text(span.get(sc.GEN_AI_TOOL_CALL_RESULT)), origin=span)  # fmt: skip
-        elif span in replies:
+        elif span.span_id in reply_ids:
             sender = text(span.get(sc.GEN_AI_AGENT_NAME))
-            parent = next((a for a in tree.ancestors(span) if a.get(SPAN_TYPE) == "agent"), None)
+            parent = owners.get(span.span_id)
             recipient = text(parent.get(sc.GEN_AI_AGENT_NAME)) if parent is not None else initiator
-            if previous is not None and previous != sender and not _selected_before(below, span):
+            chosen = selected is not None and selected == sender and ended_since > span.start_ns
+            if previous is not None and previous != sender and not chosen:
                 conv.handoff(previous, sender, origin=span)
-            content, calls = genai_messages_text(span.get("gen_ai.output.messages"))
+            content, calls = genai_messages_text(span.get(sc.GEN_AI_OUTPUT_MESSAGES))
             kind_ = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
             conv.message(sender, [recipient], content, origin=span, kind=kind_,
                          tool_calls=",".join(text(c.get("name")) for c in calls) or None)  # fmt: skip
             previous = sender
+        if kind == "agent":
+            ended_since = min(ended_since, span.end_ns)
     return conv.build(task=task, name=text(root.name))
 
 
-def _selected_before(below: list[SpanRecord], reply: SpanRecord) -> bool:
-    """True when a speaker_selection span chose this reply's speaker (the handoff is recorded already)."""
-    name = reply.get(sc.GEN_AI_AGENT_NAME)
-    earlier = [s for s in below if s.start_ns <= reply.start_ns and s.get(SPAN_TYPE) in ("speaker_selection", "agent")
-               and s is not reply]  # fmt: skip
-    for s in reversed(earlier):
-        if s.get(SPAN_TYPE) == "speaker_selection":
-            return bool(s.get(_SELECTED) == name)
-        if s.get(SPAN_TYPE) == "agent" and s.end_ns <= reply.start_ns:
-            return False
-    return False
+def _is_agent(span: SpanRecord) -> bool:
+    return bool(span.get(SPAN_TYPE) == "agent")
 
 
 def is_root(span: SpanRecord) -> bool:

@@ -24,8 +24,9 @@ from ._conversation import Adapted, ConversationBuilder, NotAConversation
 from ._tree import Tree, text
 
 SOURCE = "openinference"
-SPAN_KIND = "openinference.span.kind"
-_ROOT_KINDS = ("AGENT", "CHAIN")
+SPAN_KIND = sc.OI_SPAN_KIND
+_ROOT_KINDS = (sc.OI_KIND_AGENT, sc.OI_KIND_CHAIN)
+_KIND_LLM = sc.OI_KIND_LLM
 _START = "start"  # graph.node.parent_id of the first agent (autogen-agentchat)
 _HANDOFF_TOOL = "handoff to "  # the OpenAI Agents SDK's handoff, as a TOOL span (graph.node.parent_id has it too)
 _RUNTIME = "<runtime>"  # recipient of a tool call: the framework runs it
@@ -40,10 +41,18 @@ def is_root(span: SpanRecord) -> bool:
     return span.get(SPAN_KIND) in _ROOT_KINDS
 
 
+def _is_agent(span: SpanRecord) -> bool:
+    return bool(span.get(SPAN_KIND) == sc.OI_KIND_AGENT)
+
+
+def _is_llm(span: SpanRecord) -> bool:
+    return bool(span.get(SPAN_KIND) == _KIND_LLM)
+
+
 def agent_name(span: SpanRecord, parent: SpanRecord | None = None) -> str:
     """The agent an AGENT span speaks for: its agent / graph-node attribute, else its name's first word; a
     generically named span (LangGraph's ReAct ``agent`` node) speaks for the graph node that encloses it."""
-    for key in ("agent.name", "graph.node.id", "graph.node.name"):
+    for key in (sc.OI_AGENT_NAME, sc.OI_GRAPH_NODE_ID, sc.OI_GRAPH_NODE_NAME):
         if span.get(key):
             return text(span.get(key))
     if span.name in _GENERIC and parent is not None:
@@ -59,38 +68,37 @@ def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
         return "openai-agents"
     if root.get("team_id") is not None or root.name.endswith(".run_stream"):  # an autogen-agentchat team
         return "autogen-agentchat"
-    if root.name == "LangGraph" or "langgraph" in text(root.get("metadata")):
+    if root.name == "LangGraph" or "langgraph" in text(root.get(sc.OI_METADATA)):
         return "langgraph"
     if any(k.startswith("smolagents.") for k in root.attributes):
         return "smolagents"
     if root.get("crew_id") is not None:
         return "crewai"
-    return next((text(s.get("llm.system")) for s in spans if s.get("llm.system")), "unknown")
+    return next((text(s.get(sc.OI_LLM_SYSTEM)) for s in spans if s.get(sc.OI_LLM_SYSTEM)), "unknown")
 
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
 
-    def owner(span: SpanRecord) -> SpanRecord | None:  # the agent a span acts for: its nearest AGENT ancestor
-        return next((a for a in tree.ancestors(span) if a.get(SPAN_KIND) == "AGENT"), None)
+    owners = tree.nearest(_is_agent)  # the agent a span acts for: its nearest AGENT ancestor
 
-    agents = [s for s in (root, *below) if s.get(SPAN_KIND) == "AGENT"]
-    leaves = [s for s in agents if not any(c.get(SPAN_KIND) == "AGENT" for c in tree.below(s))]
+    def owner(span: SpanRecord) -> SpanRecord | None:
+        return owners.get(span.span_id)
+
+    agents = [s for s in (root, *below) if _is_agent(s)]
+    holding_agents, holding_llms = tree.holding(_is_agent), tree.holding(_is_llm)
+    leaves = [s for s in agents if s.span_id not in holding_agents]
     # An agent speaks through its model calls (OpenAI Agents SDK, autogen-agentchat, LangGraph, smolagents); a
     # leaf agent span with no model call under it carries its reply in output.value instead (AG2).
-    by_output = [
-        s
-        for s in leaves
-        if s.get("output.value") is not None and not any(c.get(SPAN_KIND) == "LLM" for c in tree.below(s))
-    ]
-    calls = [(s, o) for s in below if s.get(SPAN_KIND) == "LLM" and (o := owner(s)) is not None]
+    by_output = [s for s in leaves if s.get(sc.OI_OUTPUT_VALUE) is not None and s.span_id not in holding_llms]
+    calls = [(s, o) for s in below if _is_llm(s) and (o := owner(s)) is not None]
     turns = sorted([*((s, s) for s in by_output), *calls], key=lambda pair: (pair[0].start_ns, pair[0].span_id))
     speakers = {_speaker(tree, agent) for _, agent in turns}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
     conv = ConversationBuilder(SOURCE, framework_of(root, [root, *below]), root)
-    initiator = agent_name(root) if root.get(SPAN_KIND) == "AGENT" and root.get("agent.name") else "user"
-    task = _task(root.get("input.value")) or _first_user_message(below)
+    initiator = agent_name(root) if _is_agent(root) and root.get(sc.OI_AGENT_NAME) else "user"
+    task = _task(root.get(sc.OI_INPUT_VALUE)) or _first_user_message(below)
     if task:  # (a CrewAI crew has no opening message: each agent gets its task; the root names them below)
         first = text(root.get("ag2.recipient.name")) or _speaker(tree, turns[0][1])
         conv.message(initiator, [first], task, origin=root)
@@ -100,10 +108,11 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     previous: str | None = None
     started: set[str] = set()  # agent spans that have spoken
     for span in below:
-        if span.get(SPAN_KIND) == "TOOL" and not span.name.startswith(_HANDOFF_TOOL):
+        if span.get(SPAN_KIND) == sc.OI_KIND_TOOL and not span.name.startswith(_HANDOFF_TOOL):
             acting = owner(span)
-            conv.tool_call(_speaker(tree, acting) if acting else "?", text(span.get("tool.name")) or span.name,
-                           text(span.get("input.value")), text(span.get("output.value")), origin=span)  # fmt: skip
+            tool = text(span.get(sc.OI_TOOL_NAME)) or span.name
+            conv.tool_call(_speaker(tree, acting) if acting else "?", tool, text(span.get(sc.OI_INPUT_VALUE)),
+                           text(span.get(sc.OI_OUTPUT_VALUE)), origin=span)  # fmt: skip
             continue
         agent = turn_of.get(span.span_id)
         if agent is None:
@@ -111,7 +120,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         sender = _speaker(tree, agent)
         # The turn passed: graph.node.parent_id names the previous agent where the instrumentor records it (on
         # the agent's first turn), else the previous speaker did.
-        recorded = text(agent.get("graph.node.parent_id")) if agent.span_id not in started else ""
+        recorded = text(agent.get(sc.OI_GRAPH_NODE_PARENT_ID)) if agent.span_id not in started else ""
         source = previous if not recorded or recorded == _START else recorded
         if source is not None and source != sender:
             conv.handoff(source, sender, origin=agent if agent.span_id not in started else span)
@@ -120,7 +129,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         if span is agent:  # the reply is the agent span's output
             holder = owner(span)
             recipient = text(span.get("ag2.sender.name")) or (_speaker(tree, holder) if holder else initiator)
-            conv.message(sender, [recipient], _reply(span.get("output.value")), origin=span)
+            conv.message(sender, [recipient], _reply(span.get(sc.OI_OUTPUT_VALUE)), origin=span)
             continue
         content, tools = _llm_output(span)
         kind = sc.KIND_TOOL_CALL if tools and not content else sc.KIND_MESSAGE
@@ -129,7 +138,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         conv.message(sender, [_RUNTIME] if tools else to, content or ", ".join(tools), origin=span, kind=kind,
                      tool_calls=", ".join(tools) or None)  # fmt: skip
     return conv.build(task=task or _crew_tasks(root.get("crew_tasks")), name=text(root.name),
-                      termination_detail=_stop_reason(root.get("output.value")))  # fmt: skip
+                      termination_detail=_stop_reason(root.get(sc.OI_OUTPUT_VALUE)))  # fmt: skip
 
 
 def _reply(value: Any) -> str:
@@ -173,11 +182,11 @@ def _stop_reason(value: Any) -> str | None:
 
 def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
     """The text and the called tools' names of an LLM span's first output message (flattened attributes)."""
-    prefix = "llm.output_messages.0.message."
-    content = text(span.get(prefix + "content"))
+    prefix = f"{sc.OI_LLM_OUTPUT_MESSAGES}.0."
+    content = text(span.get(prefix + sc.OI_MESSAGE_CONTENT))
     calls = []
     for n in range(64):
-        name = span.get(f"{prefix}tool_calls.{n}.tool_call.function.name")
+        name = span.get(f"{prefix}{sc.OI_MESSAGE_TOOL_CALLS}.{n}.{sc.OI_TOOL_CALL_FUNCTION_NAME}")
         if name is None:
             break
         calls.append(text(name))
@@ -187,14 +196,14 @@ def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
 def _first_user_message(spans: list[SpanRecord]) -> str:
     """The first user message a model was sent (the SDK's root carries no input)."""
     for s in spans:
-        if s.get(SPAN_KIND) != "LLM":
+        if not _is_llm(s):
             continue
         for n in range(64):
-            role = s.get(f"llm.input_messages.{n}.message.role")
+            role = s.get(f"{sc.OI_LLM_INPUT_MESSAGES}.{n}.{sc.OI_MESSAGE_ROLE}")
             if role is None:
                 break
             if role == "user":
-                return text(s.get(f"llm.input_messages.{n}.message.content"))
+                return text(s.get(f"{sc.OI_LLM_INPUT_MESSAGES}.{n}.{sc.OI_MESSAGE_CONTENT}"))
     return ""
 
 

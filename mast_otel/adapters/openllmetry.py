@@ -47,11 +47,12 @@ def _agent(span: SpanRecord) -> str:
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
-    chats = [s for s in below if s.get(sc.GEN_AI_OPERATION_NAME) == "chat" and _agent(s)]
+    chats = [s for s in below if s.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT and _agent(s)]
+    chat_ids = {s.span_id for s in chats}  # a set: testing each span against the list was quadratic (issue 23)
     speakers = {_agent(s) for s in chats}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
-    conv = ConversationBuilder(SOURCE, text(root.get("gen_ai.provider.name")) or "langgraph", root)
+    conv = ConversationBuilder(SOURCE, text(root.get(sc.GEN_AI_PROVIDER_NAME)) or "langgraph", root)
     task = _task(root.get("traceloop.entity.input"))
     if task:
         conv.message("user", [_agent(chats[0])], task, origin=root)
@@ -68,12 +69,12 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             conv.tool_call(_agent(span) or "?", text(span.get(sc.GEN_AI_TOOL_NAME)) or span.name,
                            _inputs(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)), text(span.get(sc.GEN_AI_TOOL_CALL_RESULT)),
                            origin=span)  # fmt: skip
-        elif span in chats:
+        elif span.span_id in chat_ids:
             sender = _agent(span)
             if previous is not None and sender not in (previous, pending):
                 conv.handoff(previous, sender, origin=span)
             previous, pending = sender, None
-            content, calls = genai_messages_text(span.get("gen_ai.output.messages"))
+            content, calls = genai_messages_text(span.get(sc.GEN_AI_OUTPUT_MESSAGES))
             names = ", ".join(text(c.get("name")) for c in calls)
             kind = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
             conv.message(sender, [_RUNTIME] if calls else [_GRAPH], content or names, origin=span, kind=kind,

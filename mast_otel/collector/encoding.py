@@ -153,8 +153,8 @@ def encode_request(rows: Iterable[tuple[int, bytes]], resource: Callable[[int], 
 
 
 def _raw_scope_spans_class() -> type[Message]:
-    """``ScopeSpans`` as seen by ingest: per span only the ids and the attributes, as a map from key to the
-    serialized ``AnyValue``.
+    """``ScopeSpans`` as seen by ingest: per span only the ids, the name and the attributes, as a map from key to
+    the serialized ``AnyValue``.
 
     A ``KeyValue`` (key = 1, value = 2) is on the wire exactly a map entry, so the C parser builds the map and
     ingest looks up the few keys assembly needs instead of looping over every attribute in Python, the receive
@@ -169,6 +169,8 @@ def _raw_scope_spans_class() -> type[Message]:
     span = fp.message_type.add(name="Span")
     for name, number in (("trace_id", 1), ("span_id", 2), ("parent_span_id", 4)):
         span.field.add(name=name, number=number, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    # The name as bytes (no UTF-8 check here: the full parse checks it): Google ADK's legacy root has no attribute.
+    span.field.add(name="name", number=5, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
     entry = span.nested_type.add(name="AttributesEntry")
     entry.options.map_entry = True
     entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)

@@ -22,7 +22,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import ROOT_CANDIDATE_KEYS, root_candidate
+from mast_otel.adapters import ROOT_CANDIDATE_KEYS, ROOT_CANDIDATE_NAMES, root_candidate
 from mast_otel.spans import any_value
 
 from .assembler import Assembler
@@ -66,16 +66,22 @@ class IngestResult:
 _Fact = tuple[bytes, bytes, bytes, int, bool, str | None, str | None]
 
 
-def span_facts(attributes: Mapping[str, bytes]) -> tuple[bool, str | None, str | None, str | None]:
+def span_facts(attributes: Mapping[str, bytes], name: bytes = b"") -> tuple[bool, str | None, str | None, str | None]:
     """(is a conversation root, conversation id, parent conversation id, framework) from a ``RawScopeSpans``
-    span's attributes. The framework is read for roots only (it labels the conversation's metrics)."""
+    span's attributes (and name). The framework is read for roots only (it labels the conversation's metrics)."""
     get = attributes.get
-    root = string_value(get(sc.GEN_AI_OPERATION_NAME)) == sc.OP_INVOKE_WORKFLOW
-    if not root and sc.MAST_SPAN_TYPE not in attributes and any(key in attributes for key in ROOT_CANDIDATE_KEYS):
-        # Another instrumentation's agent/workflow span is held like a recorder root; the adapters decide, once
-        # the unit is whole, whether it is a conversation (mast_otel.judge.foreign). mast-otel's own spans carry
-        # OpenInference kinds too, but never root anything but through invoke_workflow.
-        root = root_candidate(lambda key: string_value(get(key)))
+    span_type = get(sc.MAST_SPAN_TYPE)
+    if span_type is None and name in ROOT_CANDIDATE_NAMES:
+        return True, None, None, None
+    if span_type is None:
+        # Another instrumentation's span. Its agent/workflow span is held like a recorder root; the adapters
+        # decide, once the unit is whole, whether it is a conversation (mast_otel.judge.foreign). Its conversation
+        # id is not read: a framework's gen_ai.conversation.id (ADK's session, one per Pydantic AI run) groups
+        # spans by its own rules, and placing by it made root-less "conversations" of them.
+        root = any(key in attributes for key in ROOT_CANDIDATE_KEYS) and root_candidate(lambda k: string_value(get(k)))
+        return root, None, None, None
+    # A mast-otel root is known by mast-otel's own marker, never by gen_ai.operation.name (ADK's invoke_workflow).
+    root = string_value(span_type) == sc.SPAN_TYPE_CONVERSATION
     conv_id = string_value(get(sc.GEN_AI_CONVERSATION_ID))
     raw_parent = get(sc.CONVERSATION_PARENT_ID)  # usually absent: no call then
     conv_parent = string_value(raw_parent) if raw_parent else None
@@ -229,7 +235,7 @@ class Ingestor:
                     if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
                         invalid += 1
                         continue
-                    root, conv_id, conv_parent, framework = span_facts(span.attributes)
+                    root, conv_id, conv_parent, framework = span_facts(span.attributes, span.name)
                     if root:
                         if service is None:
                             service = _service_name(rs.resource) or "unknown"

@@ -36,7 +36,7 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 
 from mast_otel import semconv as sc
-from mast_otel.judge.foreign import EXTRA_FRAMEWORK, judge_spans, not_a_conversation
+from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, judge_spans, not_a_conversation, structural_signals
 from mast_otel.judge.model import Judge, Verdict
 from mast_otel.judge.signals import Signal
 from mast_otel.spans import SpanRecord
@@ -405,7 +405,10 @@ class JudgePool:
             signals=signals,
         )
         outbox = loaded.outbox(replace)
-        if not root_here and loaded.groups:  # no root to carry the labels (partial, or already forwarded)
+        # No root to carry the labels (partial, or already forwarded): a verdict span follows, in mast-otel's own
+        # traces only; a trace another instrumentation wrote never gets a span it did not send (the verdict is
+        # in the store and the metrics).
+        if not root_here and loaded.groups and EXTRA_SOURCE not in verdict.extra:
             conv_id = (root.get(sc.GEN_AI_CONVERSATION_ID) if root else None) or next(iter(unit.conv_ids), None)
             body = verdict_span(
                 verdict, trace_id=unit.trace_id, unit_key=unit.key, parent_id=unit.root_id or unit.parent_hint,
@@ -483,11 +486,9 @@ def _messages_missing(root: SpanRecord | None, records: list[SpanRecord]) -> str
 
 
 def _compute_signals(records: list[SpanRecord]) -> list[Signal]:
-    """The judge library's model-free pass over the spans (no framework knowledge)."""
-    from mast_otel.judge.signals import compute_signals
-    from mast_otel.judge.view import build_view
-
-    return compute_signals(build_view(records))
+    """The judge library's model-free pass over the spans (no framework knowledge; a foreign conversation's
+    structure is read through its adapter)."""
+    return structural_signals(records)
 
 
 def _has_structural_signal(records: list[SpanRecord]) -> bool:

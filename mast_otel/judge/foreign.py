@@ -6,7 +6,11 @@ judges the adapter's synthetic spans (mast-otel's shapes, so the transcript and 
 rewrites the verdict's span ids (evidence, decisive message) to the foreign spans they came from and names the
 adapter and framework in ``Verdict.extra``; the labeller puts ``mast.source`` on the root from there. Spans an
 adapter finds no multi-agent conversation in are not judged: the verdict is ``skipped`` and marked
-:data:`NOT_A_CONVERSATION`, which the collector releases unlabelled and counts by that reason.
+:data:`NOT_A_CONVERSATION`, which the collector releases unlabelled and counts by that reason. A conversation
+whose framework recorded no message content is not sent to the judge (it cannot label what it cannot read): the
+verdict is ``skipped`` with the adapter's reason, which names the framework's switch, and lands on the foreign
+root like any other. :func:`structural_signals` computes the model-free signals on the adapted structure, so they
+run whatever the content, with their evidence on the foreign spans too.
 """
 
 from __future__ import annotations
@@ -18,8 +22,13 @@ from mast_otel.adapters import Adapted, NotAConversation, adapt
 from mast_otel.spans import SpanRecord
 
 from .model import Judge, ModeLabel, Verdict
+from .signals import Signal, compute_signals
+from .view import build_view
 
-__all__ = ["EXTRA_FRAMEWORK", "EXTRA_SOURCE", "NOT_A_CONVERSATION", "judge_spans", "not_a_conversation"]
+__all__ = [
+    "EXTRA_FRAMEWORK", "EXTRA_SOURCE", "NOT_A_CONVERSATION", "judge_spans", "not_a_conversation",
+    "structural_signals",
+]  # fmt: skip
 
 EXTRA_SOURCE = "source"  # Verdict.extra key: the adapter that read the conversation
 EXTRA_FRAMEWORK = "framework"  # Verdict.extra key: the framework as the adapter saw it
@@ -35,7 +44,24 @@ def judge_spans(judge: Judge, spans: Sequence[SpanRecord], *, partial: bool = Fa
         return dataclasses.replace(
             Verdict.skipped(f"{adapted.source}: {adapted.reason}"), extra={NOT_A_CONVERSATION: adapted.source}
         )
+    if adapted.no_content:
+        return to_foreign(Verdict.skipped(adapted.no_content), adapted)
     return to_foreign(judge.judge(list(adapted.records), partial=partial), adapted)
+
+
+def structural_signals(spans: Sequence[SpanRecord]) -> list[Signal]:
+    """The model-free signals of one conversation's spans, whichever instrumentation wrote them: a foreign
+    conversation's are computed on its adapted structure and point at the foreign spans."""
+    adapted = adapt(spans)
+    if adapted is None:
+        return compute_signals(build_view(spans))
+    if isinstance(adapted, NotAConversation):
+        return []
+    signals = compute_signals(build_view(list(adapted.records)))
+    return [
+        dataclasses.replace(s, evidence_span_ids=tuple(dict.fromkeys(map(adapted.original, s.evidence_span_ids))))
+        for s in signals
+    ]
 
 
 def not_a_conversation(verdict: Verdict) -> bool:

@@ -65,15 +65,19 @@ def test_ag2_runs_through_the_collector(tmp_path: Path) -> None:
             assert all(names and all("coder" in n for n in names) for names in evidence), evidence
 
 
-def test_passthrough_mode_labels_follow_as_a_verdict_span(tmp_path: Path) -> None:
-    """``--mode passthrough``: OpenInference's spans leave as they came; a ``mast.verdict`` span follows in the
-    same trace, under the foreign root, naming the adapter and linking the coder's spans as evidence."""
-    out = through_collector(tmp_path, ["openinference_ag2"], {"1.3": r"^coder -> "}, verdict_spans=1)
+def test_passthrough_mode_adds_no_span_to_a_foreign_trace(tmp_path: Path) -> None:
+    """``--mode passthrough``: OpenInference's spans leave as they came and nothing follows them (mast-otel never
+    adds a span to a trace it did not write); the verdict is judged all the same and kept in the store, naming
+    the adapter, where ``mast-otel report --store`` reads it."""
+    out = through_collector(tmp_path, ["openinference_ag2"], {"1.3": r"^coder -> "}, mode="passthrough")
     spans = out.spans["openinference_ag2"]
-    (verdict,) = [s for s in spans if s.span_type == sc.SPAN_TYPE_VERDICT]
-    assert not any(sc.JUDGE_STATUS in s.attributes for s in spans if s is not verdict)  # the originals: untouched
-    by_id = {s.span_id: s for s in spans}
-    root = by_id[verdict.parent_span_id or ""]
-    assert root.parent_span_id is None and root.name.endswith(".initiate_chat")
-    assert verdict.attributes[sc.MAST_SOURCE] == "openinference" and verdict.attributes[sc.MAST_FRAMEWORK] == "ag2"
-    assert list(verdict.attributes[sc.FAILURE_MODES]) == ["1.3"]
+    assert not any(s.span_type == sc.SPAN_TYPE_VERDICT for s in spans)
+    assert not any(sc.JUDGE_STATUS in s.attributes for s in spans)  # the originals: untouched
+    assert out.judge_calls == 1
+    judged = samples(out.metrics, MetricNames.CONVERSATIONS_JUDGED)
+    assert sum(judged.values()) == 1 and all(dict(k)["framework"] == "ag2" for k, v in judged.items() if v)
+    report_path = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "mast_otel.cli", "report", "--store", str(out.store), "--json", str(report_path)]
+    subprocess.run(cmd, capture_output=True, text=True, check=True)
+    report = json.loads(report_path.read_text())
+    assert report["judged"] == 1 and report["by_mode"]["1.3"] == 1, report

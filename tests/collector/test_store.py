@@ -51,6 +51,7 @@ def kv(key: str, **value: Any) -> KeyValue:
 def test_span_facts_reads_the_usual_encoding_in_place() -> None:
     assert _facts(
         kv(sc.GEN_AI_OPERATION_NAME, string_value=sc.OP_INVOKE_WORKFLOW),
+        kv(sc.MAST_SPAN_TYPE, string_value=sc.SPAN_TYPE_CONVERSATION),
         kv("mast.message.content", string_value="x" * 300),
         kv(sc.GEN_AI_CONVERSATION_ID, string_value="c-1"),
         kv(sc.MAST_FRAMEWORK, string_value="ag2"),
@@ -64,11 +65,12 @@ def test_span_facts_is_exact_for_unusual_encodings() -> None:
         + b"\x0a" + bytes([len(sc.GEN_AI_CONVERSATION_ID)]) + sc.GEN_AI_CONVERSATION_ID.encode()
     )  # fmt: skip
     assert KeyValue.FromString(value_first).key == sc.GEN_AI_CONVERSATION_ID
-    assert _facts(value_first) == (False, "c-2", None, None)
+    typed = kv(sc.MAST_SPAN_TYPE, string_value=sc.SPAN_TYPE_MESSAGE)  # conversation ids are read on mast-otel's spans
+    assert _facts(value_first, typed) == (False, "c-2", None, None)
     assert _facts(kv(sc.GEN_AI_OPERATION_NAME, int_value=3)) == (False, None, None, None)  # not a string
     long_value = "p" * 300  # two-byte lengths
-    assert _facts(kv(sc.CONVERSATION_PARENT_ID, string_value=long_value))[2] == long_value
-    assert _facts(kv("k" * 200, string_value="v"), kv(sc.GEN_AI_CONVERSATION_ID, string_value="")) == (
+    assert _facts(kv(sc.CONVERSATION_PARENT_ID, string_value=long_value), typed)[2] == long_value
+    assert _facts(kv("k" * 200, string_value="v"), kv(sc.GEN_AI_CONVERSATION_ID, string_value=""), typed) == (
         False, None, None, None,
     )  # fmt: skip
 
@@ -76,6 +78,7 @@ def test_span_facts_is_exact_for_unusual_encodings() -> None:
 def test_raw_parse_sees_ids_and_attributes() -> None:
     span = Span(trace_id=b"t" * 16, span_id=b"s" * 8, parent_span_id=b"p" * 8, name="n")
     span.attributes.append(kv(sc.GEN_AI_CONVERSATION_ID, string_value="c"))
+    span.attributes.append(kv(sc.MAST_SPAN_TYPE, string_value=sc.SPAN_TYPE_MESSAGE))
     (raw,) = RawScopeSpans.FromString(scope_with(span)).spans
     assert (raw.trace_id, raw.span_id, raw.parent_span_id) == (b"t" * 16, b"s" * 8, b"p" * 8)
     assert span_facts(raw.attributes)[1] == "c"

@@ -35,7 +35,8 @@ def test_every_gen_ai_attribute_is_the_published_name() -> None:
 
 def test_operation_names_are_the_published_values() -> None:
     values = {v.value for v in gen_ai_attributes.GenAiOperationNameValues}
-    assert {sc.OP_INVOKE_WORKFLOW, sc.OP_INVOKE_AGENT, sc.OP_EXECUTE_TOOL} <= values
+    assert {sc.OP_INVOKE_WORKFLOW, sc.OP_INVOKE_AGENT, sc.OP_EXECUTE_TOOL, sc.OP_CHAT, sc.OP_GENERATE_CONTENT,
+            sc.OP_TEXT_COMPLETION} <= values
 
 
 def test_proposal_stage_names_are_still_unpublished() -> None:

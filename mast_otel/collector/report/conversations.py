@@ -1,6 +1,7 @@
 """Conversations: the unit the report counts, rebuilt from a trace's spans.
 
-A conversation is an outermost ``invoke_workflow`` root and its subtree. Its labels come from the root (hold mode) or
+A conversation is an outermost mast-otel root (``mast.span.type=conversation``), or a foreign root the collector
+labelled (``mast.source``), and its subtree. Its labels come from the root (hold mode) or
 from the ``mast.verdict`` span (passthrough mode, or a root that never arrived), and its evidence from spans carrying
 ``mast.failure_mode`` and the verdict span's links. The store reader builds the same :class:`Conversation` from a
 stored verdict, so both inputs aggregate alike.
@@ -60,7 +61,10 @@ def as_modes(value: Any) -> tuple[str, ...]:
 
 def _is_root(span: Span) -> bool:
     """A recorder root, or the root of a conversation another instrumentation recorded (labelled: mast.source)."""
-    return span.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW or sc.MAST_SOURCE in span.attributes
+    # mast-otel's own marker, not gen_ai.operation.name: another framework's invoke_workflow (Google ADK) counts
+    # only once the collector labelled it (mast.source).
+    attrs = span.attributes
+    return attrs.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_CONVERSATION or sc.MAST_SOURCE in attrs
 
 
 def _outer_roots(spans: Sequence[Span]) -> list[Span]:

@@ -1,0 +1,137 @@
+"""Message content as GenAI-convention frameworks record it, wherever they put it.
+
+Three places, newest first: span attributes (``gen_ai.input.messages`` / ``gen_ai.output.messages``, the parts
+format), the ``gen_ai.client.inference.operation.details`` span event holding the same attributes (Strands
+Agents with ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``), and the older per-message events
+(``gen_ai.user.message`` with ``content``, ``gen_ai.choice`` with ``message``: Strands' default). Google ADK's
+legacy schema (v1) keeps its request and response in ``gcp.vertex.agent.llm_request`` / ``llm_response``.
+
+Event names are the GenAI specification's; the Python conventions package publishes attribute names only, so
+they are spelled here. Everything returns "" / no calls for content a framework redacted or never recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from mast_otel import semconv as sc
+from mast_otel.spans import SpanRecord
+
+from ._tree import genai_messages_text, text
+
+__all__ = ["Output", "first_user_text", "output"]
+
+OPERATION_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+CHOICE_EVENT = "gen_ai.choice"
+USER_MESSAGE_EVENT = "gen_ai.user.message"
+ADK_LLM_REQUEST = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE = "gcp.vertex.agent.llm_response"
+_REDACTED = frozenset({"[REDACTED]", "<REDACTED>", "REDACTED", "{}", "N/A"})  # placeholders, never content
+
+Output = tuple[str, list[str]]  # (text, names of the tools it calls)
+
+
+def output(span: SpanRecord) -> Output:
+    """An LLM span's answer: its text and the tools it calls."""
+    value = span.get(sc.GEN_AI_OUTPUT_MESSAGES)
+    if value is None:
+        value = _event_attribute(span, OPERATION_DETAILS_EVENT, sc.GEN_AI_OUTPUT_MESSAGES)
+    if value is not None:
+        content, calls = genai_messages_text(value)
+        return content, [text(c.get("name")) for c in calls]
+    choices = [e.attributes.get("message") for e in span.events if e.name == CHOICE_EVENT]
+    if choices:
+        found = [_legacy_message(c) for c in choices]
+        return "\n".join(t for t, _ in found if t), [n for _, names in found for n in names]
+    return _adk_v1_response(span.get(ADK_LLM_RESPONSE))
+
+
+def first_user_text(span: SpanRecord) -> str:
+    """The first user message a span was given ("" when it records none)."""
+    value = span.get(sc.GEN_AI_INPUT_MESSAGES)
+    if value is None:
+        value = _event_attribute(span, OPERATION_DETAILS_EVENT, sc.GEN_AI_INPUT_MESSAGES)
+    if value is not None:
+        messages = _json(value)
+        for message in messages if isinstance(messages, list) else ():
+            if isinstance(message, dict) and message.get("role") == "user":
+                content, _ = genai_messages_text(json.dumps([message]))
+                if content:
+                    return content
+        return ""
+    for event in span.events:
+        if event.name == USER_MESSAGE_EVENT:
+            content, _ = _legacy_message(event.attributes.get("content"))
+            if content:
+                return content
+    return _adk_v1_request(span.get(ADK_LLM_REQUEST))
+
+
+def _event_attribute(span: SpanRecord, event: str, key: str) -> Any:
+    return next((e.attributes[key] for e in span.events if e.name == event and key in e.attributes), None)
+
+
+def _json(value: Any) -> Any:
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
+
+
+def _legacy_message(value: Any) -> Output:
+    """A per-message event's content: Strands' content blocks (``[{"text"}, {"toolUse": {"name"}}]``), an
+    OpenAI-style message (``{"content", "tool_calls"}``), or plain text."""
+    raw = text(value)
+    if raw.strip() in _REDACTED:
+        return "", []
+    parsed = _json(raw)
+    if isinstance(parsed, dict):
+        calls = parsed.get("tool_calls")
+        names = [text((c.get("function") or {}).get("name") if isinstance(c.get("function"), dict) else c.get("name"))
+                 for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []  # fmt: skip
+        content = parsed.get("content")
+        return (text(content) if not isinstance(content, list) else _blocks(content)[0]), names
+    if isinstance(parsed, list):
+        return _blocks(parsed)
+    return ("" if parsed is not None else raw), []
+
+
+def _blocks(blocks: Iterable[Any], call_key: str = "toolUse") -> Output:
+    """Text and called tools of content blocks: Strands' (``{"text"}``, ``{"toolUse": {"name"}}``) or ADK's
+    legacy parts (``{"text"}``, ``{"function_call": {"name"}}``)."""
+    texts: list[str] = []
+    names: list[str] = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if isinstance(block.get("text"), str) and block["text"]:
+            texts.append(block["text"])
+        call = block.get(call_key)
+        if isinstance(call, dict):
+            names.append(text(call.get("name")))
+    return "\n".join(texts), names
+
+
+def _adk_parts(content: Any) -> Output:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return _blocks(parts if isinstance(parts, list) else (), "function_call")
+
+
+def _adk_v1_response(value: Any) -> Output:
+    parsed = _json(value)
+    return _adk_parts(parsed.get("content")) if isinstance(parsed, dict) else ("", [])
+
+
+def _adk_v1_request(value: Any) -> str:
+    parsed = _json(value)
+    contents = parsed.get("contents") if isinstance(parsed, dict) else None
+    for content in contents if isinstance(contents, list) else ():
+        if isinstance(content, dict) and content.get("role") == "user":
+            found, _ = _adk_parts(content)
+            if found:
+                return found
+    return ""

@@ -1,0 +1,283 @@
+"""OpenTelemetry GenAI conventions, as frameworks write them about themselves -> a conversation.
+
+For Google ADK, Strands Agents, Pydantic AI and Microsoft Agent Framework (../shared/notes/genai-conventions.md
+and docs/adapters.md list what each writes), and any other framework that writes the same conventions.
+
+Read:
+
+- the root: the outermost ``invoke_workflow`` (ADK), ``invoke_swarm`` / ``invoke_graph`` (Strands),
+  ``invoke_agent`` (Pydantic AI), ADK's legacy ``invocation`` (no attribute: known by its name) or Agent
+  Framework's ``workflow.run`` (``workflow.id``, no ``gen_ai.*`` attribute);
+- agents: ``gen_ai.agent.name``, inherited from the nearest span that names one where a framework leaves it off
+  the model and tool spans (Strands, Agent Framework);
+- each agent's messages: the output of its LLM spans (``chat``, ``generate_content``, ``text_completion``) in
+  start order (every framework rewrites the history it passes on, so an agent's own words are its outputs); the
+  task is the first user input a span records. Content is read from attributes, the
+  ``gen_ai.client.inference.operation.details`` event and the older per-message events (:mod:`._genai_content`);
+- tool calls: ``execute_tool`` spans (``gen_ai.tool.name``, ``.call.arguments``, ``.call.result``), except
+  transfers and delegations (a tool whose span holds another agent's ``invoke_agent``), which are handoffs;
+- handoffs (from, to, and the reason where recorded): named transfers (ADK's ``transfer_to_agent`` with
+  ``agent_name`` / ``transfer_reason``, Strands' ``handoff_to_agent`` with ``agent_name`` / ``message``, a
+  ``handoff_to_<agent>`` tool call, Agent Framework's ``edge_group.process`` / ``message.send`` between two
+  agents), else a change of agent between ``invoke_agent`` spans, siblings (ADK, Strands Graph) or nested (an
+  agent run inside another agent's tool: Pydantic AI's delegation).
+
+Fewer than two agents is not a conversation (:class:`NotAConversation`). A run whose framework recorded no
+content is still adapted (agents, handoffs and tool calls are structure, for the signals) and carries
+``no_content``: the reason the judge cannot read it, naming the framework's switch.
+
+What the conventions cannot provide: recipients (a message goes back to the agent that invoked the speaker, or
+the user), the termination reason, a handoff's reason unless the transfer tool's arguments were captured, and
+the way back from a nested agent (not a handoff: the caller continues).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from mast_otel import semconv as sc
+from mast_otel.spans import SpanRecord
+
+from ._conversation import Adapted, ConversationBuilder, NotAConversation
+from ._genai_content import first_user_text, output
+from ._tree import Tree, text
+
+SOURCE = "genai"
+# Strands' multi-agent roots name their operation after the pattern (not a published value).
+ROOT_OPERATIONS = frozenset({sc.OP_INVOKE_WORKFLOW, sc.OP_INVOKE_AGENT, "invoke_swarm", "invoke_graph"})
+_LLM_OPERATIONS = frozenset({sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION})
+# Google ADK's legacy schema (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1) roots a run in a span with no attribute.
+ROOT_NAMES = frozenset({"invocation"})
+# ... and records each model call twice: its own call_llm span (content in gcp.vertex.agent.llm_*) holds the
+# generate_content span of the model client.
+_ADK_V1_LLM = "call_llm"
+_ADK_TOOL_ARGS = "gcp.vertex.agent.tool_call_args"
+_ADK_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
+# Agent Framework's workflow spans carry no gen_ai.* attribute (agent_framework.observability.OtelAttr).
+WORKFLOW_ID = "workflow.id"
+_WORKFLOW_NAME = "workflow.name"
+_EDGE_SOURCE = "message.source_id"
+_EDGE_TARGET = "message.target_id"
+_SEND_DESTINATION = "message.destination_executor_id"
+# Transfer tools: name -> (argument naming the target, argument carrying the reason).
+_TRANSFER_TOOLS = {
+    "transfer_to_agent": ("agent_name", "transfer_reason"),  # Google ADK
+    "handoff_to_agent": ("agent_name", "message"),  # Strands Agents' Swarm
+}
+_HANDOFF_PREFIX = "handoff_to_"
+_RUNTIME = "<runtime>"  # recipient of a tool call: the framework runs it
+_USER = "user"
+
+# framework -> the switch that makes it record message content (docs/adapters.md, "OpenTelemetry GenAI spans").
+CONTENT_SWITCHES = {
+    "google-adk": "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY",
+    "strands": "leave gen_ai.input.messages and gen_ai.output.messages out of the redaction "
+    "(OTEL_SEMCONV_STABILITY_OPT_IN's gen_ai_unredacted_attributes= list)",
+    "pydantic-ai": "instrument with InstrumentationSettings(include_content=True) (the default)",
+    "agent-framework": "set ENABLE_SENSITIVE_DATA=true, with the latest GenAI conventions (the v1.36 baseline "
+    "writes the text to log records only)",
+}
+_DEFAULT_SWITCH = "turn on the instrumentation's message-content capture"
+
+
+def recognises(span: SpanRecord) -> bool:
+    return sc.GEN_AI_OPERATION_NAME in span.attributes or WORKFLOW_ID in span.attributes
+
+
+def is_root(span: SpanRecord) -> bool:
+    return (span.get(sc.GEN_AI_OPERATION_NAME) in ROOT_OPERATIONS or span.get(WORKFLOW_ID) is not None
+            or span.name in ROOT_NAMES)  # fmt: skip
+
+
+def framework_of(spans: list[SpanRecord]) -> str:
+    """The framework, from what it leaves on its spans (one pass over the attributes)."""
+    for s in spans:
+        system = s.get(sc.GEN_AI_PROVIDER_NAME) or s.get(sc.GEN_AI_SYSTEM)
+        if system == "strands-agents" or s.get(sc.GEN_AI_OPERATION_NAME) in ("invoke_swarm", "invoke_graph"):
+            return "strands"
+        if system == "gcp.vertex.agent":
+            return "google-adk"
+        if system == "microsoft.agent_framework" or WORKFLOW_ID in s.attributes:
+            return "agent-framework"
+        for key in s.attributes:
+            if key.startswith("gcp.vertex.agent."):
+                return "google-adk"
+            if key.startswith(("pydantic_ai.", "logfire.")):
+                return "pydantic-ai"
+    return "unknown"
+
+
+def _operation(span: SpanRecord) -> str:
+    op = span.get(sc.GEN_AI_OPERATION_NAME)
+    return op if isinstance(op, str) else ""
+
+
+def _is_agent_span(span: SpanRecord) -> bool:
+    return _operation(span) == sc.OP_INVOKE_AGENT
+
+
+def _is_llm(span: SpanRecord) -> bool:
+    op = _operation(span)
+    return op in _LLM_OPERATIONS or (not op and span.name.split(" ", 1)[0] in (*_LLM_OPERATIONS, _ADK_V1_LLM))
+
+
+@dataclass(frozen=True, slots=True)
+class _Acting:
+    """Who a span acts for: the agent's name, and the agent that invoked that agent (None: the user)."""
+
+    agent: str
+    caller: str | None
+
+
+def _acting(tree: Tree, root: SpanRecord) -> dict[str, _Acting]:
+    """Each span's agent, top-down once: a span's own ``gen_ai.agent.name``, else its parent's."""
+    out: dict[str, _Acting] = {}
+    # A workflow root may carry its first agent's name (ADK's invoke_workflow); only an agent root speaks for one.
+    own = text(root.get(sc.GEN_AI_AGENT_NAME)) if _operation(root) == sc.OP_INVOKE_AGENT else ""
+    out[root.span_id] = _Acting(own, None)
+    queue = deque([root])
+    while queue:
+        parent = queue.popleft()
+        above = out[parent.span_id]
+        for child in tree.children.get(parent.span_id, ()):
+            if child.span_id in out:
+                continue  # a cycle in bad data
+            name = text(child.get(sc.GEN_AI_AGENT_NAME))
+            if name and name != above.agent:
+                out[child.span_id] = _Acting(name, above.agent or None)
+            else:
+                out[child.span_id] = above
+            queue.append(child)
+    return out
+
+
+@dataclass(slots=True)
+class _Transfer:
+    """A named transfer seen, waiting for its target agent to start (its target is unknown without content)."""
+
+    source: str
+    target: str | None
+    reason: str | None
+    origin: SpanRecord
+
+
+def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
+    below = tree.below(root)
+    acting = _acting(tree, root)
+    invoked = (acting[s.span_id].agent for s in (root, *below) if _operation(s) == sc.OP_INVOKE_AGENT)
+    agents = dict.fromkeys(name for name in invoked if name)
+    if len(agents) < 2:
+        return NotAConversation(SOURCE, f"{len(agents)} agent(s); not a multi-agent conversation")
+    framework = framework_of([root, *below])
+    conv = ConversationBuilder(SOURCE, framework, root)
+    for name in agents:
+        conv.agent(name)
+    task, task_origin = "", root
+    for span in (root, *below):
+        task = first_user_text(span)
+        if task:
+            task_origin = span
+            break
+    content_seen = bool(task)
+    if task:
+        first = next((acting[s.span_id].agent for s in below if _is_llm(s) and acting[s.span_id].agent), "")
+        conv.message(_USER, [first or next(iter(agents))], task, origin=task_origin)
+
+    # A tool that runs another agent is a delegation (Pydantic AI): the nested agent's handoff, not a tool call.
+    delegations = tree.holding(_is_agent_span)
+    # A model call inside a model call is the same answer recorded twice (ADK's legacy call_llm holds the model
+    # client's generate_content): the outer one speaks.
+    inner_llm = {s.span_id for s in below if (p := tree.parent(s)) is not None and _is_llm(p)}
+    current: str | None = acting[root.span_id].agent if _operation(root) == sc.OP_INVOKE_AGENT else None
+    pending: _Transfer | None = None
+
+    def hand(source: str, target: str, origin: SpanRecord, reason: str | None = None) -> None:
+        if source and target and source != target:
+            conv.handoff(source, target, origin=origin, reason=reason)
+
+    for span in below:
+        op = _operation(span)
+        who = acting[span.span_id]
+        if op == sc.OP_INVOKE_AGENT and who.agent:
+            if pending is not None and pending.target in (None, who.agent):
+                hand(pending.source, who.agent, pending.origin, pending.reason)
+                pending = None
+            elif current != who.agent:
+                hand(current or who.caller or "", who.agent, span)
+            current = who.agent
+        elif op == sc.OP_EXECUTE_TOOL:
+            tool = text(span.get(sc.GEN_AI_TOOL_NAME)) or span.name.removeprefix("execute_tool ").strip()
+            transfer = _transfer(tool, span, who.agent, agents)
+            if transfer is not None:
+                pending = _merge(pending, transfer)
+            elif span.span_id not in delegations:
+                arguments = span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, span.get(_ADK_TOOL_ARGS))
+                result = span.get(sc.GEN_AI_TOOL_CALL_RESULT, span.get(_ADK_TOOL_RESPONSE))
+                conv.tool_call(who.agent or "?", tool, text(arguments), text(result), origin=span)
+        elif span.get(_EDGE_SOURCE) is not None or span.get(_SEND_DESTINATION) is not None:
+            edge = _edge(span, current, agents)
+            if edge is not None:
+                pending = _merge(pending, edge)
+        elif _is_llm(span) and who.agent and span.span_id not in inner_llm:
+            current = who.agent
+            content, calls = output(span)
+            content_seen = content_seen or bool(content)  # tool names alone are structure, not content
+            for name in calls:  # a handoff recorded only as the model's tool call (Agent Framework)
+                if name.startswith(_HANDOFF_PREFIX) and name.removeprefix(_HANDOFF_PREFIX) in agents:
+                    pending = _merge(pending, _Transfer(who.agent, name.removeprefix(_HANDOFF_PREFIX), None, span))
+            names = ", ".join(calls)
+            kind = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
+            to = [_RUNTIME] if calls else [who.caller or _USER]
+            conv.message(who.agent, to, content or names, origin=span, kind=kind, tool_calls=names or None)
+    if pending is not None and pending.target:
+        hand(pending.source, pending.target, pending.origin, pending.reason)
+    no_content = None
+    if not content_seen:
+        switch = CONTENT_SWITCHES.get(framework, _DEFAULT_SWITCH)
+        no_content = f"{framework} recorded no message content, so the judge cannot read the conversation: {switch}"
+    name = text(root.get(sc.GEN_AI_WORKFLOW_NAME)) or text(root.get(_WORKFLOW_NAME)) or root.name
+    return conv.build(task=task, name=name, no_content=no_content)
+
+
+def _arguments(span: SpanRecord) -> dict[str, Any]:
+    try:
+        parsed = json.loads(text(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, span.get(_ADK_TOOL_ARGS))))
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _transfer(tool: str, span: SpanRecord, source: str, agents: dict[str, None]) -> _Transfer | None:
+    """A transfer tool's call: its target and reason from the arguments (recorded only with content on)."""
+    if tool in _TRANSFER_TOOLS:
+        target_key, reason_key = _TRANSFER_TOOLS[tool]
+        args = _arguments(span)
+        target = text(args.get(target_key)) or None
+        return _Transfer(source, target, text(args.get(reason_key)) or None, span)
+    if tool.startswith(_HANDOFF_PREFIX) and tool.removeprefix(_HANDOFF_PREFIX) in agents:
+        return _Transfer(source, tool.removeprefix(_HANDOFF_PREFIX), None, span)
+    return None
+
+
+def _edge(span: SpanRecord, current: str | None, agents: dict[str, None]) -> _Transfer | None:
+    """Agent Framework's message between two executors, when both are agents (edges also reach other executors)."""
+    target = text(span.get(_EDGE_TARGET) or span.get(_SEND_DESTINATION))
+    source = text(span.get(_EDGE_SOURCE)) or current or ""
+    if source in agents and target in agents and source != target:
+        return _Transfer(source, target, None, span)
+    return None
+
+
+def _merge(pending: _Transfer | None, new: _Transfer) -> _Transfer:
+    """One transfer recorded several ways (the model's tool call, the tool span, the edge) is one handoff: the
+    first record is its origin, later ones fill in what it lacks."""
+    if pending is None or pending.source != new.source:
+        return new
+    if pending.target and new.target and pending.target != new.target:
+        return new
+    pending.target = pending.target or new.target
+    pending.reason = pending.reason or new.reason
+    return pending
