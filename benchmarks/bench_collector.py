@@ -464,7 +464,11 @@ def _otelcol_process(tmp: Path, name: str, sink_port: int, durable: bool) -> tup
     log = open(tmp / f"{name}.log", "wb")
     proc = subprocess.Popen([go_tool("otelcol-mast-front"), "--config", str(tmp / f"{name}.yaml")], stdout=log,
                             stderr=subprocess.STDOUT)  # fmt: skip
-    wait_http(f"http://127.0.0.1:{health}/", timeout=60, proc=proc)
+    try:
+        wait_http(f"http://127.0.0.1:{health}/", timeout=60, proc=proc)
+    except RuntimeError:
+        print((tmp / f"{name}.log").read_text()[-2000:])
+        raise
     return proc, port
 
 
@@ -504,6 +508,12 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2) -> None:
             results[name] = _run_load(proc, port, sink, batches, clients)
         finally:
             _stop(proc)
+        show(name)
+
+    def show(name: str) -> None:
+        cpu, wall = results[name]
+        print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s, {wall:>9,.0f} spans/s wall (load {os.getloadavg()[0]:.1f})",
+              flush=True)  # fmt: skip
 
     def otelcol(name: str, durable: bool) -> None:
         proc, port = _otelcol_process(tmp, name, sink.port, durable)
@@ -511,6 +521,7 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2) -> None:
             results[name] = _run_load(proc, port, sink, batches, clients)
         finally:
             _stop(proc)
+        show(name)
 
     cores = sorted(os.sched_getaffinity(0))
     otelcol("otelcol groupbytrace + file_storage queue", True)
@@ -519,6 +530,7 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2) -> None:
     mast("mast-otel, 1 core", str(cores[0]))
     mast(f"mast-otel, {len(cores)} cores", ",".join(map(str, cores)))
     base = results["otelcol groupbytrace + file_storage queue"][0]
+    print("   summary:")
     for name, (cpu, wall) in results.items():
         print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s ({cpu / base:.2f} x otelcol durable), "
               f"{wall:>9,.0f} spans/s wall")  # fmt: skip
