@@ -380,21 +380,13 @@ def bench_hostile_rss(tmp: Path, memory_limit_mib: int = 512, max_request_mib: i
     sink.stop()
 
 
-class CountingSink:
+class CountingSink(BareReceiver):
     """The downstream of section 6: counts the spans it receives (decode only) and when the last one came."""
 
     def __init__(self) -> None:
-        self.spans = 0
         self.last = 0.0
         self._cond = threading.Condition()
-        self.server = grpc.server(ThreadPoolExecutor(4), options=[("grpc.max_receive_message_length", 64 << 20)])
-        handler = grpc.method_handlers_generic_handler(
-            "opentelemetry.proto.collector.trace.v1.TraceService",
-            {"Export": grpc.unary_unary_rpc_method_handler(self._export)},
-        )
-        self.server.add_generic_rpc_handlers((handler,))
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-        self.server.start()
+        super().__init__()
 
     def _export(self, raw: bytes, context: Any) -> bytes:
         request = ExportTraceServiceRequest.FromString(raw)
@@ -428,7 +420,7 @@ def _cpu_seconds(pid: int) -> float:
 
 _OTELCOL_CONFIG = """
 extensions:
-  file_storage: {{directory: {dir}, create_directory: true}}
+  file_storage: {{directory: "{dir}", create_directory: true}}
   health_check: {{endpoint: "127.0.0.1:{health}"}}
 receivers:
   otlp: {{protocols: {{grpc: {{endpoint: "127.0.0.1:{port}", max_recv_msg_size_mib: 64}}}}}}
@@ -455,6 +447,7 @@ def _otelcol_process(tmp: Path, name: str, sink_port: int, durable: bool) -> tup
     from tests.servers import free_port, wait_http
 
     port, health = free_port(), free_port()
+    name = "".join(c if c.isalnum() else "-" for c in name)
     (tmp / name).mkdir()
     text = _OTELCOL_CONFIG.format(
         dir=tmp / name, health=health, port=port, sink=sink_port, storage="storage: file_storage, " if durable else "",
@@ -499,7 +492,8 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2) -> None:
     results: dict[str, tuple[float, float]] = {}
 
     def mast(name: str, cores: str | None) -> None:
-        proc, port, _ = _collector_process(tmp, name, endpoint, "--quiet-period", "1", "--store-reserve", "1MiB")
+        slug = "".join(c if c.isalnum() else "-" for c in name)
+        proc, port, _ = _collector_process(tmp, slug, endpoint, "--quiet-period", "1", "--store-reserve", "1MiB")
         if cores is not None:
             os.sched_setaffinity(proc.pid, {int(c) for c in cores.split(",")})
             for task in Path(f"/proc/{proc.pid}/task").iterdir():  # threads started before the pinning too

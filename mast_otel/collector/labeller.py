@@ -20,6 +20,7 @@ collector does not touch leave exactly as they came.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 
@@ -160,9 +161,14 @@ def _append(body: bytes, values: Mapping[str, AttrValue]) -> bytes | None:
     if not set(RawSpan.FromString(body).attributes).isdisjoint(values):
         return None
     return body + b"".join(
-        field(_ATTRIBUTES, KeyValue(key=key, value=_any_value(value)).SerializeToString())
-        for key, value in values.items()
+        _attribute_field(key, tuple(value) if isinstance(value, list) else value) for key, value in values.items()
     )
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True and 1 are different attributes
+def _attribute_field(key: str, value: AttrValue) -> bytes:
+    """One encoded ``Span.attributes`` element; most labels repeat from one conversation to the next."""
+    return field(_ATTRIBUTES, KeyValue(key=key, value=_any_value(value)).SerializeToString())
 
 
 def _evaluation_attrs(m: ModeLabel) -> dict[str, AttrValue]:

@@ -205,9 +205,23 @@ def persist_claim(store: SpanStore, trace_id: bytes, unit: str, at: float) -> No
 _VERDICT_FIELDS = tuple(f.name for f in dataclasses.fields(Verdict))
 
 
+_last_json: tuple[Verdict | None, str] = (None, "")
+
+
 def verdict_to_json(verdict: Verdict) -> str:
     """The verdict as ``json.dumps(dataclasses.asdict(verdict))`` writes it, built without asdict's deep copies
-    (a sizeable share of each release's time)."""
+    (a sizeable share of each release's time). Consecutive equal verdicts (a model-free judge gives the same one to
+    every conversation) reuse the last text."""
+    global _last_json
+    last, text = _last_json  # one tuple, read and replaced whole: safe across the judge threads
+    if last is not None and last == verdict:
+        return text
+    text = _encode_verdict(verdict)
+    _last_json = (verdict, text)
+    return text
+
+
+def _encode_verdict(verdict: Verdict) -> str:
     out: dict[str, Any] = {}
     for name in _VERDICT_FIELDS:
         value = getattr(verdict, name)
