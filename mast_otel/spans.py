@@ -60,6 +60,8 @@ def from_readable_span(span: Any) -> SpanRecord:
 def any_value(value: Any) -> Any:
     """An OTLP ``AnyValue`` protobuf as a plain Python value (lists become tuples, like SDK attributes)."""
     kind = value.WhichOneof("value")
+    if kind == "string_value":  # most attributes: answered first
+        return value.string_value
     if kind is None:
         return None
     if kind == "array_value":
