@@ -14,6 +14,14 @@
    conversation, and the collector's peak RSS.
 5. Peak RSS of a collector process under hostile load vs its ``memory_limit``: concurrent requests of the most
    amplifying kinds (empty spans, empty attributes, OTLP JSON of tiny objects) at ``max_request_bytes``.
+6. Spans per collector CPU-second against the OpenTelemetry Collector, same load in the same run: ``--conversations``
+   conversations of 8 spans in 512-span requests through (a) a ``mast-otel collector`` process (signals judge,
+   labels attached, store on disk), (b) ``otelcol-mast-front`` (built by scripts/setup-go-tools.sh) with OTLP in,
+   ``groupbytrace`` (1 s wait) and an OTLP exporter whose sending queue is on ``file_storage``, (c) the same with
+   the queue in memory. Each exports to one counting OTLP sink; the figure is the spans the sink received divided by
+   the collector process's CPU time (user + system, from /proc, startup excluded), and the wall rate from the first
+   request to the last span received. mast-otel runs twice more, pinned to one core and on all cores (taskset), for
+   the wall-clock gain of a second core.
 """
 
 from __future__ import annotations
@@ -372,15 +380,170 @@ def bench_hostile_rss(tmp: Path, memory_limit_mib: int = 512, max_request_mib: i
     sink.stop()
 
 
+class CountingSink(BareReceiver):
+    """The downstream of section 6: counts the spans it receives (decode only) and when the last one came."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self._cond = threading.Condition()
+        super().__init__()
+
+    def _export(self, raw: bytes, context: Any) -> bytes:
+        request = ExportTraceServiceRequest.FromString(raw)
+        n = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        with self._cond:
+            self.spans += n
+            self.last = time.perf_counter()
+            self._cond.notify_all()
+        return b""
+
+    def wait(self, n: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self.spans < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.5))
+        return True
+
+    def reset(self) -> None:
+        with self._cond:
+            self.spans, self.last = 0, 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+_OTELCOL_CONFIG = """
+extensions:
+  file_storage: {{directory: "{dir}", create_directory: true}}
+  health_check: {{endpoint: "127.0.0.1:{health}"}}
+receivers:
+  otlp: {{protocols: {{grpc: {{endpoint: "127.0.0.1:{port}", max_recv_msg_size_mib: 64}}}}}}
+processors:
+  groupbytrace: {{wait_duration: 1s, num_traces: 1000000}}
+exporters:
+  otlp_grpc:
+    endpoint: "127.0.0.1:{sink}"
+    tls: {{insecure: true}}
+    sending_queue: {{enabled: true, {storage}queue_size: 100000}}
+service:
+  extensions: [{extensions}]
+  telemetry: {{metrics: {{level: none}}, logs: {{level: warn}}}}
+  pipelines:
+    traces: {{receivers: [otlp], processors: [groupbytrace], exporters: [otlp_grpc]}}
+"""
+
+
+def _otelcol_process(tmp: Path, name: str, sink_port: int, durable: bool) -> tuple[Any, int]:
+    """``otelcol-mast-front`` with groupbytrace and an OTLP exporter (queue on file_storage when ``durable``)."""
+    import subprocess
+
+    from tests.go_servers import go_tool
+    from tests.servers import free_port, wait_http
+
+    port, health = free_port(), free_port()
+    name = "".join(c if c.isalnum() else "-" for c in name)
+    (tmp / name).mkdir()
+    text = _OTELCOL_CONFIG.format(
+        dir=tmp / name, health=health, port=port, sink=sink_port, storage="storage: file_storage, " if durable else "",
+        extensions="file_storage, health_check" if durable else "health_check",
+    )  # fmt: skip
+    (tmp / f"{name}.yaml").write_text(text)
+    log = open(tmp / f"{name}.log", "wb")
+    proc = subprocess.Popen([go_tool("otelcol-mast-front"), "--config", str(tmp / f"{name}.yaml")], stdout=log,
+                            stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        wait_http(f"http://127.0.0.1:{health}/", timeout=60, proc=proc)
+    except RuntimeError:
+        print((tmp / f"{name}.log").read_text()[-2000:])
+        raise
+    return proc, port
+
+
+def _run_load(proc: Any, port: int, sink: CountingSink, batches: list[bytes], clients: int) -> tuple[float, float]:
+    """Send every batch (``clients`` concurrent senders), wait for the sink to have them all: (spans per collector
+    CPU-second, spans per wall second)."""
+    total = len(batches) * SPANS_PER_BATCH
+    sink.reset()
+    time.sleep(0.5)  # startup work done
+    cpu0, started = _cpu_seconds(proc.pid), time.perf_counter()
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)]) as ch:
+        call = ch.unary_unary(EXPORT)
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(lambda b: call(b, timeout=120), batches))
+    if not sink.wait(total, timeout=600):
+        raise RuntimeError(f"only {sink.spans} of {total} spans reached the sink")
+    return total / (_cpu_seconds(proc.pid) - cpu0), total / (sink.last - started)
+
+
+def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2) -> None:
+    n_batches = conversations * SPANS_PER_TRACE // SPANS_PER_BATCH
+    print(f"== 6. spans per collector CPU-second vs the OpenTelemetry Collector: {n_batches * SPANS_PER_BATCH:,} "
+          f"spans ({SPANS_PER_TRACE}/conversation, {SPANS_PER_BATCH}/request, {clients} senders), "
+          f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+    batches = [make_batch() for _ in range(n_batches)]
+    sink = CountingSink()
+    endpoint = f"http://127.0.0.1:{sink.port}"
+    results: dict[str, tuple[float, float]] = {}
+
+    def mast(name: str, cores: str | None) -> None:
+        slug = "".join(c if c.isalnum() else "-" for c in name)
+        proc, port, _ = _collector_process(tmp, slug, endpoint, "--quiet-period", "1", "--store-reserve", "1MiB")
+        if cores is not None:
+            os.sched_setaffinity(proc.pid, {int(c) for c in cores.split(",")})
+            for task in Path(f"/proc/{proc.pid}/task").iterdir():  # threads started before the pinning too
+                os.sched_setaffinity(int(task.name), {int(c) for c in cores.split(",")})
+        try:
+            results[name] = _run_load(proc, port, sink, batches, clients)
+        finally:
+            _stop(proc)
+        show(name)
+
+    def show(name: str) -> None:
+        cpu, wall = results[name]
+        print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s, {wall:>9,.0f} spans/s wall (load {os.getloadavg()[0]:.1f})",
+              flush=True)  # fmt: skip
+
+    def otelcol(name: str, durable: bool) -> None:
+        proc, port = _otelcol_process(tmp, name, sink.port, durable)
+        try:
+            results[name] = _run_load(proc, port, sink, batches, clients)
+        finally:
+            _stop(proc)
+        show(name)
+
+    cores = sorted(os.sched_getaffinity(0))
+    otelcol("otelcol groupbytrace + file_storage queue", True)
+    mast("mast-otel", None)
+    otelcol("otelcol groupbytrace, memory queue", False)
+    mast("mast-otel, 1 core", str(cores[0]))
+    mast(f"mast-otel, {len(cores)} cores", ",".join(map(str, cores)))
+    base = results["otelcol groupbytrace + file_storage queue"][0]
+    print("   summary:")
+    for name, (cpu, wall) in results.items():
+        print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s ({cpu / base:.2f} x otelcol durable), "
+              f"{wall:>9,.0f} spans/s wall")  # fmt: skip
+    one, all_ = results["mast-otel, 1 core"][1], results[f"mast-otel, {len(cores)} cores"][1]
+    print(f"   mast-otel wall throughput, {len(cores)} cores / 1 core: {all_ / one:.2f}x; "
+          f"load average now {os.getloadavg()[0]:.2f}")  # fmt: skip
+    sink.server.stop(0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="fewer batches and traces (a smoke run)")
     parser.add_argument("--rate", type=int, default=6000, help="spans/s for the sustained-load delay (4.)")
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the sustained load lasts (4.)")
-    parser.add_argument("--only", type=int, nargs="*", help="run only these sections (1-5)")
+    parser.add_argument("--conversations", type=int, default=25_000, help="conversations of 8 spans (6.)")
+    parser.add_argument("--only", type=int, nargs="*", help="run only these sections (1-6)")
     args = parser.parse_args()
-    only = set(args.only or range(1, 6))
+    only = set(args.only or range(1, 7))
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if 1 in only:
@@ -393,6 +556,8 @@ def main() -> None:
             bench_delay_under_load(tmp, args.rate, 10 if args.quick else args.seconds)
         if 5 in only:
             bench_hostile_rss(tmp)
+        if 6 in only:
+            bench_vs_otelcol(tmp, 2_500 if args.quick else args.conversations)
 
 
 if __name__ == "__main__":

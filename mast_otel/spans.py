@@ -72,6 +72,8 @@ def from_readable_span(span: Any) -> SpanRecord:
 def any_value(value: Any) -> Any:
     """An OTLP ``AnyValue`` protobuf as a plain Python value (lists become tuples, like SDK attributes)."""
     kind = value.WhichOneof("value")
+    if kind == "string_value":  # most attributes: answered first
+        return value.string_value
     if kind is None:
         return None
     if kind == "array_value":
@@ -86,26 +88,37 @@ def any_value(value: Any) -> Any:
 def from_otlp_request(request: Any) -> Iterator[SpanRecord]:
     """Every span of an ``ExportTraceServiceRequest`` (or a ``TracesData``) as SpanRecords."""
     for resource_spans in request.resource_spans:
-        service = None
-        for kv in resource_spans.resource.attributes:
-            if kv.key == "service.name":
-                service = any_value(kv.value)
+        service = service_name(resource_spans.resource)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                yield SpanRecord(
-                    trace_id=span.trace_id.hex(),
-                    span_id=span.span_id.hex(),
-                    parent_span_id=span.parent_span_id.hex() or None,
-                    name=span.name,
-                    start_ns=span.start_time_unix_nano,
-                    end_ns=span.end_time_unix_nano,
-                    attributes={kv.key: any_value(kv.value) for kv in span.attributes},
-                    error=span.status.code == 2,  # STATUS_CODE_ERROR
-                    service_name=service,
-                    events=tuple(
-                        SpanEvent(e.name, {kv.key: any_value(kv.value) for kv in e.attributes}) for e in span.events
-                    ),
-                )
+                yield from_otlp_span(span, service)
+
+
+def service_name(resource: Any) -> Any:
+    """An OTLP ``Resource``'s ``service.name`` (the last one, if repeated), or None."""
+    service = None
+    for kv in resource.attributes:
+        if kv.key == "service.name":
+            service = any_value(kv.value)
+    return service
+
+
+def from_otlp_span(span: Any, service: Any) -> SpanRecord:
+    """One OTLP ``Span`` protobuf as a SpanRecord, under a resource whose service name is ``service``."""
+    return SpanRecord(
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_span_id=span.parent_span_id.hex() or None,
+        name=span.name,
+        start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano,
+        attributes={kv.key: any_value(kv.value) for kv in span.attributes},
+        error=span.status.code == 2,  # STATUS_CODE_ERROR
+        service_name=service,
+        events=tuple(SpanEvent(e.name, {kv.key: any_value(kv.value) for kv in e.attributes}) for e in span.events)
+        if span.events
+        else (),
+    )
 
 
 def from_otlp_json(text: str | bytes) -> list[SpanRecord]:

@@ -16,12 +16,18 @@ from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 __all__ = [
-    "RawScopeSpans", "ScopeSpansView", "ShallowRequest", "ShallowResourceSpans", "encode_request", "field",
+    "RawScopeSpans", "RawSpan", "ScopeSpansView", "ShallowRequest", "ShallowResourceSpans", "encode_request", "field",
     "scope_spans", "string_value", "walk",
 ]  # fmt: skip
 
 
 def _encode_varint(n: int) -> bytes:
+    if n < _SHORT:
+        return _SHORT_VARINTS[n]
+    return _varint_bytes(n)
+
+
+def _varint_bytes(n: int) -> bytes:
     out = bytearray()
     while True:
         byte = n & 0x7F
@@ -31,6 +37,10 @@ def _encode_varint(n: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
+
+
+_SHORT = 1 << 14  # every length up to 16 KiB (most spans) is one table lookup: varints cost a release a lot
+_SHORT_VARINTS = [_varint_bytes(n) for n in range(_SHORT)]
 
 
 def field(number: int, payload: bytes) -> bytes:
@@ -189,6 +199,8 @@ def _raw_scope_spans_class() -> type[Message]:
 
 
 RawScopeSpans: Any = _raw_scope_spans_class()
+# One span of it: ids and the attribute map (key -> serialized AnyValue), every other field kept unparsed.
+RawSpan: Any = message_factory.GetMessageClass(RawScopeSpans.DESCRIPTOR.fields_by_name["spans"].message_type)
 
 
 def _shallow_classes() -> tuple[type[Message], type[Message]]:

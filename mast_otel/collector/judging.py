@@ -16,36 +16,31 @@ to finish and store their verdicts; whatever is left stays held in the store. Th
 conversation whose paid judge call had begun: that call may have been billed, so (``judge_interrupted=error``) it
 is released with an error verdict instead; see :mod:`.verdicts`.
 The workers are daemon threads, so a judge call that never returns cannot keep the process alive.
+
+This module keeps the pool's own job (deadlines, retries, the at-most-once claims, shutdown); the parts are
+:mod:`.workers` (the threads), :mod:`.cost_controls` (fraction and budget) and :mod:`.release_builder` (signals,
+labels, verdict span, tombstone).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
-import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any
-
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 
 from mast_otel import semconv as sc
-from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, judge_spans, not_a_conversation, structural_signals
+from mast_otel.judge.foreign import judge_spans, not_a_conversation
 from mast_otel.judge.model import Judge, Verdict
-from mast_otel.judge.signals import Signal
 from mast_otel.spans import SpanRecord
-from mast_otel.version import __version__
 
 from .assembler import Assembler, Unit
-from .encoding import field
+from .cost_controls import CostControls
 from .judges import judge_name
-from .labeller import label_spans, verdict_span
 from .metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics
 from .release import (
     Loaded,
@@ -56,59 +51,19 @@ from .release import (
     persist_verdict,
     quarantine_release,
     verdict_from_json,
-    verdict_to_json,
 )
-from .store import OutRow, SpanStore, Tomb
+from .release_builder import COLLECTOR_SCOPE, ReleaseBuilder, root_of
+from .store import SpanStore
 from .verdicts import CLAIMED
+from .workers import Workers
 
 __all__ = ["COLLECTOR_SCOPE", "JudgePool"]
 
 _log = logging.getLogger(__name__)
-COLLECTOR_SCOPE = "mast_otel.collector"
-# Terminations that are themselves a signal: such conversations are judged whatever judge_fraction says.
 _INTERRUPTED = (
     "the collector stopped while this conversation was being judged; it is not judged again, so it is "
     "never billed twice (judge_interrupted=again judges it again)"
 )
-_SIGNAL_TERMINATIONS = frozenset(
-    {sc.TERMINATION_ERROR, sc.TERMINATION_MAX_ROUNDS, sc.TERMINATION_MAX_TURNS, sc.TERMINATION_MAX_AUTO_REPLIES}
-)
-
-
-class _Workers:
-    """``n`` daemon threads running submitted calls in order, each with a Future (cancellable while queued).
-
-    Not a ThreadPoolExecutor: the interpreter joins an executor's threads at exit, so one judge call that never
-    returns would keep a stopped collector alive forever.
-    """
-
-    def __init__(self, n: int, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._n = n
-        for i in range(n):
-            threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True).start()
-
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        future: Future[Any] = Future()
-        self._queue.put((future, fn))
-        return future
-
-    def _work(self) -> None:
-        while (item := self._queue.get()) is not None:
-            future, fn = item
-            if not future.set_running_or_notify_cancel():
-                continue  # cancelled while queued
-            try:
-                result = fn()
-            except BaseException as exc:  # as ThreadPoolExecutor does: the caller sees it through the future
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-
-    def close(self) -> None:
-        """Each idle worker exits once the calls queued before this are run or skipped (cancelled)."""
-        for _ in range(self._n):
-            self._queue.put(None)
 
 
 @dataclass(eq=False)
@@ -163,18 +118,16 @@ class JudgePool:
         self._metrics = metrics
         self._hold = hold
         self._timeout = timeout
-        self._fraction = fraction
-        self._budget = token_budget_per_hour
+        self._costs = CostControls(fraction=fraction, token_budget_per_hour=token_budget_per_hour, clock=clock)
         self._clock = clock
         self._on_released = on_released
         self._on_verdict = on_verdict  # after a verdict is stored: (verdict, trace id hex, root span id hex)
         self._cache = cache
-        self._scope = InstrumentationScope(name=COLLECTOR_SCOPE, version=__version__).SerializeToString()
-        self._workers = _Workers(concurrency, "judge")
+        self._builder = ReleaseBuilder(judge_name=self.judge_name, metrics=metrics, clock=clock)
+        self._workers = Workers(concurrency, "judge")
         self._jobs: dict[int, _Job] = {}
         self._jobs_lock = threading.Lock()
         self._retry: list[tuple[_Job, Verdict]] = []
-        self._tokens: deque[tuple[float, int]] = deque()
         self._closed = False  # shutdown began: no new work
         self._stopping = False  # the grace is over: nothing more is written to the store
 
@@ -200,8 +153,8 @@ class JudgePool:
         started = time.perf_counter()
         loaded = Loaded.read(self._cache, job.unit.locations)
         records = loaded.records(self._store)
-        root = _root_of(job.unit, records)
-        verdict = self._sample(job.unit, root, records)
+        root = root_of(job.unit, records)
+        verdict = self._costs.sample(job.unit.trace_id, job.unit.key, root, records)
         saved = self._store.verdict(job.unit.trace_id, job.unit.key) if verdict is None else None
         if saved == CLAIMED and self._paid and not self._rejudge:  # a crash cut a call short: it may have been billed
             self._metrics.judge_errors.labels("interrupted").inc()
@@ -253,7 +206,7 @@ class JudgePool:
             verdict = outcome.verdict
             if outcome.called_judge:
                 self._metrics.judge_duration.labels(verdict.source).observe(outcome.seconds)
-                self._spend(verdict.tokens_in + verdict.tokens_out)
+                self._costs.spend(verdict.tokens_in + verdict.tokens_out)
         self._finish(job, verdict, outcome)
 
     def _charge_late(self, future: Future[_Outcome | None]) -> None:
@@ -262,36 +215,8 @@ class JudgePool:
         outcome = future.result()
         if outcome is not None and outcome.called_judge:
             v = outcome.verdict
-            self._spend(v.tokens_in + v.tokens_out)
+            self._costs.spend(v.tokens_in + v.tokens_out)
             self._metrics.count_spend(v.tokens_in, v.tokens_out, v.cost_usd)
-
-    # -- cost controls -----------------------------------------------------------------------------------------
-    def _sample(self, unit: Unit, root: SpanRecord | None, records: list[SpanRecord]) -> Verdict | None:
-        """A skipped verdict when cost controls leave this conversation out, else None (judge it)."""
-        signal = any(r.error for r in records) or (
-            root is not None and root.get(sc.TERMINATION_REASON) in _SIGNAL_TERMINATIONS
-        )
-        if self._fraction < 1.0 and not signal:
-            signal = _has_structural_signal(records)
-        if self._fraction < 1.0 and not signal:
-            h = hashlib.blake2b(unit.trace_id + unit.key.encode(), digest_size=8).digest()
-            if int.from_bytes(h, "big") / 2**64 >= self._fraction:
-                return Verdict.skipped(f"sampled out (judge_fraction={self._fraction:g})")
-        if self._budget and self._spent() >= self._budget:
-            return Verdict.skipped(f"judge token budget exhausted ({self._budget} tokens per hour)")
-        return None
-
-    def _spend(self, tokens: int) -> None:
-        if tokens:
-            with self._jobs_lock:
-                self._tokens.append((self._clock(), tokens))
-
-    def _spent(self) -> int:
-        horizon = self._clock() - 3600.0
-        with self._jobs_lock:
-            while self._tokens and self._tokens[0][0] < horizon:
-                self._tokens.popleft()
-            return sum(t for _, t in self._tokens)
 
     # -- finishing -----------------------------------------------------------------------------------------------
     def check(self, now: float) -> None:
@@ -331,18 +256,25 @@ class JudgePool:
                 records = loaded.records(self._store)
             else:
                 loaded, records = outcome.loaded, outcome.records
-            signals = self._signals(unit.trace_id, records)
-            outbox, tomb, service, framework = self._release(job, verdict, loaded, records, signals)
+            release = self._builder.build(unit, job.submitted, verdict, loaded, records)
             with self._lock:  # shutdown sets _stopping under this lock, then closes the store
                 if self._stopping:
                     self._keep(job, verdict, outcome)
                     return
                 commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
-                               locations=unit.locations, outbox=outbox, tomb=tomb)  # fmt: skip
+                               locations=unit.locations, outbox=release.outbox, tomb=release.tomb)  # fmt: skip
         except Exception as exc:
             if is_unreadable(exc):  # the stored bytes cannot be read back: retrying would never succeed
-                quarantine_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
-                                   metrics=self._metrics, locations=unit.locations, trace_id=unit.trace_id, exc=exc)
+                quarantine_release(
+                    store=self._store,
+                    assembler=self._assembler,
+                    lock=self._lock,
+                    cache=self._cache,
+                    metrics=self._metrics,
+                    locations=unit.locations,
+                    trace_id=unit.trace_id,
+                    exc=exc,
+                )
                 with self._jobs_lock:
                     self._jobs.pop(id(job), None)
                 with self._lock:
@@ -360,8 +292,8 @@ class JudgePool:
         if unlabelled:  # an adapter found no multi-agent conversation: passed through, counted as unassigned
             self._metrics.spans_unassigned.labels(UNASSIGNED_NOT_A_CONVERSATION).inc(len(unit.span_ids))
         else:
-            self._metrics.count_verdict(verdict, service, framework)
-            self._metrics.count_signals(signals, service, framework)
+            self._metrics.count_verdict(verdict, release.service, release.framework)
+            self._metrics.count_signals(release.signals, release.service, release.framework)
         with self._lock:
             self._assembler.finished(unit)
         self._on_released()
@@ -370,60 +302,6 @@ class JudgePool:
                 self._on_verdict(verdict, unit.trace_id.hex(), unit.root_id.hex() if unit.root_id else None)
             except Exception:  # an optional sink must never fail a release that is already committed
                 _log.exception("verdict sink failed for trace %s", unit.trace_id.hex())
-
-    def _signals(self, trace_id: bytes, records: list[SpanRecord]) -> list[Signal]:
-        """The conversation's structural signals; a detector bug costs the signals, never the release."""
-        try:
-            return _compute_signals(records)
-        except Exception:
-            self._metrics.judge_errors.labels("signals").inc()
-            _log.exception("structural signals failed on trace %s; released without them", trace_id.hex())
-            return []
-
-    def _release(
-        self, job: _Job, verdict: Verdict, loaded: Loaded, records: list[SpanRecord], signals: list[Signal]
-    ) -> tuple[list[OutRow], Tomb, str | None, str | None]:
-        """Outbox rows (labelled spans not exported yet, and a verdict span if needed) and the tombstone."""
-        unit = job.unit
-        now = self._clock()
-        now_ns = int(now * 1e9)
-        bodies = loaded.bodies()
-        exported = loaded.exported()
-        root = _root_of(unit, records)
-        service = root.service_name if root else next((r.service_name for r in records if r.service_name), None)
-        framework = (root.get(sc.MAST_FRAMEWORK) if root else None) or verdict.extra.get(EXTRA_FRAMEWORK)
-        root_here = root is not None and unit.root_id not in exported
-        if not_a_conversation(verdict):  # never judged: the spans leave as they came, no verdict is stored
-            tomb = Tomb(trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now)
-            return loaded.outbox({}), tomb, service, framework
-        replace = label_spans(
-            verdict,
-            root_id=unit.root_id if root_here else None,
-            bodies={sid: b for sid, b in bodies.items() if sid not in exported},
-            judge_name=self.judge_name,
-            now_ns=now_ns,
-            signals=signals,
-        )
-        outbox = loaded.outbox(replace)
-        # No root to carry the labels (partial, or already forwarded): a verdict span follows, in mast-otel's own
-        # traces only; a trace another instrumentation wrote never gets a span it did not send (the verdict is
-        # in the store and the metrics).
-        if not root_here and loaded.groups and EXTRA_SOURCE not in verdict.extra:
-            conv_id = (root.get(sc.GEN_AI_CONVERSATION_ID) if root else None) or next(iter(unit.conv_ids), None)
-            body = verdict_span(
-                verdict, trace_id=unit.trace_id, unit_key=unit.key, parent_id=unit.root_id or unit.parent_hint,
-                conversation_id=conv_id, judge_name=self.judge_name, start_ns=int(job.submitted * 1e9),
-                end_ns=now_ns, linkable=set(bodies), signals=signals,
-            )  # fmt: skip
-            group = next((g for g in loaded.groups if unit.root_id in dict(g.spans)), loaded.groups[0])
-            outbox.append(OutRow(group.segment.resource, field(1, self._scope) + field(2, body), 1))
-        if framework and EXTRA_FRAMEWORK not in verdict.extra:  # the stored verdict names it (`report --store`)
-            verdict = dataclasses.replace(verdict, extra={**verdict.extra, EXTRA_FRAMEWORK: str(framework)})
-        tomb = Tomb(
-            trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now, unit=unit.key,
-            conv_ids=",".join(unit.conv_ids), verdict=verdict_to_json(verdict),
-        )  # fmt: skip
-        return outbox, tomb, service, framework
 
     def shutdown(self, grace: float) -> None:
         """Take no new work, cancel queued calls, give running ones ``grace`` seconds to finish and store.
@@ -454,14 +332,6 @@ class JudgePool:
             return sum(key not in retrying for key in self._jobs)
 
 
-def _root_of(unit: Unit, records: list[SpanRecord]) -> SpanRecord | None:
-    """The unit's conversation root among its spans (None: not here, or the unit has none)."""
-    if unit.root_id is None:
-        return None
-    root_hex = unit.root_id.hex()
-    return next((r for r in records if r.span_id == root_hex), None)
-
-
 def _messages_missing(root: SpanRecord | None, records: list[SpanRecord]) -> str | None:
     """Why the verdict can only be partial although the root is here, or None.
 
@@ -483,18 +353,3 @@ def _messages_missing(root: SpanRecord | None, records: list[SpanRecord]) -> str
     if len(here) >= recorded:
         return None
     return f"{len(here)} of the {recorded} messages the conversation recorded arrived here; judged on those"
-
-
-def _compute_signals(records: list[SpanRecord]) -> list[Signal]:
-    """The judge library's model-free pass over the spans (no framework knowledge; a foreign conversation's
-    structure is read through its adapter)."""
-    return structural_signals(records)
-
-
-def _has_structural_signal(records: list[SpanRecord]) -> bool:
-    """Design: conversations with structural signals (repeats, a limit hit, an unchecked approval) are always judged.
-
-    Only the confident signals count: the weak hints (e.g. "no verification language") fire on most conversations
-    and would make sampling moot.
-    """
-    return any(s.confident for s in _compute_signals(records))

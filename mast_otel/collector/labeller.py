@@ -20,10 +20,11 @@ collector does not touch leave exactly as they came.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from mast_otel import semconv as sc
@@ -32,11 +33,14 @@ from mast_otel.judge.model import ModeLabel, Verdict
 from mast_otel.judge.signals import Signal
 from mast_otel.taxonomy import mode
 
+from .encoding import RawSpan, field
+
 __all__ = ["AttrValue", "label_spans", "root_attributes", "verdict_span", "verdict_span_id"]
 
 AttrValue = str | bool | int | float | Sequence[str]
 _JUDGED = (sc.JUDGE_OK, sc.JUDGE_PARTIAL, sc.JUDGE_TRUNCATED)
 _SCORE_PRESENT = "present"
+_ATTRIBUTES = 9  # Span.attributes
 
 
 def _mode_name(mode_id: str) -> str:
@@ -146,6 +150,27 @@ def _set(attributes: object, values: Mapping[str, AttrValue]) -> None:
         kv.value.CopyFrom(_any_value(value))
 
 
+def _append(body: bytes, values: Mapping[str, AttrValue]) -> bytes | None:
+    """The span with ``values`` added as attributes without decoding it, or None when it already has one of the
+    keys (replacing needs a full decode).
+
+    A repeated field's elements may come anywhere in a serialized message and a parser appends each one it meets,
+    so appending ``KeyValue`` fields to the bytes is exactly ``span.attributes.add(...)``: every other field, known
+    or not, leaves as it arrived, and the span is never decoded and encoded again (most of a label's cost).
+    """
+    if not set(RawSpan.FromString(body).attributes).isdisjoint(values):
+        return None
+    return body + b"".join(
+        _attribute_field(key, tuple(value) if isinstance(value, list) else value) for key, value in values.items()
+    )
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True and 1 are different attributes
+def _attribute_field(key: str, value: AttrValue) -> bytes:
+    """One encoded ``Span.attributes`` element; most labels repeat from one conversation to the next."""
+    return field(_ATTRIBUTES, KeyValue(key=key, value=_any_value(value)).SerializeToString())
+
+
 def _evaluation_attrs(m: ModeLabel) -> dict[str, AttrValue]:
     attrs: dict[str, AttrValue] = {
         sc.GEN_AI_EVALUATION_NAME: f"MAST {m.mode_id} {_mode_name(m.mode_id)}",
@@ -196,6 +221,13 @@ def label_spans(
         body = bodies.get(sid)
         if body is None:
             continue  # evidence outside this conversation's stored spans: nothing to label
+        if sid not in evidence and sid != decisive:  # attributes only: appended to the bytes as they arrived
+            added = (root_attributes(verdict, judge_name, signals) if sid == root_id
+                     else {sc.signal_attribute(name): True for name in pointed[sid]})  # fmt: skip
+            appended = _append(body, added)
+            if appended is not None:
+                out[sid] = appended
+                continue
         span = Span.FromString(body)
         if sid == root_id:
             _set(span.attributes, root_attributes(verdict, judge_name, signals))

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
-from mast_otel.spans import SpanRecord, from_otlp_request
+from mast_otel.spans import SpanRecord, from_otlp_span, service_name
 
 from .assembler import Assembler, Location
-from .encoding import ScopeSpansView, encode_request, scope_spans
+from .encoding import ScopeSpansView, scope_spans
 from .metrics import CollectorMetrics
 from .store import OutRow, SpanStore, StoredSegment, Tomb
 
@@ -39,11 +40,16 @@ _log = logging.getLogger(__name__)
 
 
 class SegmentCache:
-    """Recently read segments with their parsed layout (segments are immutable and ids never reused)."""
+    """Recently read segments with their parsed layout (segments are immutable and ids never reused).
 
-    def __init__(self, store: SpanStore, size: int = 16) -> None:
+    Bounded by bytes (``max_bytes``, what 16 requests of 4 MiB weigh), not by count: a request's conversations are
+    released one by one, and with 16 entries of small requests the releases of a busy collector read and parsed
+    each segment several times over."""
+
+    def __init__(self, store: SpanStore, max_bytes: int = 64 << 20) -> None:
         self._store = store
-        self._size = size
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
         self._items: OrderedDict[int, tuple[StoredSegment, ScopeSpansView]] = OrderedDict()
 
@@ -56,15 +62,19 @@ class SegmentCache:
         segment = self._store.segment(segment_id)
         found = (segment, ScopeSpansView.parse(segment.data))
         with self._lock:
-            self._items[segment_id] = found
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            if segment_id not in self._items:
+                self._items[segment_id] = found
+                self._bytes += len(segment.data)
+            while self._bytes > self._max_bytes and len(self._items) > 1:
+                self._bytes -= len(self._items.popitem(last=False)[1][0].data)
         return found
 
     def forget(self, segment_ids: Iterable[int]) -> None:
         with self._lock:
             for sid in segment_ids:
-                self._items.pop(sid, None)
+                gone = self._items.pop(sid, None)
+                if gone is not None:
+                    self._bytes -= len(gone[0].data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +110,18 @@ class Loaded:
         return {sid for g in self.groups if g.segment.exported for sid, _ in g.spans}
 
     def records(self, store: SpanStore) -> list[SpanRecord]:
-        """The spans as SpanRecords (what a judge reads), with their resource's service name."""
-        rows = [(g.segment.resource, scope_spans(g.view, (b for _, b in g.spans))) for g in self.groups]
-        return list(from_otlp_request(ExportTraceServiceRequest.FromString(encode_request(rows, store.resource))))
+        """The spans as SpanRecords (what a judge reads), with their resource's service name.
+
+        Each span is parsed on its own (no request is built and parsed again), grouped by resource in the order
+        resources first appear, as a request built from these segments would list them."""
+        by_resource: dict[int, list[_Group]] = {}
+        for g in self.groups:
+            by_resource.setdefault(g.segment.resource, []).append(g)
+        out: list[SpanRecord] = []
+        for rid, groups in by_resource.items():
+            service = service_name(Resource.FromString(store.resource(rid)[0]))
+            out.extend(from_otlp_span(Span.FromString(body), service) for g in groups for _, body in g.spans)
+        return out
 
     def outbox(self, replace: Mapping[bytes, bytes]) -> list[OutRow]:
         """Outbox rows for the spans not exported yet, with ``replace``'s bodies where given (the labelled ones)."""
@@ -186,9 +205,23 @@ def persist_claim(store: SpanStore, trace_id: bytes, unit: str, at: float) -> No
 _VERDICT_FIELDS = tuple(f.name for f in dataclasses.fields(Verdict))
 
 
+_last_json: tuple[Verdict | None, str] = (None, "")
+
+
 def verdict_to_json(verdict: Verdict) -> str:
     """The verdict as ``json.dumps(dataclasses.asdict(verdict))`` writes it, built without asdict's deep copies
-    (a sizeable share of each release's time)."""
+    (a sizeable share of each release's time). Consecutive equal verdicts (a model-free judge gives the same one to
+    every conversation) reuse the last text."""
+    global _last_json
+    last, text = _last_json  # one tuple, read and replaced whole: safe across the judge threads
+    if last is not None and last == verdict:
+        return text
+    text = _encode_verdict(verdict)
+    _last_json = (verdict, text)
+    return text
+
+
+def _encode_verdict(verdict: Verdict) -> str:
     out: dict[str, Any] = {}
     for name in _VERDICT_FIELDS:
         value = getattr(verdict, name)

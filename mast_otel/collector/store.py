@@ -29,10 +29,8 @@ receivers answer retryable errors) while releases and exports go on in the freed
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -41,6 +39,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from .disk_reserve import DiskReserve, ReserveTooSmall
+from .trace_filter import TraceFilter
 from .verdicts import VerdictJournal
 
 __all__ = ["NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoreError", "StoredSegment", "Tomb"]
@@ -147,49 +147,6 @@ CREATE TABLE IF NOT EXISTS quarantine (
 """
 
 
-class _TraceFilter:
-    """ "May this trace have tombstones?", answered from memory: two generations of a Bloom filter.
-
-    Most spans belong to traces nothing was released from yet; this spares their tombstone lookup (a query per
-    trace per request). False positives cost a query; there are no false negatives: a generation is dropped only
-    once garbage collection removed every tombstone written while it was current.
-    """
-
-    _BITS = 1 << 24  # 2 MiB per generation; ~1e-4 false positives at 100k traces
-
-    def __init__(self) -> None:
-        self._cur = bytearray(self._BITS // 8)
-        self._prev = bytearray(self._BITS // 8)
-        self._cur_since = float("-inf")  # the oldest tombstone time the current generation may hold
-        self._latest = float("-inf")
-
-    def _positions(self, trace_id: bytes) -> tuple[int, int]:
-        h = hashlib.blake2b(trace_id, digest_size=8).digest() if len(trace_id) < 16 else trace_id
-        mask = self._BITS - 1
-        return int.from_bytes(h[0:4], "little") & mask, int.from_bytes(h[4:8], "little") & mask
-
-    def add(self, trace_id: bytes, at: float) -> None:
-        for p in self._positions(trace_id):
-            self._cur[p >> 3] |= 1 << (p & 7)
-        self._latest = max(self._latest, at)
-
-    def may_have(self, trace_id: bytes) -> bool:
-        a, b = self._positions(trace_id)
-        for bits in (self._cur, self._prev):
-            if bits[a >> 3] & (1 << (a & 7)) and bits[b >> 3] & (1 << (b & 7)):
-                return True
-        return False
-
-    def collected(self, horizon: float) -> None:
-        """Every tombstone older than ``horizon`` is gone: rotate when that covers the previous generation."""
-        if horizon > self._cur_since:
-            self._prev, self._cur = self._cur, bytearray(self._BITS // 8)
-            self._cur_since = self._latest
-
-
-_OPEN_RESERVE_SHARE = 4  # the opening reserve is a quarter of the main one
-
-
 class SQLiteStore:
     """:class:`SpanStore` on one SQLite connection (WAL; ``:memory:`` for tests), serialized by a lock.
 
@@ -201,12 +158,7 @@ class SQLiteStore:
         self.path = path
         self._lock = threading.Lock()
         self._memory = path == ":memory:" or path.startswith("file::memory:")
-        self._reserve_path = None if self._memory or not reserve else path + ".reserve"
-        self._reserve = reserve
-        # A second, smaller reserve is only ever given up to *open* the store: a crash while the disk is full (the
-        # main reserve already spent) must not leave a store that cannot start and deliver what it acknowledged.
-        self._open_reserve_path = None if self._reserve_path is None else path + ".reserve-open"
-        self._open_reserve = reserve // _OPEN_RESERVE_SHARE
+        self._reserve = DiskReserve(None if self._memory else path, reserve)
         self._full = False
         try:
             self._open(sync)
@@ -222,8 +174,11 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the store {path}: {exc} (move the file away to start empty)") from None
         if not self._full:
-            self._take_reserve()
-            self._allocate(self._open_reserve_path, self._open_reserve)
+            try:
+                self._full = not self._reserve.fit(holding=self._bytes > 0)
+            except ReserveTooSmall as exc:
+                self.close()
+                raise StoreError(f"cannot set aside a reserve for the store {path}: {exc}") from None
 
     def _open(self, sync: str) -> None:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -247,7 +202,7 @@ class SQLiteStore:
         seg_bytes = self._db.execute("SELECT total(length(data)) FROM segment").fetchone()[0]
         out_spans, out_bytes = self._db.execute("SELECT total(spans), total(length(data)) FROM outbox").fetchone()
         self._queued = int(out_spans)
-        self._filter = _TraceFilter()
+        self._filter = TraceFilter()
         for trace_id, at in self._db.execute("SELECT trace_id, at FROM tomb"):
             self._filter.add(bytes(trace_id), float(at))
         self._bytes = int(seg_bytes) + int(out_bytes)
@@ -258,59 +213,24 @@ class SQLiteStore:
     def disk_full(self) -> bool:
         return self._full
 
-    def _take_reserve(self) -> bool:
-        """Allocate the reserve file; False when the disk is full."""
-        return self._allocate(self._reserve_path, self._reserve)
-
-    @staticmethod
-    def _allocate(path: str | None, size: int) -> bool:
-        """Allocate a reserve file (blocks, not a sparse file, which would hold no space); False when the disk is
-        full."""
-        if path is None or size <= 0:
-            return True
-        try:
-            if os.path.exists(path) and os.path.getsize(path) >= size:
-                return True
-            with open(path, "wb") as f:
-                try:
-                    os.posix_fallocate(f.fileno(), 0, size)  # no data written: fast
-                except (AttributeError, OSError) as exc:
-                    if getattr(exc, "errno", None) == errno.ENOSPC:
-                        raise
-                    chunk = bytes(min(size, 1 << 20))  # a file system without fallocate: write zeros
-                    left = size
-                    while left > 0:
-                        left -= f.write(chunk[: min(left, len(chunk))])
-                    f.flush()
-                os.fsync(f.fileno())
-            return True
-        except OSError:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-            return False
-
     def _give_up_open_reserve(self) -> bool:
         """Opening the store failed on a full disk with the main reserve already spent: free the opening reserve."""
         self._full = True
-        if self._open_reserve_path is None or not os.path.exists(self._open_reserve_path):
-            return False
-        _log.error("the store's disk is full and its reserve was spent before a restart: using the opening reserve")
-        os.remove(self._open_reserve_path)
-        return True
+        return self._reserve.give_up_open()
 
     def _give_up_reserve(self) -> bool:
         """The disk is full: free the reserve so releases and exports can proceed. False if there was none."""
+        held = self._reserve.held
         if not self._full:
-            _log.error("the store's disk is full: refusing new spans (retryable) and delivering the stored "
-                       "ones using the %d-byte reserve; free disk space or restore the downstream",
-                       self._reserve)  # fmt: skip
+            if held:
+                _log.error("the store's disk is full: refusing new spans (retryable) and delivering the stored "
+                           "ones using the %d-byte reserve; free disk space or restore the downstream",
+                           self._reserve.size)  # fmt: skip
+            else:
+                _log.error("the store's disk is full and there is no reserve to give up (store_reserve=0 or spent): "
+                           "refusing new spans (retryable); stored spans are delivered as space allows")  # fmt: skip
         self._full = True
-        if self._reserve_path is None or not os.path.exists(self._reserve_path):
-            return False
-        os.remove(self._reserve_path)
-        return True
+        return self._reserve.give_up()
 
     def reclaim(self) -> bool:
         """While the disk is full: return freed pages to the file system, then retake the reserve once twice its
@@ -323,13 +243,7 @@ class SQLiteStore:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except sqlite3.Error:
                 return False
-        if self._reserve_path is None:
-            self._full = False
-            return True
-        stat = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
-        if stat.f_bavail * stat.f_frsize < 2 * self._reserve or not self._take_reserve():
-            return False
-        if not self._allocate(self._open_reserve_path, self._open_reserve):
+        if self._reserve.path is not None and not (self._reserve.room_to_retake() and self._reserve.take()):
             return False
         self._full = False
         _log.info("the store's disk has room again; accepting spans")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mast_otel import semconv as sc
@@ -30,9 +31,38 @@ MIN_WORDS = 8
 MIN_CHARS = 40
 NEAR_DUPLICATE = 0.9  # difflib ratio over the words of two messages
 MAX_PAIRWISE = 300  # substantive messages compared pairwise; beyond that only exact repeats are checked
-_MACHINE_OUTPUT = re.compile(
+
+
+class _Keyed:
+    """A case-insensitive pattern and the lower-case substrings every match contains (at least one of them).
+
+    ASCII text holding none of them is answered without running the pattern: most messages, and scanning every
+    message with every pattern was a sizeable share of the collector's CPU. Non-ASCII text always runs the pattern
+    (Unicode case folding can match a key with characters ``str.lower`` does not turn into it).
+    """
+
+    __slots__ = ("_keys", "_pattern")
+
+    def __init__(self, pattern: str, keys: tuple[str, ...]) -> None:
+        self._pattern = re.compile(pattern, re.IGNORECASE)
+        self._keys = keys
+
+    def _may_match(self, text: str) -> bool:
+        if not text.isascii():
+            return True
+        low = text.lower()
+        return any(k in low for k in self._keys)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._pattern.search(text) if self._may_match(text) else None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self._pattern.finditer(text) if self._may_match(text) else iter(())
+
+
+_MACHINE_OUTPUT = _Keyed(
     r"^\s*(exitcode:|exit code:|traceback \(most recent call last\)|\*{5} (response from calling|suggested tool))",
-    re.IGNORECASE,
+    ("exitcode:", "exit code:", "traceback", "*****"),
 )
 _SYSTEM_SENDER = re.compile(r"^(system|environment|env|tool|function)$", re.IGNORECASE)
 
@@ -43,25 +73,25 @@ _LIMIT_REASONS = frozenset(
 _EARLY_REASONS = frozenset(
     {sc.TERMINATION_ERROR, sc.TERMINATION_NO_REPLY, sc.TERMINATION_NO_SPEAKER, sc.TERMINATION_USER_EXIT}
 )
-_FINAL = re.compile(r"\\boxed\{|\bTERMINATE\b|final answer|the answer is|answer:\s*\S", re.IGNORECASE)
-_VERIFY = re.compile(
+_FINAL = _Keyed(r"\\boxed\{|\bTERMINATE\b|final answer|the answer is|answer:\s*\S", ("\\boxed{", "terminate", "answer"))
+_VERIFY = _Keyed(
     r"\b(verif\w*|double[- ]check\w*|validat\w*|cross[- ]check\w*|sanity check|re-?check\w*|unit tests?|"
     r"test cases?|assert\w*|pytest|confirm\w*|review\w*)\b",
-    re.IGNORECASE,
+    ("verif", "check", "validat", "test", "assert", "confirm", "review"),
 )
 # A verifier signing off: the moment an unchecked approval turns on when nothing was run to back it.
-_APPROVAL = re.compile(
+_APPROVAL = _Keyed(
     r"\b(approved?|lgtm|looks (good|correct|right|fine)|(is|are|seems|looks) correct|verified|"
     r"all (tests|checks) pass\w*)\b",
-    re.IGNORECASE,
+    ("approve", "lgtm", "looks", "correct", "verified", "all"),
 )
 _NEGATION = re.compile(r"\b(not|cannot|can't|can ?not|don't|won't|never|no|isn't|aren't)\b\W*(\w+\W+){0,2}$",
                        re.IGNORECASE)
 _VERIFIER_NAME = re.compile(r"verif|review|test|critic|check|judge|qa\b|inspect", re.IGNORECASE)
-_RESTART = re.compile(
+_RESTART = _Keyed(
     r"\b(let'?s start over|start(ing)? (over|again|from scratch)|restart(ing)? the (task|conversation|process)|"
     r"from the beginning)\b",
-    re.IGNORECASE,
+    ("start", "from the beginning"),
 )
 
 

@@ -19,34 +19,35 @@ __all__ = ["ConversationView", "Event", "build_view"]
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """A message, handoff, tool call or failed turn, in conversation order; ``kind`` is the span type."""
+    """A message, handoff, tool call or failed turn, in conversation order; ``kind`` is the span type.
+
+    ``text``, ``sender`` and ``message_kind`` are worked out once, when the event is made: every structural signal
+    reads them, several times each, for every conversation the collector releases.
+    """
 
     kind: str  # sc.SPAN_TYPE_MESSAGE / HANDOFF / TOOL_CALL / AGENT_TURN
     span: SpanRecord
+    text: str = field(init=False, repr=False, compare=False)  # the content (message text, or tool args + result)
+    sender: str = field(init=False, repr=False, compare=False)
+    message_kind: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        kind, attrs = self.kind, self.span.attributes
+        if kind == sc.SPAN_TYPE_MESSAGE:
+            text = _s(attrs.get(sc.MESSAGE_CONTENT))
+            sender = _s(attrs.get(sc.MESSAGE_SENDER)) or "?"
+        elif kind == sc.SPAN_TYPE_TOOL_CALL:
+            text = _s(attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)) + "\n" + _s(attrs.get(sc.GEN_AI_TOOL_CALL_RESULT))
+            sender = _s(attrs.get(sc.GEN_AI_AGENT_NAME)) or "?"
+        else:
+            text = ""
+            sender = _s(attrs.get(sc.HANDOFF_FROM if kind == sc.SPAN_TYPE_HANDOFF else sc.GEN_AI_AGENT_NAME)) or "?"
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "sender", sender)
+        object.__setattr__(self, "message_kind", _s(attrs.get(sc.MESSAGE_KIND)) or sc.KIND_MESSAGE)
 
     def attr(self, key: str, default: Any = None) -> Any:
         return self.span.attributes.get(key, default)
-
-    @property
-    def text(self) -> str:
-        """The content the event carries (message text, or tool arguments + result)."""
-        if self.kind == sc.SPAN_TYPE_MESSAGE:
-            return _s(self.attr(sc.MESSAGE_CONTENT))
-        if self.kind == sc.SPAN_TYPE_TOOL_CALL:
-            return _s(self.attr(sc.GEN_AI_TOOL_CALL_ARGUMENTS)) + "\n" + _s(self.attr(sc.GEN_AI_TOOL_CALL_RESULT))
-        return ""
-
-    @property
-    def sender(self) -> str:
-        if self.kind == sc.SPAN_TYPE_MESSAGE:
-            return _s(self.attr(sc.MESSAGE_SENDER)) or "?"
-        if self.kind == sc.SPAN_TYPE_HANDOFF:
-            return _s(self.attr(sc.HANDOFF_FROM)) or "?"
-        return _s(self.attr(sc.GEN_AI_AGENT_NAME)) or "?"
-
-    @property
-    def message_kind(self) -> str:
-        return _s(self.attr(sc.MESSAGE_KIND)) or sc.KIND_MESSAGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +57,10 @@ class ConversationView:
     root: SpanRecord | None
     events: tuple[Event, ...]
     agents: tuple[str, ...] = field(default=())
+    messages: tuple[Event, ...] = field(init=False, repr=False, compare=False)  # read by every signal: kept
 
-    @property
-    def messages(self) -> tuple[Event, ...]:
-        return tuple(e for e in self.events if e.kind == sc.SPAN_TYPE_MESSAGE)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages", tuple(e for e in self.events if e.kind == sc.SPAN_TYPE_MESSAGE))
 
     @property
     def handoffs(self) -> tuple[Event, ...]:

@@ -6,6 +6,7 @@ The store lives on an 8 MiB tmpfs the test mounts (root only; skipped with the r
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
+from mast_otel.collector.store import SQLiteStore, StoreError
 from tests.collector.conftest import metric, recorded, wait_until
 from tests.collector.sink import OtlpSink
 from tests.collector.test_durability import CollectorProcess
@@ -46,10 +48,14 @@ def _export(channel: grpc.Channel, payload: bytes) -> tuple[grpc.StatusCode, boo
         return err.code(), "google.rpc.retryinfo-bin" in trailers
 
 
-def test_full_disk_refuses_retryably_and_delivers_everything_acknowledged(tmp_path: Path, small_disk: Path) -> None:
+@pytest.mark.parametrize("reserve", ["1MiB", "64MiB"], ids=["reserve-fits", "reserve-larger-than-the-disk"])
+def test_full_disk_refuses_retryably_and_delivers_everything_acknowledged(
+    tmp_path: Path, small_disk: Path, reserve: str
+) -> None:
+    """64 MiB (the default) on the 8 MiB disk: the reserve is sized to what the disk allows, and still delivers."""
     sink = OtlpSink()  # not started: the downstream is down while the disk fills
     collector = CollectorProcess(tmp_path, sink, store=small_disk / "collector.db",
-                                 extra=["--store-reserve", "1MiB", "--max-request-bytes", "1MiB"])  # fmt: skip
+                                 extra=["--store-reserve", reserve, "--max-request-bytes", "1MiB"])  # fmt: skip
     collector.start()
     acked: set[tuple[str, str]] = set()
     refusals: list[tuple[grpc.StatusCode, bool]] = []
@@ -69,6 +75,8 @@ def test_full_disk_refuses_retryably_and_delivers_everything_acknowledged(tmp_pa
         assert metric(collector.metrics(), "mast_collector_store_disk_full") == 1
         assert metric(collector.metrics(), "mast_collector_requests_refused_total", protocol="grpc",
                       reason="disk_full") >= 1  # fmt: skip
+        if reserve == "64MiB":
+            assert "do not fit on the store's disk" in collector.log.read_text()
         collector.kill9()  # and the restart must come up on the full disk
         collector.start()
         sink.start()
@@ -84,3 +92,25 @@ def test_full_disk_refuses_retryably_and_delivers_everything_acknowledged(tmp_pa
     finally:
         collector.stop()
         sink.stop()
+
+
+def test_a_reserve_larger_than_the_disk_is_sized_to_it_and_said(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(str(small_disk / "s.db"), reserve=64 << 20)
+    try:
+        made = (small_disk / "s.db.reserve").stat().st_size
+        assert 0 < made <= 4 << 20  # at most half the 8 MiB disk: the rest is the store's
+        assert store._reserve.size == made  # the size the full-disk log will name is the one that exists
+        assert "do not fit on the store's disk" in caplog.text and str(made) in caplog.text
+    finally:
+        store.close()
+
+
+def test_no_room_for_a_reserve_is_a_clear_error_at_startup(small_disk: Path) -> None:
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    with open(small_disk / "filler", "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, free - (256 << 10))  # 256 KiB left: less than the smallest useful reserve
+    with pytest.raises(StoreError, match=r"too little for a disk-full reserve.*store_reserve to 0"):
+        SQLiteStore(str(small_disk / "s.db"), reserve=1 << 20)
+    SQLiteStore(str(small_disk / "t.db"), reserve=0).close()  # no reserve asked: it starts

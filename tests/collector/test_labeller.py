@@ -101,3 +101,27 @@ def test_evidence_outside_the_conversation_is_ignored() -> None:
     verdict = Verdict(status=sc.JUDGE_OK, source="llm", modes=(ModeLabel("2.1", ("not-hex", "ff" * 8)),))
     out = label_spans(verdict, root_id=ROOT, bodies={ROOT: body(ROOT)}, judge_name="j", now_ns=1)
     assert set(out) == {ROOT}
+
+
+def test_a_root_labelled_by_appending_keeps_its_bytes_and_reads_as_a_decoded_edit() -> None:
+    """Attributes-only labels are appended to the stored bytes: the original bytes are a prefix (unknown fields
+    included), and the result parses to the span a full decode-and-edit would give."""
+    span = Span(trace_id=TRACE, span_id=ROOT, name="s")
+    span.attributes.add(key="keep.me", value={"string_value": "x"})
+    stored = span.SerializeToString() + b"\xf8\x07\x01"  # + an unknown varint field (number 127): kept as is
+    skipped = Verdict.skipped("no model")
+    out = label_spans(skipped, root_id=ROOT, bodies={ROOT: stored}, judge_name="signals", now_ns=5)
+    assert out[ROOT].startswith(stored)
+    got = Span.FromString(out[ROOT])
+    assert attrs(got) == {"keep.me": "x", **root_attributes(skipped, "signals")}
+    assert [kv.key for kv in got.attributes] == ["keep.me", *root_attributes(skipped, "signals")]
+
+
+def test_a_root_that_already_has_a_label_key_gets_it_replaced_not_repeated() -> None:
+    span = Span(trace_id=TRACE, span_id=ROOT, name="s")
+    span.attributes.add(key=sc.JUDGE_STATUS, value={"string_value": "forged"})
+    out = label_spans(Verdict.skipped("no model"), root_id=ROOT, bodies={ROOT: span.SerializeToString()},
+                      judge_name="signals", now_ns=5)  # fmt: skip
+    keys = [kv.key for kv in Span.FromString(out[ROOT]).attributes]
+    assert keys.count(sc.JUDGE_STATUS) == 1
+    assert attrs(Span.FromString(out[ROOT]))[sc.JUDGE_STATUS] == sc.JUDGE_SKIPPED

@@ -168,3 +168,30 @@ def test_config_from_env_reads_key_fallback_and_hides_it():
     assert config.api_key == "sk-env-secret-value-1234567890" and "sk-env" not in repr(config)
     assert config.concurrency == 2 and config.timeout_s == 120.0 and config.model == "m"
     assert JudgeConfig.from_env({**env, "MAST_OTEL_JUDGE_API_KEY": "k2"}).api_key == "k2"
+
+
+def test_keyed_patterns_answer_as_their_regex_does() -> None:
+    """The substring pre-check only skips texts the pattern cannot match: same answers on phrases that match,
+    near misses, other cases and non-ASCII text."""
+    import random
+    import re
+
+    from mast_otel.judge import signals
+
+    phrases = [
+        "The Final Answer is 42", "\\boxed{7}", "TERMINATE", "terminated", "answer: yes", "answer:   ", "ANSWER: no",
+        "please double-check this", "Re-check the sums", "unit tests pass", "Pytest ran", "we CONFIRMED it",
+        "LGTM", "looks right to me", "it seems correct", "I cannot approve this", "all checks passed",
+        "let's start over", "Starting from scratch", "restarting the process", "from the beginning",
+        "exitcode: 1 (execution failed)", "Traceback (most recent call last):", "***** Response from calling tool",
+        "nothing to see", "x" * 200, "answer-less", "ﬁnal answer", "İ TERMINATE", "ſtart over", "K verified",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    words = [w for p in phrases for w in p.split()] + ["the", "is", "a", "over", "correct"]
+    texts = phrases + [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(2000)]
+    keyed = [signals._MACHINE_OUTPUT, signals._FINAL, signals._VERIFY, signals._APPROVAL, signals._RESTART]
+    for k in keyed:
+        plain = re.compile(k._pattern.pattern, re.IGNORECASE)
+        for text in texts:
+            assert bool(k.search(text)) == bool(plain.search(text)), (k._pattern.pattern, text)
+            assert [m.span() for m in k.finditer(text)] == [m.span() for m in plain.finditer(text)]

@@ -1,0 +1,118 @@
+"""What a judged conversation's release writes: its structural signals, labelled spans, a verdict span when no root
+can carry the labels, and the tombstone with the stored verdict. Pure work on spans already read; no lock, no store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+
+from mast_otel import semconv as sc
+from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, not_a_conversation, structural_signals
+from mast_otel.judge.model import Verdict
+from mast_otel.judge.signals import Signal
+from mast_otel.spans import SpanRecord
+from mast_otel.version import __version__
+
+from .assembler import Unit
+from .encoding import field
+from .labeller import label_spans, verdict_span
+from .metrics import CollectorMetrics
+from .release import Loaded, verdict_to_json
+from .store import OutRow, Tomb
+
+__all__ = ["COLLECTOR_SCOPE", "Release", "ReleaseBuilder", "compute_signals_of", "root_of"]
+
+_log = logging.getLogger(__name__)
+COLLECTOR_SCOPE = "mast_otel.collector"
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """Outbox rows (labelled spans not exported yet, and a verdict span if needed), the tombstone, and the names
+    the verdict is counted under."""
+
+    outbox: list[OutRow]
+    tomb: Tomb
+    service: str | None
+    framework: str | None
+    signals: list[Signal]
+
+
+class ReleaseBuilder:
+    def __init__(self, *, judge_name: str, metrics: CollectorMetrics, clock: Callable[[], float]) -> None:
+        self._judge_name = judge_name
+        self._metrics = metrics
+        self._clock = clock
+        self._scope = InstrumentationScope(name=COLLECTOR_SCOPE, version=__version__).SerializeToString()
+
+    def signals(self, trace_id: bytes, records: list[SpanRecord]) -> list[Signal]:
+        """The conversation's structural signals; a detector bug costs the signals, never the release."""
+        try:
+            return compute_signals_of(records)
+        except Exception:
+            self._metrics.judge_errors.labels("signals").inc()
+            _log.exception("structural signals failed on trace %s; released without them", trace_id.hex())
+            return []
+
+    def build(
+        self, unit: Unit, submitted: float, verdict: Verdict, loaded: Loaded, records: list[SpanRecord]
+    ) -> Release:
+        signals = self.signals(unit.trace_id, records)
+        now = self._clock()
+        now_ns = int(now * 1e9)
+        bodies = loaded.bodies()
+        exported = loaded.exported()
+        root = root_of(unit, records)
+        service = root.service_name if root else next((r.service_name for r in records if r.service_name), None)
+        framework = (root.get(sc.MAST_FRAMEWORK) if root else None) or verdict.extra.get(EXTRA_FRAMEWORK)
+        root_here = root is not None and unit.root_id not in exported
+        if not_a_conversation(verdict):  # never judged: the spans leave as they came, no verdict is stored
+            tomb = Tomb(trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now)
+            return Release(loaded.outbox({}), tomb, service, framework, signals)
+        replace = label_spans(
+            verdict,
+            root_id=unit.root_id if root_here else None,
+            bodies={sid: b for sid, b in bodies.items() if sid not in exported},
+            judge_name=self._judge_name,
+            now_ns=now_ns,
+            signals=signals,
+        )
+        outbox = loaded.outbox(replace)
+        # No root to carry the labels (partial, or already forwarded): a verdict span follows, in mast-otel's own
+        # traces only; a trace another instrumentation wrote never gets a span it did not send (the verdict is in
+        # the store and the metrics).
+        if not root_here and loaded.groups and EXTRA_SOURCE not in verdict.extra:
+            conv_id = (root.get(sc.GEN_AI_CONVERSATION_ID) if root else None) or next(iter(unit.conv_ids), None)
+            body = verdict_span(
+                verdict, trace_id=unit.trace_id, unit_key=unit.key, parent_id=unit.root_id or unit.parent_hint,
+                conversation_id=conv_id, judge_name=self._judge_name, start_ns=int(submitted * 1e9),
+                end_ns=now_ns, linkable=set(bodies), signals=signals,
+            )  # fmt: skip
+            group = next((g for g in loaded.groups if unit.root_id in dict(g.spans)), loaded.groups[0])
+            outbox.append(OutRow(group.segment.resource, field(1, self._scope) + field(2, body), 1))
+        if framework and EXTRA_FRAMEWORK not in verdict.extra:  # the stored verdict names it (`report --store`)
+            verdict = dataclasses.replace(verdict, extra={**verdict.extra, EXTRA_FRAMEWORK: str(framework)})
+        tomb = Tomb(
+            trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now, unit=unit.key,
+            conv_ids=",".join(unit.conv_ids), verdict=verdict_to_json(verdict),
+        )  # fmt: skip
+        return Release(outbox, tomb, service, framework, signals)
+
+
+def root_of(unit: Unit, records: list[SpanRecord]) -> SpanRecord | None:
+    """The unit's conversation root among its spans (None: not here, or the unit has none)."""
+    if unit.root_id is None:
+        return None
+    root_hex = unit.root_id.hex()
+    return next((r for r in records if r.span_id == root_hex), None)
+
+
+def compute_signals_of(records: list[SpanRecord]) -> list[Signal]:
+    """The judge library's model-free pass over the spans (no framework knowledge; a foreign conversation's
+    structure is read through its adapter)."""
+    return structural_signals(records)
