@@ -261,3 +261,59 @@ def adapters_crewai(session: nox.Session) -> None:
         ],
     )
     run_tests(session, "adapters_crewai", "tests/adapters")
+
+
+# Each framework's own test suite, from its release's PyPI sdist (which carries the tests), run plain and with
+# mast_otel.instrument() loaded first (scripts/transparency/run.py): what that suite needs beyond the framework,
+# the release, pytest arguments, environment. Long (LangGraph's ~3,000 tests, the OpenAI Agents SDK's ~11,800):
+# not in the default list; `nox -s "transparency(framework='langgraph')" -- tests/test_large_cases.py` runs part.
+TRANSPARENCY: dict[str, dict[str, list[str]]] = {
+    "langgraph": {
+        "sdist": ["langgraph==1.2.24"],
+        "install": [
+            "-c", "constraints/langgraph.txt", "langgraph==1.2.24", "langgraph-checkpoint-sqlite",
+            "langgraph-checkpoint-postgres", "psycopg[binary]", "psycopg-pool", "pycryptodome", "redis",
+            "langgraph-sdk", "pytest", "pytest-mock", "pytest-dotenv", "pytest-repeat", "syrupy", "httpx",
+        ],
+        "env": ["NO_DOCKER=true"],  # the suite's own switch: no Postgres/Redis containers, those tests skip
+        "args": ["tests"],
+    },
+    "autogen_agentchat": {
+        "sdist": ["autogen-agentchat==0.7.5"],
+        "install": [
+            "-c", "constraints/autogen-agentchat-0.7.5.txt", "autogen-agentchat==0.7.5", "autogen-core==0.7.5",
+            "autogen-ext[openai,anthropic,mcp]==0.7.5", "pytest", "pytest-asyncio",
+        ],
+        "env": [],
+        "args": ["tests"],
+    },
+    "openai_agents": {
+        "sdist": ["openai-agents==0.24.0"],
+        "install": [
+            "-c", "constraints/openai-agents-0.24.txt",
+            "openai-agents[voice,viz,litellm,sqlalchemy,encrypt,redis]==0.24.0",
+            "pytest", "pytest-asyncio", "pytest-mock", "inline-snapshot", "fastapi", "aiosqlite", "fakeredis",
+            "httpx", "rich", "textual", "eval-type-backport",
+        ],
+        "env": [],
+        "args": ["tests"],
+    },
+}  # fmt: skip
+
+
+@nox.session(python="3.11", venv_backend="uv", default=False)
+@nox.parametrize("framework", list(TRANSPARENCY))
+def transparency(session: nox.Session, framework: str) -> None:
+    """A framework's own test suite plain and instrumented, outcomes compared per test id (docs/robustness.md).
+
+    Positional arguments replace the suite's default pytest arguments (e.g. a test file). The figures go to
+    test-artifacts/transparency/FRAMEWORK/summary.json; the session fails when any outcome differs.
+    """
+    suite = TRANSPARENCY[framework]
+    install_once(session, [*suite["install"], "pip", "-e", "."])
+    out = ROOT / "test-artifacts" / "transparency" / framework
+    env_args = [arg for item in suite["env"] for arg in ("--env", item)]
+    session.run(
+        "python", str(ROOT / "scripts" / "transparency" / "run.py"), "--sdist", suite["sdist"][0], "--out", str(out),
+        *env_args, "--", *(session.posargs or suite["args"]),
+    )  # fmt: skip

@@ -36,7 +36,6 @@ import json
 import threading
 import time
 import traceback
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
@@ -48,6 +47,7 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv as sc
+from ._ids import new_conversation_id, private_ids
 from ._safety import guarded, record_failure
 from .config import CaptureConfig
 from .redaction import Redactor
@@ -249,6 +249,7 @@ class Handoff:
 
     __slots__ = (
         "_attributes",
+        "_capture",
         "_context",
         "_conversation",
         "_redactor",
@@ -265,10 +266,11 @@ class Handoff:
         conversation: Conversation,
         source: str,
         attributes: dict[str, AttributeValue],
-        redactor: Redactor,
+        config: CaptureConfig,
     ) -> None:
         self.span: Span | None = None
-        self._redactor = redactor
+        self._redactor = config.redactor
+        self._capture = config.capture_content
         self._tracer = tracer
         self._conversation = conversation
         self._source = source
@@ -285,9 +287,11 @@ class Handoff:
         target_type: str = "agent",
         end_time: int | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
+        content: Mapping[str, Any] | None = None,
     ) -> None:
         """Record the handoff to ``target``; ``end_time`` (ns) when the framework reports its own clock;
-        ``attributes`` add detail (e.g. ``mast.handoff.stated_reason``)."""
+        ``attributes`` add facts; ``content`` adds text learnt during selection (``mast.handoff.stated_reason``,
+        ``mast.handoff.detail``: an LLM's words), recorded only with content capture on, redacted and capped."""
         try:  # inline rather than @guarded: this runs several times per message
             index, pending = self._conversation.take_handoff()
             if reason is None:
@@ -305,6 +309,8 @@ class Handoff:
                 attrs[sc.HANDOFF_DETAIL] = self.detail
             if attributes:
                 attrs = {**attrs, **attributes}
+            if content and self._capture:
+                attrs = {**attrs, **{key: self._redactor.redact(content_text(v))[0] for key, v in content.items()}}
             self._open(sc.handoff_span_name(self._source, name), attrs).end(end_time=end_time)
         except Exception as exc:
             record_failure("recorder.handoff.end", exc)
@@ -337,8 +343,8 @@ class Recorder:
         config: CaptureConfig | None = None,
         framework: str = "custom",
     ) -> None:
-        self.tracer: Tracer = trace.get_tracer(
-            sc.SCOPE_NAME, __version__, tracer_provider=tracer_provider, schema_url=sc.SCHEMA_URL
+        self.tracer: Tracer = private_ids(
+            trace.get_tracer(sc.SCOPE_NAME, __version__, tracer_provider=tracer_provider, schema_url=sc.SCHEMA_URL)
         )
         self.config = config if config is not None else CaptureConfig.from_env()
         self.framework = framework
@@ -389,7 +395,7 @@ class Recorder:
             if max_rounds is not None and outer.max_rounds is None:
                 outer.max_rounds = max_rounds
             return None
-        conv_id = conversation_id or uuid.uuid4().hex
+        conv_id = conversation_id or new_conversation_id()  # never uuid4(): see mast_otel._ids
         attrs: dict[str, AttributeValue] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW,
             sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_CONVERSATION,
@@ -649,7 +655,7 @@ class Recorder:
                 attrs[sc.OI_SPAN_KIND] = sc.OI_KIND_DECISION
             if attributes:  # facts the integration knows about this handoff (e.g. mast.handoff.synthetic)
                 attrs.update(attributes)
-            handoff = Handoff(self.tracer, conv, source, attrs, self.config.redactor)
+            handoff = Handoff(self.tracer, conv, source, attrs, self.config)
             if start_time is not None:
                 handoff._start = start_time
             if detail is not None and self.config.capture_content:
