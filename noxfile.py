@@ -59,7 +59,7 @@ def run_tests(session: nox.Session, framework: str, *paths: str) -> None:
 
 
 # The core test that a program's seeded random and fixed uuid4 sequence are untouched, parametrized over the
-# integrations importable where it runs: the main environment covers AG2 Classic, these sessions their framework.
+# integrations importable where it runs: the main environment covers AG2 Classic, the sessions that name it theirs.
 RANDOMNESS = "tests/core/test_program_randomness.py"
 
 
@@ -105,7 +105,7 @@ def openai_agents(session: nox.Session) -> None:
     in benchmarks/bench_openai_agents_overhead.py.
     """
     install_once(session, OPENAI_AGENTS)
-    run_tests(session, "openai_agents", "tests/openai_agents")
+    run_tests(session, "openai_agents", "tests/openai_agents", RANDOMNESS)
 
 
 @nox.session(python="3.11", venv_backend="uv")

@@ -122,6 +122,29 @@ def autogen_agentchat_run(_: Any) -> Any:
     return [(m.source, m.id, m.to_text()) for m in result.messages]
 
 
+_SDK_EXPORTER_REMOVED: list[bool] = []
+
+
+def openai_agents_run(_: Any) -> Any:
+    """The OpenAI Agents SDK: triage hands off to billing, which calls a tool, against the scripted server."""
+    import asyncio
+
+    from agents import set_trace_processors
+
+    from examples.scripted_openai import ScriptedOpenAI
+    from tests.openai_agents import scenarios
+
+    if not _SDK_EXPORTER_REMOVED:
+        # Once, before any instrumentation: the SDK's own exporter would post to OpenAI; mast-otel's processor is
+        # added to the list later, and must stay.
+        set_trace_processors([])
+        _SDK_EXPORTER_REMOVED.append(True)
+    with ScriptedOpenAI(scenarios.triage_script()) as server:
+        agent = scenarios.triage_agents(scenarios.model_for("chat_completions", server.base_url))
+        result = asyncio.run(scenarios.run(agent, TASK))
+    return [type(item).__name__ for item in result.new_items] + [str(result.final_output)]
+
+
 @dataclass(frozen=True)
 class Scenario:
     modules: tuple[str, ...]  # what must be importable for it to run here
@@ -139,6 +162,9 @@ SCENARIOS: dict[str, Scenario] = {
         ("autogen_agentchat", "autogen_ext"),
         autogen_agentchat_run,
         "mast_otel.integrations.autogen_agentchat:AutogenAgentChatInstrumentor",
+    ),
+    "openai_agents": Scenario(
+        ("agents",), openai_agents_run, "mast_otel.integrations.openai_agents:OpenAIAgentsInstrumentor"
     ),
 }
 
