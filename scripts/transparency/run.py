@@ -31,6 +31,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from mast_otel.semconv import SCOPE_NAME
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}  # a test id seen twice keeps its worst outcome
@@ -144,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     instrumented = run_suite(project, out, "instrumented", args.pytest_args, env, args.timeout)
     server.shutdown()
 
-    spans = int(spans_file.read_text()) if spans_file.is_file() else 0
+    by_scope: dict[str, int] = json.loads(spans_file.read_text()) if spans_file.is_file() else {}
+    spans = by_scope.get(SCOPE_NAME, 0)
     differing = compare(plain, instrumented)
     summary = {
         "sdist": args.sdist,
@@ -154,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         "plain": dict(Counter(plain.values())),
         "instrumented": dict(Counter(instrumented.values())),
         "spans_recorded": spans,
+        "spans_by_scope": by_scope,
         "otlp_requests": _Sink.requests,
         "differing": [{"id": i, "plain": a, "instrumented": b} for i, a, b in differing],
     }
