@@ -120,7 +120,7 @@ def ag2_1x(session: nox.Session) -> None:
         session,
         ["-c", "constraints/ag2-1.2.1.txt", "ag2==1.2.1", "-e", ".[collector]", "pytest", "pytest-asyncio"],
     )
-    run_tests(session, "ag2_1x", "tests/ag2_1x")
+    run_tests(session, "ag2_1x", "tests/ag2_1x", RANDOMNESS)
 
 
 @nox.session(python="3.11", venv_backend="uv")

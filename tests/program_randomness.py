@@ -122,6 +122,24 @@ def autogen_agentchat_run(_: Any) -> Any:
     return [(m.source, m.id, m.to_text()) for m in result.messages]
 
 
+def ag2_1x_run(_: Any) -> Any:
+    """AG2 1.x: two scripted agents answering each other on a hub workflow; AG2's write-ahead log is the record."""
+    import asyncio
+
+    from tests.ag2_1x.oracle import wal_record
+    from tests.ag2_1x.scenarios import open_hub, ping_pong
+
+    async def run() -> Any:
+        hub = await open_hub()
+        channel_id = await ping_pong(hub, ("user", "alice", "bob"), max_turns=4)
+        record = await wal_record(hub, channel_id)
+        await hub.close()
+        # AG2 1.x's ids carry a timestamp, so they differ from run to run with or without mast-otel: not compared.
+        return [(m.sender, m.recipients, m.text) for m in record.messages], record.close_reason
+
+    return asyncio.run(run())
+
+
 _SDK_EXPORTER_REMOVED: list[bool] = []
 
 
@@ -163,6 +181,7 @@ SCENARIOS: dict[str, Scenario] = {
         autogen_agentchat_run,
         "mast_otel.integrations.autogen_agentchat:AutogenAgentChatInstrumentor",
     ),
+    "ag2_1x": Scenario(("ag2",), ag2_1x_run, "mast_otel.integrations.ag2_1x:AG2V1Instrumentor"),
     "openai_agents": Scenario(
         ("agents",), openai_agents_run, "mast_otel.integrations.openai_agents:OpenAIAgentsInstrumentor"
     ),
