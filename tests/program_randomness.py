@@ -140,9 +140,6 @@ def ag2_1x_run(_: Any) -> Any:
     return asyncio.run(run())
 
 
-_SDK_EXPORTER_REMOVED: list[bool] = []
-
-
 def openai_agents_run(_: Any) -> Any:
     """The OpenAI Agents SDK: triage hands off to billing, which calls a tool, against the scripted server."""
     import asyncio
@@ -150,13 +147,13 @@ def openai_agents_run(_: Any) -> Any:
     from agents import set_trace_processors
 
     from examples.scripted_openai import ScriptedOpenAI
+    from mast_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
     from tests.openai_agents import scenarios
 
-    if not _SDK_EXPORTER_REMOVED:
-        # Once, before any instrumentation: the SDK's own exporter would post to OpenAI; mast-otel's processor is
-        # added to the list later, and must stay.
-        set_trace_processors([])
-        _SDK_EXPORTER_REMOVED.append(True)
+    # The SDK's own exporter would post to OpenAI: the program configures its processors without it, keeping
+    # mast-otel's if an instrumentor registered it (once per process; uninstrument only disables it).
+    registered = OpenAIAgentsInstrumentor().processor
+    set_trace_processors([registered] if registered is not None else [])  # type: ignore[list-item]
     with ScriptedOpenAI(scenarios.triage_script()) as server:
         agent = scenarios.triage_agents(scenarios.model_for("chat_completions", server.base_url))
         result = asyncio.run(scenarios.run(agent, TASK))
