@@ -97,3 +97,26 @@ def test_own_provider_resource_draws_no_uuid4(monkeypatch: pytest.MonkeyPatch) -
         assert len(drawn) == 1  # the oracle is sharp: the SDK's own resource does draw
     assert set(ours.attributes) == set(resources.Resource.create().attributes)
     assert ours.attributes[resources.SERVICE_INSTANCE_ID] != own_resource().attributes[resources.SERVICE_INSTANCE_ID]
+
+
+def test_only_mast_otels_tracer_changes_and_a_chosen_generator_is_kept() -> None:
+    """On the program's provider, mast-otel's tracer alone leaves the SDK's default generator; the program's own
+    tracer keeps drawing from it, and a generator the program chose is mast-otel's too."""
+    from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+
+    from mast_otel._ids import UrandomIdGenerator
+
+    default = TracerProvider()
+    assert isinstance(Recorder(tracer_provider=default).tracer.id_generator, UrandomIdGenerator)  # type: ignore[attr-defined]
+    assert type(default.get_tracer("the-program").id_generator) is RandomIdGenerator  # type: ignore[attr-defined]
+    assert type(default.id_generator) is RandomIdGenerator
+
+    class Chosen(IdGenerator):
+        def generate_span_id(self) -> int:
+            return 7
+
+        def generate_trace_id(self) -> int:
+            return 11
+
+    chosen = Chosen()
+    assert Recorder(tracer_provider=TracerProvider(id_generator=chosen)).tracer.id_generator is chosen  # type: ignore[attr-defined]
