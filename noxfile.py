@@ -145,7 +145,7 @@ def crewai(session: nox.Session) -> None:
         ["-c", "constraints/crewai.txt", "crewai", "openinference-instrumentation-crewai"],
         ["-c", "constraints/crewai.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
     )
-    run_tests(session, "crewai", "tests/crewai")
+    run_tests(session, "crewai", "tests/crewai", RANDOMNESS)
 
 
 @nox.session(python="3.11", venv_backend="uv")

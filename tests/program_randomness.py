@@ -140,6 +140,19 @@ def ag2_1x_run(_: Any) -> Any:
     return asyncio.run(run())
 
 
+def crewai_run(_: Any) -> Any:
+    """CrewAI: a sequential crew (a tool call, research passed as context) against the scripted server."""
+    from examples.scripted_openai import ScriptedOpenAI
+    from tests.crewai import scenarios
+
+    # CrewAI's anonymous telemetry works in threads of its own: with it on, two plain runs already draw
+    # differently from random (and a test must not phone home; tests/crewai/conftest.py switches it off too).
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    with ScriptedOpenAI(scenarios.SEQUENTIAL_SCRIPT) as server:
+        output = scenarios.sequential(server.base_url).kickoff()
+    return [(task.agent, task.raw) for task in output.tasks_output]
+
+
 def openai_agents_run(_: Any) -> Any:
     """The OpenAI Agents SDK: triage hands off to billing, which calls a tool, against the scripted server."""
     import asyncio
@@ -179,6 +192,7 @@ SCENARIOS: dict[str, Scenario] = {
         "mast_otel.integrations.autogen_agentchat:AutogenAgentChatInstrumentor",
     ),
     "ag2_1x": Scenario(("ag2",), ag2_1x_run, "mast_otel.integrations.ag2_1x:AG2V1Instrumentor"),
+    "crewai": Scenario(("crewai",), crewai_run, "mast_otel.integrations.crewai:CrewAIInstrumentor"),
     "openai_agents": Scenario(
         ("agents",), openai_agents_run, "mast_otel.integrations.openai_agents:OpenAIAgentsInstrumentor"
     ),
