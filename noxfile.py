@@ -58,6 +58,11 @@ def run_tests(session: nox.Session, framework: str, *paths: str) -> None:
     session.run("pytest", "-q", "-rs", *paths, *session.posargs, env=env)
 
 
+# The core test that a program's seeded random and fixed uuid4 sequence are untouched, parametrized over the
+# integrations importable where it runs: the main environment covers AG2 Classic, the sessions that name it theirs.
+RANDOMNESS = "tests/core/test_program_randomness.py"
+
+
 @nox.session(python="3.11", venv_backend="venv")
 def metagpt(session: nox.Session) -> None:
     """MetaGPT 0.8.2 (needs Python < 3.12; its exact pins clash with AG2's, and a plain install does not resolve).
@@ -100,7 +105,7 @@ def openai_agents(session: nox.Session) -> None:
     in benchmarks/bench_openai_agents_overhead.py.
     """
     install_once(session, OPENAI_AGENTS)
-    run_tests(session, "openai_agents", "tests/openai_agents")
+    run_tests(session, "openai_agents", "tests/openai_agents", RANDOMNESS)
 
 
 @nox.session(python="3.11", venv_backend="uv")
@@ -115,7 +120,7 @@ def ag2_1x(session: nox.Session) -> None:
         session,
         ["-c", "constraints/ag2-1.2.1.txt", "ag2==1.2.1", "-e", ".[collector]", "pytest", "pytest-asyncio"],
     )
-    run_tests(session, "ag2_1x", "tests/ag2_1x")
+    run_tests(session, "ag2_1x", "tests/ag2_1x", RANDOMNESS)
 
 
 @nox.session(python="3.11", venv_backend="uv")
@@ -128,7 +133,7 @@ def langgraph(session: nox.Session) -> None:
          "langchain-openai", "openinference-instrumentation-langchain"],
         ["-c", "constraints/langgraph.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
     )
-    run_tests(session, "langgraph", "tests/langgraph")
+    run_tests(session, "langgraph", "tests/langgraph", RANDOMNESS)
 
 
 @nox.session(python="3.11", venv_backend="uv")
@@ -140,7 +145,7 @@ def crewai(session: nox.Session) -> None:
         ["-c", "constraints/crewai.txt", "crewai", "openinference-instrumentation-crewai"],
         ["-c", "constraints/crewai.txt", "-e", ".[collector]", "pytest>=8", "pytest-asyncio>=0.23"],
     )
-    run_tests(session, "crewai", "tests/crewai")
+    run_tests(session, "crewai", "tests/crewai", RANDOMNESS)
 
 
 @nox.session(python="3.11", venv_backend="uv")
@@ -167,7 +172,7 @@ def autogen_agentchat(session: nox.Session) -> None:
             pins,
         ],
     )
-    run_tests(session, "autogen_agentchat", "tests/autogen_agentchat")
+    run_tests(session, "autogen_agentchat", "tests/autogen_agentchat", RANDOMNESS)
 
 
 @nox.session(python="3.11", venv_backend="uv")
@@ -302,3 +307,61 @@ def agent_framework(session: nox.Session) -> None:
          "agent-framework-orchestrations", *GENAI_TEST_TOOLS],
     )
     run_tests(session, "agent_framework", "tests/agent_framework")
+
+
+# Each framework's own test suite, from its release's PyPI sdist (which carries the tests), run plain and with
+# mast_otel.instrument() loaded first (scripts/transparency/run.py): what that suite needs beyond the framework,
+# the release, pytest arguments, environment. Long (LangGraph's ~3,000 tests, the OpenAI Agents SDK's ~11,800):
+# not in the default list; `nox -s "transparency(framework='langgraph')" -- tests/test_large_cases.py` runs part.
+TRANSPARENCY: dict[str, dict[str, list[str]]] = {
+    "langgraph": {
+        "sdist": ["langgraph==1.2.24"],
+        "install": [
+            "-c", "constraints/langgraph.txt", "langgraph==1.2.24", "langgraph-checkpoint-sqlite",
+            "langgraph-checkpoint-postgres", "psycopg[binary]", "psycopg-pool", "pycryptodome", "redis",
+            "langgraph-sdk", "pytest", "pytest-mock", "pytest-dotenv", "pytest-repeat", "syrupy", "httpx",
+        ],
+        "env": ["NO_DOCKER=true"],  # the suite's own switch: no Postgres/Redis containers, those tests skip
+        "args": ["tests"],
+    },
+    "autogen_agentchat": {
+        "sdist": ["autogen-agentchat==0.7.5"],
+        "install": [
+            "-c", "constraints/autogen-agentchat-0.7.5.txt", "autogen-agentchat==0.7.5", "autogen-core==0.7.5",
+            "autogen-ext[openai,anthropic,mcp]==0.7.5", "mcp<2", "pytest", "pytest-asyncio",
+        ],
+        "env": [],
+        "args": ["tests"],
+    },
+    "openai_agents": {
+        "sdist": ["openai-agents==0.24.0"],
+        "install": [
+            "-c", "constraints/openai-agents-0.24.txt",
+            "openai-agents[voice,viz,litellm,sqlalchemy,encrypt,redis,docker]==0.24.0",
+            "pytest", "pytest-asyncio", "pytest-mock", "inline-snapshot", "fastapi", "aiosqlite", "fakeredis",
+            "httpx", "rich", "textual", "eval-type-backport",
+        ],
+        "env": [],
+        # The sdist leaves out a few repository files some modules read at import: those modules fail to collect,
+        # the same way in both runs.
+        "args": ["--continue-on-collection-errors", "tests"],
+    },
+}  # fmt: skip
+
+
+@nox.session(python="3.11", venv_backend="uv", default=False)
+@nox.parametrize("framework", list(TRANSPARENCY))
+def transparency(session: nox.Session, framework: str) -> None:
+    """A framework's own test suite plain and instrumented, outcomes compared per test id (docs/robustness.md).
+
+    Positional arguments replace the suite's default pytest arguments (e.g. a test file). The figures go to
+    test-artifacts/transparency/FRAMEWORK/summary.json; the session fails when any outcome differs.
+    """
+    suite = TRANSPARENCY[framework]
+    install_once(session, [*suite["install"], "pip", "-e", "."])
+    out = ROOT / "test-artifacts" / "transparency" / framework
+    env_args = [arg for item in suite["env"] for arg in ("--env", item)]
+    session.run(
+        "python", str(ROOT / "scripts" / "transparency" / "run.py"), "--sdist", suite["sdist"][0], "--out", str(out),
+        *env_args, "--", *(session.posargs or suite["args"]),
+    )  # fmt: skip

@@ -17,7 +17,7 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv as sc
-from ._content import clean, record_error, set_input
+from ._content import clean, content_text, record_error, set_input
 from ._safety import guarded, record_failure
 from ._scope import detach
 from .config import CaptureConfig
@@ -195,6 +195,7 @@ class Handoff:
 
     __slots__ = (
         "_attributes",
+        "_capture",
         "_context",
         "_conversation",
         "_redactor",
@@ -211,10 +212,11 @@ class Handoff:
         conversation: Conversation,
         source: str,
         attributes: dict[str, AttributeValue],
-        redactor: Redactor,
+        config: CaptureConfig,
     ) -> None:
         self.span: Span | None = None
-        self._redactor = redactor
+        self._redactor = config.redactor
+        self._capture = config.capture_content
         self._tracer = tracer
         self._conversation = conversation
         self._source = source
@@ -231,9 +233,11 @@ class Handoff:
         target_type: str = "agent",
         end_time: int | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
+        content: Mapping[str, Any] | None = None,
     ) -> None:
         """Record the handoff to ``target``; ``end_time`` (ns) when the framework reports its own clock;
-        ``attributes`` add detail (e.g. ``mast.handoff.stated_reason``)."""
+        ``attributes`` add facts; ``content`` adds text learnt during selection (``mast.handoff.stated_reason``,
+        ``mast.handoff.detail``: an LLM's words), recorded only with content capture on, redacted and capped."""
         try:  # inline rather than @guarded: this runs several times per message
             index, pending = self._conversation.take_handoff()
             if reason is None:
@@ -251,6 +255,8 @@ class Handoff:
                 attrs[sc.HANDOFF_DETAIL] = self.detail
             if attributes:
                 attrs = {**attrs, **attributes}
+            if content and self._capture:
+                attrs = {**attrs, **{key: self._redactor.redact(content_text(v))[0] for key, v in content.items()}}
             self._open(sc.handoff_span_name(self._source, name), attrs).end(end_time=end_time)
         except Exception as exc:
             record_failure("recorder.handoff.end", exc)

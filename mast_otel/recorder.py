@@ -38,7 +38,6 @@ mixins would make a reader open three files to see what an integration can call.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -51,6 +50,7 @@ from opentelemetry.util.types import AttributeValue
 from . import semconv as sc
 from ._content import clean, content_text, record_error, safe_text, set_input
 from ._handles import AgentTurn, Conversation, Handoff, ToolCall, open_span_scope
+from ._ids import new_conversation_id, private_ids
 from ._safety import guarded, record_failure
 from ._scope import (
     CONVERSATION_KEY,
@@ -82,8 +82,8 @@ class Recorder:
         config: CaptureConfig | None = None,
         framework: str = "custom",
     ) -> None:
-        self.tracer: Tracer = trace.get_tracer(
-            sc.SCOPE_NAME, __version__, tracer_provider=tracer_provider, schema_url=sc.SCHEMA_URL
+        self.tracer: Tracer = private_ids(
+            trace.get_tracer(sc.SCOPE_NAME, __version__, tracer_provider=tracer_provider, schema_url=sc.SCHEMA_URL)
         )
         self.config = config if config is not None else CaptureConfig.from_env()
         self.framework = framework
@@ -134,7 +134,7 @@ class Recorder:
             if max_rounds is not None and outer.max_rounds is None:
                 outer.max_rounds = max_rounds
             return None
-        conv_id = conversation_id or uuid.uuid4().hex
+        conv_id = conversation_id or new_conversation_id()  # never uuid4(): see mast_otel._ids
         attrs: dict[str, AttributeValue] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW,
             sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_CONVERSATION,
@@ -394,7 +394,7 @@ class Recorder:
                 attrs[sc.OI_SPAN_KIND] = sc.OI_KIND_DECISION
             if attributes:  # facts the integration knows about this handoff (e.g. mast.handoff.synthetic)
                 attrs.update(attributes)
-            handoff = Handoff(self.tracer, conv, source, attrs, self.config.redactor)
+            handoff = Handoff(self.tracer, conv, source, attrs, self.config)
             if start_time is not None:
                 handoff._start = start_time
             if detail is not None and self.config.capture_content:

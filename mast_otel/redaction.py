@@ -43,11 +43,17 @@ def _compile(patterns: Iterable[str]) -> re.Pattern[str] | None:
     if not parts:
         return None
     # Named groups must be unique in one alternation; renumber the "v" groups. Flags must be scoped ("(?i:...)").
-    joined = "|".join(p.replace("(?P<v>", f"(?P<v{i}>") for i, p in enumerate(parts))
+    joined = "|".join(p.replace("(?P<v>", f"(?P<{_builtin_value_group(i)}>") for i, p in enumerate(parts))
     return re.compile(joined)
 
 
+def _builtin_value_group(index: int) -> str:
+    return f"_mast_v{index}"  # a name no user pattern is told to use: only "v" marks a user pattern's value
+
+
 _BUILTIN_REGEX = _compile(BUILTIN_SECRET_PATTERNS)
+_BUILTIN_VALUE_GROUPS = frozenset(_builtin_value_group(i) for i in range(len(BUILTIN_SECRET_PATTERNS)))
+_USER_VALUE_GROUPS = frozenset(("v",))
 
 
 def compile_user_pattern(pattern: str) -> re.Pattern[str]:
@@ -92,9 +98,9 @@ class Redactor:
         if text:
             original = text
             if self.builtin and _BUILTIN_REGEX is not None and _may_hold_secret(text):
-                text = _BUILTIN_REGEX.sub(_replace, text)
+                text = _BUILTIN_REGEX.sub(_replace_builtin, text)
             for regex in self._user:
-                text = regex.sub(_replace, text)
+                text = regex.sub(_replace_user, text)
             redacted = text != original
         if self.callback is not None:
             try:
@@ -121,9 +127,22 @@ def _may_hold_secret(text: str) -> bool:
     return False
 
 
-def _replace(match: re.Match[str]) -> str:
+def _replace_builtin(match: re.Match[str]) -> str:
+    return _replace(match, _BUILTIN_VALUE_GROUPS)
+
+
+def _replace_user(match: re.Match[str]) -> str:
+    return _replace(match, _USER_VALUE_GROUPS)
+
+
+def _replace(match: re.Match[str], value_groups: frozenset[str]) -> str:
+    """The match with only its value group replaced, if it has one that matched; else the whole match replaced.
+
+    Only a group named exactly ``v`` is a value group: any other named group (``vendor``, ``version``) is part of
+    the secret's surroundings as far as redaction knows, so the whole match goes.
+    """
     for name, value in match.groupdict().items():
-        if value is not None and name.startswith("v"):
+        if value is not None and name in value_groups:
             start, end = match.span(name)
             whole_start = match.start()
             return match.group(0)[: start - whole_start] + REDACTED + match.group(0)[end - whole_start :]

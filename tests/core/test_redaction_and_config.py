@@ -122,6 +122,17 @@ def test_prefilter_agrees_with_the_full_scan() -> None:
     regex = redaction._BUILTIN_REGEX
     assert regex is not None
     for text in samples:
-        full = regex.sub(redaction._replace, text)
+        full = regex.sub(redaction._replace_builtin, text)
         assert fast.redact(text) == (full, full != text, False), text
     assert redaction._may_hold_secret("hello world") is False
+
+
+def test_only_a_group_named_v_is_the_value_group() -> None:
+    """A user pattern's group named ``v`` is the value (the rest of the match stays); any other name, even one
+    starting with "v", is not: the whole match is replaced, so the secret cannot stay visible."""
+    vendor = Redactor(patterns=[r"(?P<vendor>acme|globex)-key-[0-9a-f]{8}"])
+    assert vendor.redact("use acme-key-deadbeef now") == ("use [REDACTED] now", True, False)
+    valued = Redactor(patterns=[r"(?P<version>v\d+)/token=(?P<v>[0-9a-f]{8})"])
+    assert valued.redact("v2/token=deadbeef")[0] == "v2/token=[REDACTED]"
+    # The built-in key = value pattern keeps its key (its value group is renamed when the patterns are joined).
+    assert Redactor().redact("password: hunter2-horse")[0] == "password: [REDACTED]"

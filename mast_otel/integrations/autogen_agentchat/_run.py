@@ -32,7 +32,9 @@ def _task_messages(task: Any) -> list[Any]:
     from autogen_agentchat.messages import BaseChatMessage, TextMessage
 
     if isinstance(task, str):
-        return [TextMessage(content=task, source="user")]
+        # mast-otel's own stand-in for the task the team will wrap itself: given an id, since the default one would
+        # be drawn from uuid.uuid4() and shift the program's sequence (mast_otel._ids). The id is never recorded.
+        return [TextMessage(content=task, source="user", id="")]
     if isinstance(task, BaseChatMessage):
         return [task]
     if isinstance(task, list):

@@ -240,9 +240,9 @@ def _orchestrator_handoff(recorder: Recorder, manager: Any, selection: Selection
     by_topic = {t: n for n, t in manager._participant_name_to_topic_type.items()}
     target = by_topic.get(getattr(topic, "type", None), str(_answer(selection.ledger, "next_speaker")))
     _stall(recorder, manager, selection)
-    stated = _content(recorder, str(_answer(selection.ledger, "next_speaker", "reason") or ""))
-    attrs = _with_content({}, sc.HANDOFF_STATED_REASON, stated)
-    selection.handoff.end(target, reason=sc.HANDOFF_PROGRESS_LEDGER, attributes=attrs)
+    stated = str(_answer(selection.ledger, "next_speaker", "reason") or "")
+    # The ledger's reason is the LLM's text: the recorder captures and redacts it as content.
+    selection.handoff.end(target, reason=sc.HANDOFF_PROGRESS_LEDGER, content={sc.HANDOFF_STATED_REASON: stated})
     selection.handoff = None
 
 

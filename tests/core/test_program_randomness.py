@@ -1,0 +1,122 @@
+"""mast-otel draws nothing from the program's randomness (``mast_otel._ids``).
+
+A program that seeds ``random`` and fixes ``uuid.uuid4``'s sequence gets the same run record and the same next
+values with mast-otel on as without: on a provider the program passes in (the SDK's default id generator, which
+draws from ``random``) and after a bare ``instrument()`` (mast-otel's own provider), for the recorder API and every
+integration whose framework this environment has (tests/program_randomness.py; this module also runs in the
+LangGraph, autogen-agentchat, OpenAI Agents, AG2 1.x and CrewAI sessions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from mast_otel import Recorder
+from tests.frameworks import REPO
+from tests.program_randomness import SCENARIOS, available, instrumentor, observe, observe_warm
+
+SCENARIO_NAMES = available()
+
+
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
+def test_the_programs_provider(name: str, tracer_provider: TracerProvider, span_exporter: Any) -> None:
+    """The program's own provider keeps the SDK's default generator; mast-otel's spans on it draw nothing."""
+    scenario = SCENARIOS[name]
+    plain = observe_warm(scenario.run)
+    if scenario.instrumentor:
+        switch = instrumentor(name)
+        switch.instrument(tracer_provider=tracer_provider)
+        try:
+            instrumented = observe(scenario.run)
+        finally:
+            switch.uninstrument()
+    else:
+        instrumented = observe(scenario.run, Recorder(tracer_provider=tracer_provider, framework="randomness"))
+    assert span_exporter.get_finished_spans(), "the instrumented run recorded nothing: the comparison proves nothing"
+    assert instrumented == plain
+
+
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
+def test_bare_instrument(name: str) -> None:
+    """After a bare ``instrument()`` mast-otel's own provider is in use: run in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env["OTEL_BSP_SCHEDULE_DELAY"] = "600000"  # no export attempt mid-run: there is no collector to export to
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.program_randomness", name],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["spans"] > 0, "the instrumented run recorded nothing: the comparison proves nothing"
+    assert seen["instrumented"] == seen["plain"]
+
+
+def test_the_comparison_sees_a_draw() -> None:
+    """The oracle is sharp: one extra ``uuid.uuid4()`` (what mast-otel's conversation id used to be) shows."""
+    import uuid
+
+    def drawing(rec: Any) -> Any:
+        uuid.uuid4()
+        return SCENARIOS["recorder"].run(rec)
+
+    assert observe(drawing) != observe(SCENARIOS["recorder"].run)
+
+
+def test_own_provider_resource_draws_no_uuid4(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's ``Resource.create()`` takes ``service.instance.id`` from ``uuid.uuid4()`` (once per process);
+    the resource of mast-otel's own provider has the same keys and takes it from ``os.urandom``."""
+    import uuid
+    from unittest import mock
+
+    from opentelemetry.sdk import resources
+
+    from mast_otel._setup import own_resource
+
+    monkeypatch.setattr(resources, "_service_instance_id", None)  # as in a process that made no resource yet
+    drawn: list[uuid.UUID] = []
+
+    def uuid4() -> uuid.UUID:
+        drawn.append(uuid.UUID(int=len(drawn) + 1, version=4))
+        return drawn[-1]
+
+    with mock.patch("uuid.uuid4", side_effect=uuid4):
+        ours = own_resource()
+        assert drawn == []
+        resources.Resource.create()
+        assert len(drawn) == 1  # the oracle is sharp: the SDK's own resource does draw
+    assert set(ours.attributes) == set(resources.Resource.create().attributes)
+    assert ours.attributes[resources.SERVICE_INSTANCE_ID] != own_resource().attributes[resources.SERVICE_INSTANCE_ID]
+
+
+def test_only_mast_otels_tracer_changes_and_a_chosen_generator_is_kept() -> None:
+    """On the program's provider, mast-otel's tracer alone leaves the SDK's default generator; the program's own
+    tracer keeps drawing from it, and a generator the program chose is mast-otel's too."""
+    from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+
+    from mast_otel._ids import UrandomIdGenerator
+
+    default = TracerProvider()
+    assert isinstance(Recorder(tracer_provider=default).tracer.id_generator, UrandomIdGenerator)  # type: ignore[attr-defined]
+    assert type(default.get_tracer("the-program").id_generator) is RandomIdGenerator  # type: ignore[attr-defined]
+    assert type(default.id_generator) is RandomIdGenerator
+
+    class Chosen(IdGenerator):
+        def generate_span_id(self) -> int:
+            return 7
+
+        def generate_trace_id(self) -> int:
+            return 11
+
+    chosen = Chosen()
+    assert Recorder(tracer_provider=TracerProvider(id_generator=chosen)).tracer.id_generator is chosen  # type: ignore[attr-defined]

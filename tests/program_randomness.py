@@ -1,0 +1,238 @@
+"""A program that seeds ``random`` and fixes ``uuid.uuid4``'s sequence, run with and without mast-otel.
+
+LangGraph's own suite pins message ids by patching ``uuid.uuid4`` with a fixed sequence; many programs seed
+``random`` for reproducible runs. mast-otel must draw from neither (``mast_otel._ids``), so a run's own record,
+and what the program draws next, are the same with mast-otel on as off. :func:`observe` runs one scenario that way
+and returns what the program saw; a scenario is a real framework run, offline, whose record itself depends on the
+program's randomness where the framework allows (AG2's random speaker selection, LangGraph's message ids).
+
+``SCENARIOS`` maps an integration's name to (modules it needs, the run, the instrumentor to switch on); tests
+parametrize over :func:`available` ones. ``python -m tests.program_randomness NAME`` runs one scenario plain, then
+after a bare ``mast_otel.instrument()`` (mast-otel's own provider), in a fresh process, and prints both
+observations as JSON: a process sets its global provider once, so that path needs a process of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+from tests.frameworks import installed
+
+SEED = 20261126
+TASK = "Where is my refund?"
+
+
+def fixed_uuid4s() -> Iterator[uuid.UUID]:
+    """The sequence LangGraph's ``deterministic_uuids`` fixture gives ``uuid.uuid4``."""
+    return (uuid.UUID(f"00000000-0000-4000-8000-{i:012}", version=4) for i in range(10000))
+
+
+def observe(run: Callable[[Any], Any], recorder: Any = None) -> dict[str, Any]:
+    """Seed ``random``, fix ``uuid.uuid4``, run ``run(recorder)``; return its own record and the program's next
+    draws. ``recorder`` (a ``Recorder``) is used only by the recorder scenario: None is that program without
+    mast-otel."""
+    random.seed(SEED)
+    with mock.patch("uuid.uuid4", side_effect=fixed_uuid4s()):
+        record = run(recorder)
+        return {
+            "record": record,
+            "next_random": [random.random() for _ in range(3)],
+            "next_uuid4": [str(uuid.uuid4()) for _ in range(3)],
+        }
+
+
+def observe_warm(run: Callable[[Any], Any]) -> dict[str, Any]:
+    """:func:`observe` without mast-otel, after a first run: a framework's first run imports modules lazily, and an
+    import may draw (AG2's first group chat takes 14 more ``uuid4()`` than the next), which is not the run's."""
+    observe(run)
+    return observe(run)
+
+
+# -- scenarios: each returns the framework's own record of the run -------------------------------------------
+def recorder_run(rec: Any) -> Any:
+    """A home-grown MAS on the public Recorder API (every kind of span; the conversation id left to mast-otel);
+    ``rec`` None runs the same program with no mast-otel call."""
+    from opentelemetry import trace
+
+    names = ["planner", "coder", "reviewer"]
+    said = []
+    # The program's own spans on the global provider, as a framework's built-in tracing makes (autogen-core,
+    # AG2 1.x): without mast-otel no provider is set and they draw nothing; mast-otel's provider must keep it so.
+    own = trace.get_tracer("the-program")
+    with rec.conversation("team", task=TASK) if rec else nullcontext():
+        for step in range(4):
+            speaker = random.choice(names)  # the program's own seeded choice
+            own.start_span(f"step {step}").end()
+            with rec.agent_turn(speaker) if rec else nullcontext():
+                said.append(f"{speaker}: {uuid.uuid4()}")
+                if rec:
+                    rec.message(speaker, ["*"], said[-1])
+            with rec.tool_call("lookup", arguments={"step": step}) if rec else nullcontext() as call:
+                if call is not None:
+                    call.set_result("ok")
+            target = random.choice(names)
+            if rec:
+                rec.handoff(speaker, target, reason="routing")
+    return said
+
+
+def ag2_run(_: Any) -> Any:
+    """AG2 Classic: a group chat whose speakers are picked by ``random.choice`` (method "random")."""
+    from tests.ag2.scenarios import round_robin_group
+
+    replies = {name: [f"{name} says {i}" for i in range(6)] for name in ("alice", "bob", "carol")}
+    user, manager, groupchat = round_robin_group(replies, max_round=7, method="random")
+    user.initiate_chat(manager, message=TASK)
+    return [(m.get("name"), m.get("content")) for m in groupchat.messages]
+
+
+def langgraph_run(_: Any) -> Any:
+    """LangGraph: a graph of function nodes marked as agents; ``add_messages`` ids each message with uuid4."""
+    from langchain_core.messages import HumanMessage
+
+    from tests.langgraph.scenarios import routed_team
+
+    result = routed_team().invoke({"messages": [HumanMessage(TASK)]})
+    return [(m.type, m.id, m.content) for m in result["messages"]]
+
+
+def autogen_agentchat_run(_: Any) -> Any:
+    """autogen-agentchat: a round-robin team on autogen's replay model; every message carries a uuid4 id."""
+    import asyncio
+
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.conditions import MaxMessageTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+
+    def agent(name: str) -> AssistantAgent:
+        return AssistantAgent(name, ReplayChatCompletionClient([f"{name} {i}" for i in range(4)]))
+
+    team = RoundRobinGroupChat([agent("writer"), agent("critic")], termination_condition=MaxMessageTermination(5))
+    result = asyncio.run(team.run(task=TASK))
+    return [(m.source, m.id, m.to_text()) for m in result.messages]
+
+
+def ag2_1x_run(_: Any) -> Any:
+    """AG2 1.x: two scripted agents answering each other on a hub workflow; AG2's write-ahead log is the record."""
+    import asyncio
+
+    from tests.ag2_1x.oracle import wal_record
+    from tests.ag2_1x.scenarios import open_hub, ping_pong
+
+    async def run() -> Any:
+        hub = await open_hub()
+        channel_id = await ping_pong(hub, ("user", "alice", "bob"), max_turns=4)
+        record = await wal_record(hub, channel_id)
+        await hub.close()
+        # AG2 1.x's ids carry a timestamp, so they differ from run to run with or without mast-otel: not compared.
+        return [(m.sender, m.recipients, m.text) for m in record.messages], record.close_reason
+
+    return asyncio.run(run())
+
+
+def crewai_run(_: Any) -> Any:
+    """CrewAI: a sequential crew (a tool call, research passed as context) against the scripted server."""
+    from examples.scripted_openai import ScriptedOpenAI
+    from tests.crewai import scenarios
+
+    # CrewAI's anonymous telemetry works in threads of its own: with it on, two plain runs already draw
+    # differently from random (and a test must not phone home; tests/crewai/conftest.py switches it off too).
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    with ScriptedOpenAI(scenarios.SEQUENTIAL_SCRIPT) as server:
+        output = scenarios.sequential(server.base_url).kickoff()
+    return [(task.agent, task.raw) for task in output.tasks_output]
+
+
+def openai_agents_run(_: Any) -> Any:
+    """The OpenAI Agents SDK: triage hands off to billing, which calls a tool, against the scripted server."""
+    import asyncio
+
+    from agents import set_trace_processors
+
+    from examples.scripted_openai import ScriptedOpenAI
+    from mast_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+    from tests.openai_agents import scenarios
+
+    # The SDK's own exporter would post to OpenAI: the program configures its processors without it, keeping
+    # mast-otel's if an instrumentor registered it (once per process; uninstrument only disables it).
+    registered = OpenAIAgentsInstrumentor().processor
+    set_trace_processors([registered] if registered is not None else [])  # type: ignore[list-item]
+    with ScriptedOpenAI(scenarios.triage_script()) as server:
+        agent = scenarios.triage_agents(scenarios.model_for("chat_completions", server.base_url))
+        result = asyncio.run(scenarios.run(agent, TASK))
+    return [type(item).__name__ for item in result.new_items] + [str(result.final_output)]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    modules: tuple[str, ...]  # what must be importable for it to run here
+    run: Callable[[Any], Any]
+    instrumentor: str  # "module:Class" of the integration ("" for the recorder itself)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "recorder": Scenario((), recorder_run, ""),
+    "ag2": Scenario(("autogen",), ag2_run, "mast_otel.integrations.ag2:AG2Instrumentor"),
+    "langgraph": Scenario(
+        ("langgraph", "langchain_core"), langgraph_run, "mast_otel.integrations.langgraph:LangGraphInstrumentor"
+    ),
+    "autogen_agentchat": Scenario(
+        ("autogen_agentchat", "autogen_ext"),
+        autogen_agentchat_run,
+        "mast_otel.integrations.autogen_agentchat:AutogenAgentChatInstrumentor",
+    ),
+    "ag2_1x": Scenario(("ag2",), ag2_1x_run, "mast_otel.integrations.ag2_1x:AG2V1Instrumentor"),
+    "crewai": Scenario(("crewai",), crewai_run, "mast_otel.integrations.crewai:CrewAIInstrumentor"),
+    "openai_agents": Scenario(
+        ("agents",), openai_agents_run, "mast_otel.integrations.openai_agents:OpenAIAgentsInstrumentor"
+    ),
+}
+
+
+def available() -> list[str]:
+    """The scenarios whose framework is installed here (the recorder's always is)."""
+    return [name for name, s in SCENARIOS.items() if installed(*s.modules)]
+
+
+def instrumentor(name: str) -> Any:
+    """A fresh instrumentor of scenario ``name``'s integration."""
+    module, cls = SCENARIOS[name].instrumentor.split(":")
+    return getattr(__import__(module, fromlist=[cls]), cls)()
+
+
+def main(name: str) -> None:
+    """Print ``{"plain": ..., "instrumented": ..., "spans": N}`` for scenario ``name``, the second run after a bare
+    ``mast_otel.instrument()``; then leave without the exit-time export (there is no collector to export to)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+    import mast_otel
+
+    class Counting(SpanProcessor):
+        ended = 0
+
+        def on_end(self, span: ReadableSpan) -> None:
+            Counting.ended += 1
+
+    run = SCENARIOS[name].run
+    plain = observe_warm(run)
+    mast_otel.instrument()  # mast-otel's own provider: nothing set one before
+    trace.get_tracer_provider().add_span_processor(Counting())  # type: ignore[attr-defined]
+    instrumented = observe(run, mast_otel.Recorder(framework="randomness"))
+    print(json.dumps({"plain": plain, "instrumented": instrumented, "spans": Counting.ended}, default=str))
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
