@@ -4,7 +4,8 @@ What AG2 records (``ag2.span.type`` on every span): a ``conversation <initiator>
 ``gen_ai.input.messages``; one ``invoke_agent <name>`` span per reply, nested under the agent that asked for it
 (a group chat's members under ``invoke_agent chat_manager``), with the reply in ``gen_ai.output.messages``;
 ``execute_tool`` spans with arguments and result; and, when the group chat is instrumented with
-``instrument_pattern``, a ``speaker_selection`` span per turn naming the selected speaker.
+``instrument_pattern``, a ``speaker_selection`` span per LLM-selected turn naming the selected speaker and the
+candidates (with the selector's internal chat under it, which is not part of the conversation).
 
 What it cannot provide: the reason a speaker was chosen (round robin, LLM selection, a condition: only the
 choice is recorded), the termination reason (the max-round limit or a termination message leave no trace),
@@ -32,7 +33,9 @@ def recognises(span: SpanRecord) -> bool:
 
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
-    below = tree.below(root)
+    # An LLM speaker selection runs an internal chat (checking_agent, speaker_selection_agent) under its span:
+    # the selector's scratch work, not the group's conversation; only its choice counts.
+    below = [s for s in tree.below(root) if not any(a.get(SPAN_TYPE) == "speaker_selection" for a in tree.ancestors(s))]
     agents = [s for s in below if s.get(SPAN_TYPE) == "agent"]
     # The root itself speaks when it is the only agent (one agent answering one request).
     speaking = agents or [s for s in (root,) if s.get(SPAN_TYPE) == "agent"]
