@@ -383,6 +383,10 @@ CREW_SCRIPT: dict[str, Any] = {
 }
 
 
+# The crew's tasks as given to CrewAI: (the agent's role, the task's description), in order.
+CREW_TASKS = (("Researcher", "Find the GDP"), ("Writer", "Write a one-line report"))
+
+
 def openinference_crewai(provider: TracerProvider) -> Oracle:
     """``openinference-instrumentation-crewai`` on a sequential crew (researcher, then writer with the
     researcher's task as context), against the scripted server. The oracle is the crew's ``tasks_output``."""
@@ -404,8 +408,9 @@ def openinference_crewai(provider: TracerProvider) -> Oracle:
                                llm=llm, allow_delegation=False)  # fmt: skip
             writer = Agent(role="Writer", goal="ROLE_WRITER write a report", backstory="ROLE_WRITER", llm=llm,
                            allow_delegation=False)  # fmt: skip
-            find = Task(description="Find the GDP", expected_output="a number", agent=researcher)
-            report = Task(description="Write a one-line report", expected_output="one line", agent=writer,
+            (_, find_task), (_, report_task) = CREW_TASKS
+            find = Task(description=find_task, expected_output="a number", agent=researcher)
+            report = Task(description=report_task, expected_output="one line", agent=writer,
                           context=[find])  # fmt: skip
             out = Crew(agents=[researcher, writer], tasks=[find, report], process=Process.sequential).kickoff()
     finally:
