@@ -61,6 +61,6 @@ def test_langgraph_task_goes_to_the_first_speaker_and_handoffs_land_on_the_goto_
     assert task.get(sc.MESSAGE_RECIPIENTS) == (oracle["messages"][1][0],)
     by_id = {s.span_id: s for s in spans}
     # The supervisor's transfer is a LangGraph Command(goto=...): the handoff's evidence is that span.
-    origins = [by_id[adapted.original(h.span_id)] for h in adapted.handoffs]
-    gotos = [(h.get(sc.HANDOFF_TO), o.get("langgraph.command.goto_node")) for h, o in zip(adapted.handoffs, origins)]
-    assert gotos[0] == ("researcher", "researcher")
+    first = adapted.handoffs[0]
+    origin = by_id[adapted.original(first.span_id)]
+    assert (first.get(sc.HANDOFF_TO), origin.get("langgraph.command.goto_node")) == ("researcher", "researcher")
