@@ -270,7 +270,6 @@ def mutation(session: nox.Session) -> None:
     Not in the default run. The modules and their tests: [tool.mast-otel.mutation] in pyproject.toml; the how-to
     and the scores: docs/benchmarks.md. mast-otel is installed editable: mutmut puts its mutated copy first on
     sys.path, which wins over the editable finder."""
-    install_once(
-        session, ["mutmut==3.8.1", "pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100", "jsonschema>=4", "-e", ".[collector,judge]"]
-    )
+    tools = ["mutmut==3.8.1", "pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100", "jsonschema>=4"]
+    install_once(session, [*tools, "-e", ".[collector,judge]"])
     session.run("python", "scripts/mutation.py", *session.posargs)
