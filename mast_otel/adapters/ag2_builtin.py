@@ -68,7 +68,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             sender = text(span.get(sc.GEN_AI_AGENT_NAME))
             parent = next((a for a in tree.ancestors(span) if a.get(SPAN_TYPE) == "agent"), None)
             recipient = text(parent.get(sc.GEN_AI_AGENT_NAME)) if parent is not None else initiator
-            if previous is not None and previous != sender and not _selected_before(below, span):
+            if previous is not None and previous != sender:  # (a speaker_selection span set previous already)
                 conv.handoff(previous, sender, origin=span)
             content, calls = genai_messages_text(span.get("gen_ai.output.messages"))
             kind_ = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
@@ -76,19 +76,6 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
                          tool_calls=",".join(text(c.get("name")) for c in calls) or None)  # fmt: skip
             previous = sender
     return conv.build(task=task, name=text(root.name))
-
-
-def _selected_before(below: list[SpanRecord], reply: SpanRecord) -> bool:
-    """True when a speaker_selection span chose this reply's speaker (the handoff is recorded already)."""
-    name = reply.get(sc.GEN_AI_AGENT_NAME)
-    earlier = [s for s in below if s.start_ns <= reply.start_ns and s.get(SPAN_TYPE) in ("speaker_selection", "agent")
-               and s is not reply]  # fmt: skip
-    for s in reversed(earlier):
-        if s.get(SPAN_TYPE) == "speaker_selection":
-            return bool(s.get(_SELECTED) == name)
-        if s.get(SPAN_TYPE) == "agent" and s.end_ns <= reply.start_ns:
-            return False
-    return False
 
 
 def is_root(span: SpanRecord) -> bool:
