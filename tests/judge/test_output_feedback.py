@@ -26,7 +26,7 @@ def answer(**changes: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("text", ["", "   \n\t"])
 def test_an_empty_answer_is_refused_as_empty(text: str) -> None:
-    with pytest.raises(OutputError, match="^the answer was empty$"):
+    with pytest.raises(OutputError, match=r"^the answer was empty$"):
         parse_output(text)
 
 
@@ -74,6 +74,6 @@ def test_a_decisive_step_must_cite_a_message_of_the_transcript_sent_by_an_agent_
     with pytest.raises(OutputError):
         prose.check_decisive(refs, speakers)
     stranger = parse_output(json.dumps(answer(decisive={"message": "M1", "agent": "critic", "reason": "r"})))
-    with pytest.raises(OutputError, match="^decisive.agent 'critic' never sent a message in this transcript$"):
+    with pytest.raises(OutputError, match=r"^decisive\.agent 'critic' never sent a message in this transcript$"):
         stranger.check_decisive(refs, speakers)
     parse_output(json.dumps(answer())).check_decisive(refs, speakers)  # nothing decisive: nothing to check
