@@ -160,7 +160,11 @@ def full(modules: list[str], config: Settings, max_children: int) -> int:
     scores = []
     for module in modules:
         folder = stage(module, config.modules[module], config)
-        mutmut(folder, [], max_children)
+        mutmut(folder, [], max_children)  # new and changed mutants (mutmut keeps the results of the others)
+        # mutmut keeps a survivor's result even after a test that kills it was added: check the survivors again
+        again = [n for n, status in statuses(folder, module).items() if status not in CAUGHT and n not in equivalent]
+        if again:
+            mutmut(folder, again, max_children)
         s = score(module, statuses(folder, module), equivalent)
         (folder / "survivors.txt").write_text("".join(f"{n}\n" for n in s.survivors), encoding="utf-8")
         scores.append(s)
