@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -115,16 +116,41 @@ def _decisive_message_not_string(a: dict[str, Any]) -> None:
     a["decisive"]["message"] = 4
 
 
+def _decisive_agent_not_string(a: dict[str, Any]) -> None:
+    a["decisive"]["agent"] = ["coder"]
+
+
+def _decisive_not_object(a: dict[str, Any]) -> None:
+    a["decisive"] = "M4"
+
+
+def _evidence_not_array(a: dict[str, Any]) -> None:
+    a["modes"]["1.1"]["evidence"] = "M1"
+
+
+def _reason_not_string(a: dict[str, Any]) -> None:
+    a["modes"]["1.1"]["reason"] = 3
+
+
+def _mode_not_object(a: dict[str, Any]) -> None:
+    a["modes"]["1.1"] = "absent"
+
+
 @pytest.mark.parametrize(
     "spoil",
     [_without_mode, _unknown_mode, _stray_top_key, _stray_mode_key, _verdict_not_boolean, _no_reason, _no_evidence,
      _evidence_not_strings, _completed_not_boolean, _no_summary, _no_decisive, _decisive_without_agent,
-     _decisive_stray_key, _summary_not_string, _modes_not_object, _decisive_message_not_string],
+     _decisive_stray_key, _summary_not_string, _modes_not_object, _decisive_message_not_string,
+     _decisive_agent_not_string, _decisive_not_object, _evidence_not_array, _reason_not_string, _mode_not_object],
 )  # fmt: skip
 def test_the_schema_refuses_what_a_constrained_model_must_never_produce(spoil: Any) -> None:
     answer = an_answer()
     spoil(answer)
     assert not admits(json_schema(), answer)
+
+
+def test_the_answer_must_be_an_object() -> None:
+    assert not admits(json_schema(), [an_answer()])
 
 
 def test_the_bounds_limit_reason_length_and_evidence_count_and_nothing_else() -> None:
@@ -149,3 +175,13 @@ def test_the_prompts_schema_hint_names_every_mode_and_the_answer_keys() -> None:
         assert f'"{key}"' in hint
     for key in json_schema()["properties"]["modes"]["properties"]["1.1"]["required"]:
         assert f'"{key}"' in hint
+
+
+def test_the_prompts_schema_hint_filled_in_is_an_answer_the_schema_admits() -> None:
+    hint = schema_hint()
+    shape, _, rest = hint.partition("\nwhere every {...} is ")
+    entry = rest.partition("; all 14 ids")[0].replace("true|false", "true")
+    filled = shape.replace("{...}", entry).replace("true|false", "false").replace(" | null", "")
+    assert admits(json_schema(), json.loads(filled))
+    # its example references look like the transcript's (M3, H1: upper-case letter, number)
+    assert all(re.fullmatch(r"[MH]\d+", ref) for ref in re.findall(r'"([A-Za-z]+\d+)"', hint))
