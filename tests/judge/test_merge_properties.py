@@ -51,3 +51,46 @@ def test_with_two_chunks_each_reason_names_its_part() -> None:
     assert label.reason == "part 1: seen in 1 / part 2: seen in 2"
     assert verdict.extra["evidence_by_part"] == "1.3: part 1 M1; part 2 M1"
     assert verdict.summary == "summary 1 | summary 2"
+
+
+def test_the_verdict_records_how_it_was_reached() -> None:
+    """The provenance a user reproduces a verdict from: prompt version, transcript hash, compaction, counted prompt
+    tokens, redactions, structural signals, and the references the model invented (five examples at most)."""
+    from mast_otel import semconv as sc
+    from mast_otel.judge.prompt import PROMPT_VERSION
+    from tests.judge.scenarios import dialogue
+
+    spans = dialogue(
+        [("user", "coder", "Deploy with api_key=sk-live-abcdefghijklmnop1234 please."),
+         ("coder", "user", "Deploying now."), ("coder", "user", "Deploying now."), ("coder", "user", "Deploying now.")],
+        termination=sc.TERMINATION_MAX_TURNS, max_rounds=4,
+    )  # fmt: skip
+    invented = ["M90", "M91", "M92", "M93", "M94", "M95", "M90"]
+    reasons = {"1.3": "the same message three times"}
+    body = json.loads(reply_with(reasons, "repeats"))
+    body["modes"]["1.3"]["evidence"] = ["M2", *invented]
+    with fake_openai([completion(json.dumps(body))]) as server:
+        judge = LLMJudge(JudgeConfig(base_url=server.base_url, model="m"))
+        prepared = judge.prepare(spans)
+        verdict = judge.judge_prepared(prepared, partial=True)  # (each prepare draws a new nonce)
+    extra = verdict.extra
+    assert extra["prompt_version"] == PROMPT_VERSION
+    assert extra["transcript_sha256"] == prepared.transcript.sha256()
+    assert extra["compaction"] == prepared.plan.describe()
+    assert extra["prompt_tokens_counted"] == str(sum(prepared.prompt_tokens))
+    assert extra["redactions"] == str(prepared.transcript.redactions) != "0"
+    assert extra["signals"] == ",".join(f"{s.mode_id}:{s.name}" for s in prepared.signals) != ""
+    assert extra["unknown_evidence_refs"] == str(len(invented))
+    assert extra["unknown_evidence_examples"] == "M90,M91,M92,M93,M94"  # each once, five at most
+    assert (verdict.status, verdict.status_reason) == (
+        sc.JUDGE_PARTIAL, "conversation not finished; judged on the spans seen so far")
+    (label,) = verdict.modes
+    assert label.evidence_span_ids == (prepared.transcript.refs["M2"],)
+
+
+def test_an_untruncated_verdict_is_ok_with_no_reason() -> None:
+    with fake_openai([completion(reply_with({}, "fine"))]) as server:
+        verdict = LLMJudge(JudgeConfig(base_url=server.base_url, model="m")).judge(simple())
+    from mast_otel import semconv as sc
+
+    assert (verdict.status, verdict.status_reason, verdict.modes) == (sc.JUDGE_OK, None, ())
