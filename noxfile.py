@@ -365,3 +365,15 @@ def transparency(session: nox.Session, framework: str) -> None:
         "python", str(ROOT / "scripts" / "transparency" / "run.py"), "--sdist", suite["sdist"][0], "--out", str(out),
         *env_args, "--", *(session.posargs or suite["args"]),
     )  # fmt: skip
+
+
+@nox.session(python="3.11", venv_backend="uv", default=False)
+def mutation(session: nox.Session) -> None:
+    """Mutation testing (mutmut) of the modules users rely on: ``nox -s mutation`` (all, ~1 h on an idle machine),
+    ``nox -s mutation -- mast_otel/redaction.py`` (one), ``nox -s mutation -- --sample 36`` (CI's seeded sample).
+    Not in the default run. The modules and their tests: [tool.mast-otel.mutation] in pyproject.toml; the how-to
+    and the scores: docs/benchmarks.md. mast-otel is installed editable: mutmut puts its mutated copy first on
+    sys.path, which wins over the editable finder."""
+    tools = ["mutmut==3.8.1", "pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100", "jsonschema>=4"]
+    install_once(session, [*tools, "-e", ".[collector,judge]"])
+    session.run("python", "scripts/mutation.py", *session.posargs)

@@ -4,7 +4,8 @@ What AG2 records (``ag2.span.type`` on every span): a ``conversation <initiator>
 ``gen_ai.input.messages``; one ``invoke_agent <name>`` span per reply, nested under the agent that asked for it
 (a group chat's members under ``invoke_agent chat_manager``), with the reply in ``gen_ai.output.messages``;
 ``execute_tool`` spans with arguments and result; and, when the group chat is instrumented with
-``instrument_pattern``, a ``speaker_selection`` span per turn naming the selected speaker.
+``instrument_pattern``, a ``speaker_selection`` span per LLM-selected turn naming the selected speaker and the
+candidates (with the selector's internal chat under it, which is not part of the conversation).
 
 What it cannot provide: the reason a speaker was chosen (round robin, LLM selection, a condition: only the
 choice is recorded), the termination reason (the max-round limit or a termination message leave no trace),
@@ -25,7 +26,6 @@ FRAMEWORK = "ag2"
 SPAN_TYPE = "ag2.span.type"
 _ROOT_TYPES = ("conversation", "multi_conversation")
 _SELECTED = "ag2.speaker_selection.selected"
-_NEVER = 2**63
 
 
 def recognises(span: SpanRecord) -> bool:
@@ -33,7 +33,10 @@ def recognises(span: SpanRecord) -> bool:
 
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
-    below = tree.below(root)
+    # An LLM speaker selection runs an internal chat (checking_agent, speaker_selection_agent) under its span:
+    # the selector's scratch work, not the group's conversation; only its choice counts.
+    selection = tree.nearest(_is_selection)  # one pass: linear in the spans
+    below = [s for s in tree.below(root) if selection.get(s.span_id) is None]
     agents = [s for s in below if s.get(SPAN_TYPE) == "agent"]
     # The root itself speaks when it is the only agent (one agent answering one request).
     speaking = agents or [s for s in (root,) if s.get(SPAN_TYPE) == "agent"]
@@ -53,14 +56,8 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         first = text(top.get(sc.GEN_AI_AGENT_NAME)) if top is not None else ""
         conv.message(initiator, [first] if first else [], task, origin=root)
     previous: str | None = None
-    # The last speaker_selection so far, and the earliest end of the agent spans since it: a selection chose a
-    # reply's speaker (so its handoff is recorded already) when no agent span ended between the two.
-    selected: str | None = None
-    ended_since = _NEVER
     for span in below:
         kind = span.get(SPAN_TYPE)
-        if kind == "speaker_selection":
-            selected, ended_since = text(span.get(_SELECTED)), _NEVER
         if kind == "speaker_selection" and span.get(_SELECTED):
             target = text(span.get(_SELECTED))
             conv.handoff(previous or initiator, target, origin=span,
@@ -75,21 +72,22 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             sender = text(span.get(sc.GEN_AI_AGENT_NAME))
             parent = owners.get(span.span_id)
             recipient = text(parent.get(sc.GEN_AI_AGENT_NAME)) if parent is not None else initiator
-            chosen = selected is not None and selected == sender and ended_since > span.start_ns
-            if previous is not None and previous != sender and not chosen:
+            if previous is not None and previous != sender:  # (a speaker_selection span set previous already)
                 conv.handoff(previous, sender, origin=span)
             content, calls = genai_messages_text(span.get(sc.GEN_AI_OUTPUT_MESSAGES))
             kind_ = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
             conv.message(sender, [recipient], content, origin=span, kind=kind_,
                          tool_calls=",".join(text(c.get("name")) for c in calls) or None)  # fmt: skip
             previous = sender
-        if kind == "agent":
-            ended_since = min(ended_since, span.end_ns)
     return conv.build(task=task, name=text(root.name))
 
 
 def _is_agent(span: SpanRecord) -> bool:
     return bool(span.get(SPAN_TYPE) == "agent")
+
+
+def _is_selection(span: SpanRecord) -> bool:
+    return bool(span.get(SPAN_TYPE) == "speaker_selection")
 
 
 def is_root(span: SpanRecord) -> bool:

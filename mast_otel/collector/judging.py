@@ -133,7 +133,8 @@ class JudgePool:
 
     @property
     def in_flight(self) -> int:
-        return len(self._jobs) + len(self._retry)
+        """Conversations waiting for their verdict or its release; one whose release is retried is still a job."""
+        return len(self._jobs)
 
     def submit(self, unit: Unit) -> None:
         now = self._clock()

@@ -30,3 +30,9 @@ def messages(records: Sequence[SpanRecord]) -> list[tuple[str, str]]:
 def handoffs(records: Sequence[SpanRecord]) -> list[tuple[str, str]]:
     found = sorted((r for r in records if r.span_type == sc.SPAN_TYPE_HANDOFF), key=lambda r: r.get(sc.HANDOFF_INDEX))
     return [(str(r.get(sc.HANDOFF_FROM)), str(r.get(sc.HANDOFF_TO))) for r in found]
+
+
+def recipients(records: Sequence[SpanRecord]) -> list[tuple[str, tuple[str, ...]]]:
+    """(sender, recipients) of the message spans, in message order."""
+    found = sorted((r for r in records if r.span_type == sc.SPAN_TYPE_MESSAGE), key=lambda r: r.get(sc.MESSAGE_INDEX))
+    return [(str(r.get(sc.MESSAGE_SENDER)), tuple(map(str, r.get(sc.MESSAGE_RECIPIENTS) or ()))) for r in found]

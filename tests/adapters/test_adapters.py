@@ -16,11 +16,12 @@ from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, judge_spans, 
 from mast_otel.judge.model import ModeLabel, Verdict
 from mast_otel.judge.transcript import render
 from mast_otel.spans import SpanRecord
-from tests.adapters._fixtures import DATA, fixture, handoffs, messages
+from tests.adapters._fixtures import DATA, fixture, handoffs, messages, recipients
 
 # fixture -> (adapter, framework, an agent whose messages a judge cites)
 FOREIGN = {
     "ag2_builtin": ("ag2-builtin", "ag2", "coder"),
+    "ag2_builtin_auto": ("ag2-builtin", "ag2", "coder"),
     "openinference_ag2": ("openinference", "ag2", "coder"),
     "openinference_openai_agents": ("openinference", "openai-agents", "orders_agent"),
     "openinference_autogen_agentchat": ("openinference", "autogen-agentchat", "writer"),
@@ -39,6 +40,12 @@ def test_transcript_matches_the_frameworks_record(name: str) -> None:
     assert (adapted.source, adapted.framework) == FOREIGN[name][:2]
     assert messages(adapted.records) == oracle["messages"]  # count, order, senders and text
     assert handoffs(adapted.records) == oracle["handoffs"]
+    if "recipients" in oracle:  # who each message went to, as each agent's own chat record says
+        assert sorted({(s, r) for s, rs in recipients(adapted.records) for r in rs}) == oracle["recipients"]
+    if "candidates" in oracle:  # each LLM speaker selection: the chosen speaker and the candidates offered
+        assert [(str(h.get(sc.HANDOFF_TO)), str(h.get(sc.HANDOFF_DETAIL))) for h in adapted.handoffs] == oracle[
+            "candidates"
+        ]
     for _, detail in oracle.get("termination", ()):  # where the source records it: the framework's stop reason
         assert adapted.records[0].get(sc.TERMINATION_DETAIL) == detail
     # The root's labels go on the foreign root: the outermost agent / workflow span, the one the collector holds.
