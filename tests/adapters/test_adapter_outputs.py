@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import Adapted, adapt
+from mast_otel.adapters import Adapted, NotAConversation, adapt, foreign_units
 from mast_otel.collector.report.otlp import request_to_otlp_json
 from mast_otel.spans import from_otlp_json
 from tests.adapters._fixtures import fixture
@@ -28,7 +28,9 @@ def test_a_trace_from_no_known_instrumentation_is_left_alone() -> None:
             pass
     provider.shutdown()
     spans = from_otlp_json(json.dumps(request_to_otlp_json(encode_spans(memory.get_finished_spans()))))
-    assert adapt(spans) is None  # no adapter claims it: passed through, never refused or judged
+    assert foreign_units(spans) == []  # the collector holds none of it: it passes through untouched
+    refused = adapt(spans)  # and were it held, no adapter reads it: never judged as if it were mast-otel's
+    assert isinstance(refused, NotAConversation) and refused.source == "unknown"
 
 
 def test_a_crews_task_is_the_tasks_it_was_given_in_order() -> None:
