@@ -31,7 +31,7 @@ Usage in a new integration::
             params=("agent_name",),
         )
 
-    wrap_function_wrapper("myfw.agent", "Agent.run", sync_wrapper(turns(recorder)))
+    HOOKS = (Hook("myfw.agent", "Agent.run", lambda recorder: sync_wrapper(turns(recorder))),)  # patching.py
 """
 
 from __future__ import annotations

@@ -103,13 +103,17 @@ def framework_version(distributions: Sequence[str]) -> str:
 
 
 class Patches:
-    """What one ``instrument()`` of one framework patched, in order; :meth:`undo` restores it, the last first."""
+    """What one ``instrument()`` of one framework patched, in order; :meth:`undo` restores it, the last first.
+
+    One object per ``instrument()``: once undone it makes no more patches, so a patch racing with
+    ``uninstrument()`` (MetaGPT covers subclasses while the program runs) cannot outlive it."""
 
     def __init__(self, framework: str, *distributions: str) -> None:
         self.framework = framework
         self.distributions = distributions or (framework,)
         self._done: list[tuple[Any, str, Any]] = []  # (owner, attribute, raw original or _ABSENT)
         self._lock = threading.Lock()
+        self._closed = False  # undone: a patch arriving later (a subclass covered at run time) is not made
 
     def __len__(self) -> int:
         return len(self._done)
@@ -138,6 +142,8 @@ class Patches:
     def patch(self, owner: Any, attr: str, wrapper: Wrapper) -> None:
         """Wrap ``owner.attr`` with ``wrapper``, remembering the raw attribute for :meth:`undo`."""
         with self._lock:
+            if self._closed:
+                return
             raw = vars(owner).get(attr, _ABSENT)
             wrapt.wrap_function_wrapper(owner, attr, wrapper)
             self._done.append((owner, attr, raw))
@@ -145,20 +151,18 @@ class Patches:
     def patch_value(self, owner: Any, attr: str, value: Any) -> None:
         """Set ``owner.attr = value`` (a re-export of a function wrapped elsewhere), undone like :meth:`patch`."""
         with self._lock:
+            if self._closed:
+                return
             raw = vars(owner).get(attr, _ABSENT)
             setattr(owner, attr, value)
             self._done.append((owner, attr, raw))
-
-    def patched(self, owner: Any, attr: str) -> bool:
-        """Whether ``owner.attr`` is one of this object's patches (so a later pass does not wrap it twice)."""
-        with self._lock:
-            return any(o is owner and a == attr for o, a, _ in self._done)
 
     def undo(self) -> None:
         """Restore every patch, the last first. Never raises: an attribute that cannot be restored is counted
         under ``{framework}.undo`` and the others are still restored."""
         with self._lock:
             done, self._done = self._done, []
+            self._closed = True
         for owner, attr, raw in reversed(done):
             try:
                 if raw is not _ABSENT:
