@@ -17,6 +17,7 @@ pytest.importorskip("agents", reason=SKIP_REASON)
 
 from agents import Agent, add_trace_processor, function_tool, set_trace_processors, set_tracing_disabled
 from agents.tracing import get_trace_provider
+from opentelemetry.sdk.trace import SpanProcessor
 
 from mast_otel.integrations.openai_agents import MastTraceProcessor, OpenAIAgentsInstrumentor, _registration
 from tests.openai_agents import scenarios as sn
@@ -34,8 +35,21 @@ def program_processors(user_processor: CapturingProcessor) -> Iterator[None]:
     set_trace_processors([user_processor])  # type: ignore[list-item]
 
 
-async def _recorded_once(server: Any, spans: Any, runs: int = 1) -> None:
+class _StartedRoots(SpanProcessor):
+    """Counts the conversation roots mast-otel starts (one left open would never reach the exporter)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if span.name.startswith("invoke_workflow"):
+            self.count += 1
+
+
+async def _recorded_once(server: Any, spans: Any, tracer_provider: Any, runs: int = 1) -> None:
     """``runs`` triage runs, each recorded exactly once and matching what the SDK says happened."""
+    started = _StartedRoots()
+    tracer_provider.add_span_processor(started)
     for _ in range(runs):
         server.reset()
         hooks = sn.RecordingHooks()
@@ -44,7 +58,8 @@ async def _recorded_once(server: Any, spans: Any, runs: int = 1) -> None:
         got = spans()
         assert result.final_output == "Refund for A17 issued."
         assert_matches_sdk(Conversation(got, got.roots[-1]), result.new_items, "billing_agent", hooks)
-    assert len(spans().roots) == runs, "each run recorded once"
+    assert len(spans().roots) == started.count == runs, "each run recorded once"
+    assert _mine().open_entries == 0
 
 
 def _mine() -> MastTraceProcessor:
@@ -54,23 +69,23 @@ def _mine() -> MastTraceProcessor:
 
 
 async def test_processors_set_after_instrument_keep_mast_otel_after_them(
-    instrumentor: Any, program_processors: None, scripted: Any, spans: Any
+    instrumentor: Any, program_processors: None, scripted: Any, spans: Any, tracer_provider: Any
 ) -> None:
     theirs = CapturingProcessor()
     set_trace_processors([theirs])  # type: ignore[list-item]
     assert _processors() == (theirs, _mine()), "the program's list, in its order, with mast-otel's after it"
-    await _recorded_once(scripted(sn.triage_script()), spans, runs=2)
+    await _recorded_once(scripted(sn.triage_script()), spans, tracer_provider, runs=2)
     assert len(theirs.ended) > 5, "the program's own processor gets the SDK's spans"
 
 
 async def test_a_list_that_already_holds_mast_otel_is_set_as_given(
-    instrumentor: Any, program_processors: None, scripted: Any, spans: Any
+    instrumentor: Any, program_processors: None, scripted: Any, spans: Any, tracer_provider: Any
 ) -> None:
     theirs = CapturingProcessor()
     set_trace_processors([_mine(), theirs])  # type: ignore[list-item]
     assert _processors() == (_mine(), theirs)
     add_trace_processor(_mine())  # registered twice: still recorded once
-    await _recorded_once(scripted(sn.triage_script()), spans)
+    await _recorded_once(scripted(sn.triage_script()), spans, tracer_provider)
 
 
 async def test_uninstrument_then_instrument_records_again(
@@ -85,7 +100,7 @@ async def test_uninstrument_then_instrument_records_again(
     assert spans().all == []
     inst.instrument(tracer_provider=tracer_provider)
     try:
-        await _recorded_once(server, spans)
+        await _recorded_once(server, spans, tracer_provider)
         inst.uninstrument()
         inst.instrument(tracer_provider=tracer_provider)
         assert [p for p in _processors() if isinstance(p, MastTraceProcessor)] == [_mine()], "registered once"
