@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import logging
 import threading
 import types
 from collections.abc import Callable, Iterable, Sequence
@@ -43,6 +44,7 @@ from mast_otel._safety import record_failure
 
 __all__ = ["Hook", "HookMissing", "Patches", "framework_version", "hook_kind", "resolve"]
 
+_log = logging.getLogger("mast_otel")
 C = TypeVar("C")
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _ABSENT = object()  # the owner did not define the attribute itself (inherited): undo deletes it
@@ -60,11 +62,15 @@ class HookMissing(Exception):
 @dataclass(frozen=True, slots=True)
 class Hook(Generic[C]):
     """One framework function to wrap: ``module`` holds ``path`` (``"Class.method"`` or ``"function"``), and
-    ``make(context)`` builds the ``wrapt`` wrapper from the integration's context (its recorder, its state)."""
+    ``make(context)`` builds the ``wrapt`` wrapper from the integration's context (its recorder, its state).
+
+    ``optional``: some supported releases do not have it (AG2 0.9 has no group-API transition events); when it is
+    absent it is skipped, neither counted nor stopping the others."""
 
     module: str
     path: str
     make: Callable[[C], Wrapper]
+    optional: bool = False
 
     @property
     def target(self) -> str:
@@ -85,7 +91,9 @@ def resolve(module: str, path: str) -> tuple[Any, str]:
     if not isinstance(owner, (type, types.ModuleType)):
         raise HookMissing(f"{module}.{path}: the owner is a {type(owner).__name__}, not a class or module")
     raw = inspect.getattr_static(owner, attr, _ABSENT)
-    if raw is _ABSENT:
+    if raw is _ABSENT or (isinstance(owner, type) and raw is vars(object).get(attr)):
+        # Only object's own default is left (a class that lost its __init__): wrapping it would change even the
+        # program's error message ("Hub() takes no arguments" would name object.__init__).
         raise HookMissing(f"{module}.{path} does not exist")
     if not (callable(raw) or isinstance(raw, (staticmethod, classmethod))):
         raise HookMissing(f"{module}.{path} is a {type(raw).__name__}, not a function")
@@ -127,6 +135,9 @@ class Patches:
             try:
                 owner, attr = resolve(hook.module, hook.path)
             except HookMissing as exc:
+                if hook.optional:
+                    _log.debug("mast-otel: %s not patched: %s (not in every supported release)", hook.target, exc)
+                    continue
                 self.missing(hook.target, exc)
                 return False
             resolved.append((owner, attr, hook))

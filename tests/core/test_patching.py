@@ -83,7 +83,9 @@ def test_undo_puts_back_the_very_objects(fake_framework: str) -> None:
     assert recording_failures() == {}
 
 
-@pytest.mark.parametrize("missing", ["Owner.renamed", "Gone.method", "Owner.prop", "function.attr", "renamed"])
+@pytest.mark.parametrize(
+    "missing", ["Owner.renamed", "Gone.method", "Owner.prop", "function.attr", "renamed", "Owner.__init__"]
+)
 def test_a_missing_or_misshapen_hook_patches_nothing(
     fake_framework: str, missing: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -140,3 +142,13 @@ def test_an_integration_that_raises_while_instrumenting_is_undone_and_counted(
     finally:
         mast_otel.uninstrument()
         reset_recording_failures()
+
+
+def test_an_optional_hook_that_is_absent_is_skipped_and_not_counted(fake_framework: str) -> None:
+    patches = Patches("fake")
+    hooks = [Hook(fake_framework, "Owner.method", _passthrough),
+             Hook(fake_framework, "Owner.not_in_this_release", _passthrough, optional=True)]  # fmt: skip
+    assert patches.apply(hooks, None)
+    assert isinstance(vars(Owner)["method"], wrapt.FunctionWrapper)
+    assert recording_failures() == {}
+    patches.undo()

@@ -62,7 +62,9 @@ HOOKS: tuple[Hook[Recorder], ...] = (
     Hook(_PATTERNS, "initiate_group_chat", w.sync(w.pattern_roots)),
     Hook(_PATTERNS, "a_initiate_group_chat", w.async_(w.pattern_roots)),
     # Events are read as they are built (termination and transition reasons); the classes inherit __init__.
-    *(Hook(module, f"{cls}.__init__", lambda r: sync_wrapper(events(r))) for module, cls in EVENT_CLASSES),
+    # AG2 0.9 has no group-API transition events: optional.
+    *(Hook(module, f"{cls}.__init__", lambda r: sync_wrapper(events(r)), optional=cls != "TerminationEvent")
+      for module, cls in EVENT_CLASSES),
 )
 # Modules that re-export the group-API entry points; a program calling them through these names is covered too.
 _REEXPORTS = ("autogen.agentchat", "autogen.agentchat.group", "autogen")
