@@ -97,6 +97,8 @@ def resolve(module: str, path: str) -> tuple[Any, str]:
         raise HookMissing(f"{module}.{path} does not exist")
     if not (callable(raw) or isinstance(raw, (staticmethod, classmethod))):
         raise HookMissing(f"{module}.{path} is a {type(raw).__name__}, not a function")
+    if getattr(raw, "__isabstractmethod__", False):  # a base class's declaration, no implementation to wrap
+        raise HookMissing(f"{module}.{path} is only an abstract method")
     return owner, attr
 
 

@@ -4,6 +4,7 @@ program."""
 
 from __future__ import annotations
 
+import abc
 import logging
 import sys
 import types
@@ -51,11 +52,17 @@ def function() -> str:
     return "function"
 
 
+class Declared(abc.ABC):
+    @abc.abstractmethod
+    def run(self) -> str: ...
+
+
 @pytest.fixture
 def fake_framework() -> Iterator[str]:
     module = types.ModuleType("fake_framework_for_patching")
     module.Owner = Owner  # type: ignore[attr-defined]
     module.function = function  # type: ignore[attr-defined]
+    module.Declared = Declared  # type: ignore[attr-defined]
     sys.modules[module.__name__] = module
     reset_recording_failures()
     yield module.__name__
@@ -84,7 +91,7 @@ def test_undo_puts_back_the_very_objects(fake_framework: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "missing", ["Owner.renamed", "Gone.method", "Owner.prop", "function.attr", "renamed", "Owner.__init__"]
+    "missing", ["Owner.renamed", "Gone.method", "Owner.prop", "function.attr", "renamed", "Owner.__init__", "Declared.run"]
 )
 def test_a_missing_or_misshapen_hook_patches_nothing(
     fake_framework: str, missing: str, caplog: pytest.LogCaptureFixture
