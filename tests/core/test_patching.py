@@ -91,7 +91,8 @@ def test_undo_puts_back_the_very_objects(fake_framework: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "missing", ["Owner.renamed", "Gone.method", "Owner.prop", "function.attr", "renamed", "Owner.__init__", "Declared.run"]
+    "missing",
+    ["Owner.renamed", "Gone.method", "Owner.prop", "function.attr", "renamed", "Owner.__init__", "Declared.run"],
 )
 def test_a_missing_or_misshapen_hook_patches_nothing(
     fake_framework: str, missing: str, caplog: pytest.LogCaptureFixture
