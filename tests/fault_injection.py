@@ -216,11 +216,14 @@ def remove(_module):
 
 
 def on_top(_module):
-    seen["hooks"] = getattr(__import__(hooks_module, fromlist=[hooks_name]), hooks_name)
-    if hook_module in sys.modules:
-        remove(None)
-    else:  # imported later: mast-otel patches it from a hook of its own, registered after this one
+    table_module = __import__(hooks_module, fromlist=[hooks_name])
+    seen["hooks"] = getattr(table_module, hooks_name)
+    if hook_module == getattr(table_module, "LATER", None) and hook_module not in sys.modules:
+        # patched by mast-otel when the program imports it, from a hook of its own registered after this one
         wrapt.register_post_import_hook(remove, hook_module)
+    else:  # the framework's own package imported whole first, so removing a class cannot break its import
+        __import__(hook_module)
+        remove(None)
     seen["removed"] = raw_targets(seen["hooks"])
 
 
