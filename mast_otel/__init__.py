@@ -14,9 +14,11 @@ Keyword arguments (each wins over its environment variable, see ``mast_otel.conf
   ``CaptureConfig``).
 - ``frameworks``: names to instrument (default: all of ``mast_otel.integrations``).
 
-``uninstrument()`` restores every patched method. Recording never changes the program: a failure while recording
-is swallowed, logged once per kind and counted (``recording_failures()``, and the OpenTelemetry counter
-``mast_otel.recording.failures``). A framework without an integration uses :class:`Recorder`.
+``uninstrument()`` restores every patched method. Neither call, nor the instrumentation of a framework imported
+later, raises into the program: a framework whose hooked methods are not all there (a release that renamed one) is
+left unpatched, and that is logged once and counted as ``{framework}.hook``. Recording never changes the program: a
+failure while recording is swallowed, logged once per kind and counted (``recording_failures()``, and the
+OpenTelemetry counter ``mast_otel.recording.failures``). A framework without an integration uses :class:`Recorder`.
 """
 
 from __future__ import annotations

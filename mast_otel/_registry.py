@@ -1,14 +1,22 @@
-"""Which integrations exist, and the post-import hooks that instrument a framework whenever it is imported."""
+"""Which integrations exist, and the post-import hooks that instrument a framework whenever it is imported.
+
+Nothing here raises into the program: ``instrument()``, ``uninstrument()`` and a post-import hook (whose exception
+wrapt would pass on out of the program's own ``import`` statement) count and log a failing integration (kinds
+``{name}.hook``, ``{name}.instrument``, ``{name}.undo``) and go on with the others.
+"""
 
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+from mast_otel._safety import record_failure, safe_call
 
 
 @dataclass(frozen=True)
@@ -63,35 +71,48 @@ def activate(names: set[str] | None, kwargs: dict[str, Any]) -> None:
                 continue
             if integration.name in STATE.hooked:
                 # Hook already registered; if the framework is loaded, instrument it now.
-                import sys
-
                 if integration.module in sys.modules:
                     _instrument(integration)
                 continue
             STATE.hooked.add(integration.name)
-            wrapt.register_post_import_hook(_hook_for(integration), integration.module)
+            # Calls the hook at once when the framework is already imported.
+            safe_call(f"{integration.name}.instrument", wrapt.register_post_import_hook, _hook_for(integration),
+                      integration.module)  # fmt: skip
 
 
 def deactivate() -> None:
     with STATE.lock:
         STATE.active = False
-        for instrumentor in STATE.instrumented.values():
-            instrumentor.uninstrument()
+        for name, instrumentor in STATE.instrumented.items():
+            safe_call(f"{name}.undo", instrumentor.uninstrument)
         STATE.instrumented.clear()
 
 
 def _hook_for(integration: Integration) -> Any:
     def hook(_module: object) -> None:
-        with STATE.lock:
-            if STATE.active:
-                _instrument(integration)
+        try:
+            with STATE.lock:
+                if STATE.active:
+                    _instrument(integration)
+        except Exception as exc:  # never out of the program's import statement
+            record_failure(f"{integration.name}.instrument", exc)
 
     return hook
 
 
 def _instrument(integration: Integration) -> None:
+    """Instrument one framework; a failure leaves it uninstrumented (whatever was patched is undone)."""
     if integration.name in STATE.instrumented:
         return
-    instrumentor = integration.load()
-    instrumentor.instrument(**STATE.kwargs)
+    try:
+        instrumentor = integration.load()
+    except Exception as exc:  # the integration's module imports a framework name that is gone
+        record_failure(f"{integration.name}.hook", exc)
+        return
+    try:
+        instrumentor.instrument(**STATE.kwargs)
+    except Exception as exc:
+        record_failure(f"{integration.name}.instrument", exc)
+        safe_call(f"{integration.name}.undo", instrumentor._uninstrument)
+        return
     STATE.instrumented[integration.name] = instrumentor

@@ -48,14 +48,17 @@ def reset_recording_failures() -> None:
         _logged.clear()
 
 
-def record_failure(kind: str, exc: BaseException) -> None:
-    """Count one failure of ``kind``; the first of each kind is logged with its traceback. Never raises."""
+def record_failure(kind: str, exc: BaseException, note: str | None = None) -> None:
+    """Count one failure of ``kind``; the first of each kind is logged with its traceback, or with ``note``
+    instead when given (a sentence that names what failed and holds no message content). Never raises."""
     try:
         with _lock:
             _counts[kind] += 1
             first = kind not in _logged
             _logged.add(kind)
-        if first:
+        if first and note is not None:
+            _log.warning("mast-otel: %s (counted as %s in mast_otel.recording_failures())", note, kind)
+        elif first:
             # The exception's text is left out: it may quote message content, and secrets never reach logs.
             _log.warning(
                 "mast-otel: recording failed in %s (%s); the program is unaffected, this kind of failure is "

@@ -1,16 +1,27 @@
-"""Break every recorder entry point at once (shared by every integration's fault-injection tests)."""
+"""Faults every integration's fault-injection tests inject: every recorder entry point broken at once, and one
+hooked framework target removed (a framework release that renamed it), before or after the framework's import."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import importlib
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stdout
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from opentelemetry import context as otel_context
+from wrapt import ObjectProxy
 
 from mast_otel import recorder
 from mast_otel._safety import recording_failures, reset_recording_failures
+from mast_otel.integrations.patching import Hook, HookMissing, hook_kind, resolve
+from tests.frameworks import REPO
 
 ENTRY_POINTS: tuple[tuple[type, str], ...] = (
     (recorder.Recorder, "start_conversation"),
@@ -77,3 +88,173 @@ def recorder_broken(spare: tuple[str, ...] = ()) -> Iterator[dict[str, int]]:
 def assert_failures_only_from(failures: dict[str, int], framework: str) -> None:
     """Some recording failures were counted, each in ``framework``'s own hooks (``{framework}.<hook>``)."""
     assert failures and all(kind.startswith(f"{framework}.") for kind in failures), failures
+
+
+# -- a hooked target gone (a framework release that renamed it) ---------------------------------------------------
+_GONE = object()
+
+
+def raw_targets(hooks: Sequence[Hook[Any]]) -> dict[str, Any]:
+    """Each hook's raw attribute as its owner holds it (``_GONE`` when the owner or attribute is not there)."""
+    found: dict[str, Any] = {}
+    for hook in hooks:
+        owner: Any = sys.modules.get(hook.module, _GONE)
+        *owner_path, attr = hook.path.split(".")
+        for part in owner_path:
+            owner = getattr(owner, part, _GONE)
+        found[hook.target] = _GONE if owner is _GONE else vars(owner).get(attr, _GONE)
+    return found
+
+
+def assert_same_objects(got: dict[str, Any], want: dict[str, Any]) -> None:
+    """Every attribute in ``got`` is the very object in ``want`` (identity, not equality); one whose module was not
+    imported yet when ``want`` was taken is at least not left wrapped."""
+    changed = [t for t in want if got[t] is not want[t] and (want[t] is not _GONE or isinstance(got[t], ObjectProxy))]
+    assert not changed, f"not restored: {changed}"
+
+
+@contextmanager
+def target_removed(hook: Hook[Any]) -> Iterator[None]:
+    """``hook``'s target deleted for the block, as a framework release that renamed it would have it. An inherited
+    method (the owner does not define it) cannot be deleted from the owner alone: its owner class is removed
+    from its module instead (a renamed class). Code that already holds the object keeps working either way."""
+    owner, attr = resolve(hook.module, hook.path)
+    if attr not in vars(owner):
+        owner_path, _, attr = hook.path.rpartition(".")
+        owner = importlib.import_module(hook.module)
+        for part in owner_path.split(".")[:-1]:
+            owner = getattr(owner, part)
+        attr = owner_path.split(".")[-1]
+    original = vars(owner)[attr]
+    delattr(owner, attr)
+    try:
+        yield
+    finally:
+        setattr(owner, attr, original)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a program gave: its result (or the type and text of its exception) and what it printed."""
+
+    result: Any
+    raised: tuple[str, str] | None
+    printed: str
+
+
+def outcome(program: Callable[[], Any]) -> Outcome:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        try:
+            result = program()
+        except Exception as exc:
+            return Outcome(None, (type(exc).__qualname__, str(exc)), out.getvalue())
+    return Outcome(result, None, out.getvalue())
+
+
+def assert_hook_fault_harmless(
+    hook: Hook[Any],
+    hooks: Sequence[Hook[Any]],
+    framework: str,
+    program: Callable[[], Any],
+    instrument: Callable[[], None],
+    uninstrument: Callable[[], None],
+) -> None:
+    """With ``hook``'s target removed after the framework's import: ``instrument()`` returns, ``program`` gives what
+    it gives without mast-otel (result, exception, output), ``uninstrument()`` leaves every hooked attribute the
+    very object it was, and the missing hook is counted once under ``{framework}.hook`` (unless a base class
+    still provides the method: then it is patched there like any inherited method, and nothing is missing)."""
+    before = raw_targets(hooks)
+    with target_removed(hook):
+        removed = raw_targets(hooks)
+        missing = expected_failures(hook, framework)
+        expected = outcome(program)
+        reset_recording_failures()
+        try:
+            instrument()
+            got = outcome(program)
+            failures = recording_failures()
+        finally:
+            uninstrument()
+        assert_same_objects(raw_targets(hooks), removed)
+    assert_same_objects(raw_targets(hooks), before)
+    assert got == expected
+    assert failures == missing, failures
+
+
+def expected_failures(hook: Hook[Any], framework: str) -> dict[str, int]:
+    """What instrumenting counts with ``hook``'s target removed: one ``{framework}.hook``, or nothing when a base
+    class still provides the method or the hook is optional (not in every supported release)."""
+    if hook.optional:
+        return {}
+    try:
+        resolve(hook.module, hook.path)
+    except HookMissing:
+        return {hook_kind(framework): 1}
+    return {}
+
+
+_BEFORE_IMPORT = """
+import json, sys
+import wrapt
+from opentelemetry.sdk.trace import TracerProvider
+import mast_otel
+from mast_otel.integrations.patching import Hook
+from tests.fault_injection import assert_same_objects, expected_failures, outcome, raw_targets, target_removed
+
+framework, top, hook_module, hook_path, program_name = sys.argv[1:6]
+hooks_module, _, hooks_name = sys.argv[6].partition(":")
+assert top not in sys.modules
+removal = target_removed(Hook(hook_module, hook_path, lambda _: None))
+seen = {}
+
+
+def remove(_module):
+    removal.__enter__()
+    (hook,) = [h for h in seen["hooks"] if (h.module, h.path) == (hook_module, hook_path)]
+    seen["missing"] = expected_failures(hook, framework)
+
+
+def on_top(_module):
+    table_module = __import__(hooks_module, fromlist=[hooks_name])
+    seen["hooks"] = getattr(table_module, hooks_name)
+    if hook_module == getattr(table_module, "LATER", None) and hook_module not in sys.modules:
+        # patched by mast-otel when the program imports it, from a hook of its own registered after this one
+        wrapt.register_post_import_hook(remove, hook_module)
+    else:  # the framework's own package imported whole first, so removing a class cannot break its import
+        __import__(hook_module)
+        remove(None)
+    seen["removed"] = raw_targets(seen["hooks"])
+
+
+# Registered before mast-otel's own post-import hook, so it runs first: the target is gone when mast-otel looks.
+wrapt.register_post_import_hook(on_top, top)
+mast_otel.instrument(tracer_provider=TracerProvider(), frameworks=[framework])
+__import__(top)  # mast-otel instruments here: nothing may come out of the import statement
+module_name, _, function = program_name.partition(":")
+program = getattr(__import__(module_name, fromlist=[function]), function)
+got = outcome(program)
+assert "missing" in seen, "the program imported the hook's module"
+failures = mast_otel.recording_failures()
+mast_otel.uninstrument()
+assert_same_objects(raw_targets(seen["hooks"]), seen["removed"])
+expected = outcome(program)
+print(json.dumps({"same": got == expected, "raised": got.raised, "failures": failures, "missing": seen["missing"]}))
+"""
+
+
+def assert_hook_fault_harmless_before_import(
+    hook: Hook[Any], framework: str, top_module: str, program: str, hooks: str, env: dict[str, str] | None = None
+) -> None:
+    """:func:`assert_hook_fault_harmless` for a framework imported after ``instrument()`` (a fresh interpreter):
+    mast-otel then instruments from inside the program's ``import`` statement. ``program`` and ``hooks`` are
+    ``"module:name"`` of a no-argument program and of the integration's hook table."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    done = subprocess.run(
+        [sys.executable, "-c", _BEFORE_IMPORT, framework, top_module, hook.module, hook.path, program, hooks],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["same"], report
+    assert report["failures"] == report["missing"], report

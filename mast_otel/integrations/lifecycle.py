@@ -31,7 +31,7 @@ Usage in a new integration::
             params=("agent_name",),
         )
 
-    wrap_function_wrapper("myfw.agent", "Agent.run", sync_wrapper(turns(recorder)))
+    HOOKS = (Hook("myfw.agent", "Agent.run", lambda recorder: sync_wrapper(turns(recorder))),)  # patching.py
 """
 
 from __future__ import annotations
@@ -272,19 +272,20 @@ def iterator_wrapper(traced: Traced) -> Wrapper:
     when the stream ends, ``fail`` when it raises (re-raised unchanged) or with ``GeneratorExit`` when the program
     closes it early (the framework's stream is then closed inside ``inside``).
     """
-    return _stream_wrapper(traced, _traced_iterator)
+    return _stream_wrapper(traced, _traced_iterator, "__next__")
 
 
 # (traced, wrapped, instance, args, kwargs, the framework's stream) -> the stream handed to the program
 _StreamTracer = Callable[[Traced, Callable[..., Any], Any, tuple[Any, ...], dict[str, Any], Any], Any]
 
 
-def _stream_wrapper(traced: Traced, trace_stream: _StreamTracer) -> Wrapper:
-    """The wrapper both stream kinds share: call the method as is, then hand back its stream traced (or untouched)."""
+def _stream_wrapper(traced: Traced, trace_stream: _StreamTracer, step: str) -> Wrapper:
+    """The wrapper both stream kinds share: call the method as is, then hand back its stream traced (or untouched:
+    also when it returned something that is no iterator of the kind, so the program meets it as it is)."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         inner = wrapped(*args, **kwargs)
-        if _suppressed():
+        if _suppressed() or not hasattr(inner, step):
             return inner
         return trace_stream(traced, wrapped, instance, args, kwargs, inner)
 
@@ -327,7 +328,7 @@ def _traced_iterator(
 
 def async_iterator_wrapper(traced: Traced) -> Wrapper:
     """:func:`iterator_wrapper` for a method returning an async iterator (an async generator method)."""
-    return _stream_wrapper(traced, _traced_async_iterator)
+    return _stream_wrapper(traced, _traced_async_iterator, "__anext__")
 
 
 async def _traced_async_iterator(

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import mast_otel
 from mast_otel import semconv as sc
-from mast_otel.integrations.metagpt import _TARGETS, MetaGPTInstrumentor
+from mast_otel.integrations.metagpt import HOOKS, MetaGPTInstrumentor
 from tests.fault_injection import assert_failures_only_from
 from tests.lifecycle_checks import assert_entry_point_registered, exported_by_zero_code_run, never_sampled
 from tests.metagpt.record import assert_matches_metagpt
@@ -28,9 +28,9 @@ def _patched_methods() -> list[Any]:
     import importlib
 
     out = []
-    for module, path, _ in _TARGETS:
-        owner, _, attr_name = path.partition(".")
-        out.append(vars(getattr(importlib.import_module(module), owner))[attr_name])
+    for hook in HOOKS:
+        owner, _, attr_name = hook.path.partition(".")
+        out.append(vars(getattr(importlib.import_module(hook.module), owner))[attr_name])
     return out
 
 

@@ -24,44 +24,48 @@ AG2 method                                    recorder call
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
-from mast_otel.integrations.lifecycle import Wrapper, sync_wrapper
+from mast_otel.integrations.lifecycle import sync_wrapper
+from mast_otel.integrations.patching import Hook, Patches
 from mast_otel.recorder import Recorder
 
 from . import _wrappers as w
 from ._events import EVENT_CLASSES, events
 
-__all__ = ["AG2Instrumentor"]
+__all__ = ["HOOKS", "AG2Instrumentor"]
 
 _AGENT = "autogen.agentchat.conversable_agent"
 _GROUP = "autogen.agentchat.groupchat"
 _PATTERNS = "autogen.agentchat.group.multi_agent_chat"
 
-# (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
-_TARGETS: tuple[tuple[str, str, Callable[[Recorder], Wrapper]], ...] = (
-    (_AGENT, "ConversableAgent.initiate_chat", w.sync(w.chat_roots)),
-    (_AGENT, "ConversableAgent.a_initiate_chat", w.async_(w.chat_roots)),
-    (_AGENT, "ConversableAgent.initiate_chats", w.sync(w.queue_roots)),
-    (_AGENT, "ConversableAgent.a_initiate_chats", w.async_(w.queue_roots)),
-    (_AGENT, "ConversableAgent.send", w.sync(w.messages)),
-    (_AGENT, "ConversableAgent.a_send", w.async_(w.messages)),
-    (_AGENT, "ConversableAgent.generate_reply", w.sync(w.agent_turns)),
-    (_AGENT, "ConversableAgent.a_generate_reply", w.async_(w.agent_turns)),
-    (_AGENT, "ConversableAgent.execute_function", w.sync(w.tool_calls)),
-    (_AGENT, "ConversableAgent.a_execute_function", w.async_(w.tool_calls)),
-    (_GROUP, "GroupChat.select_speaker", w.sync(w.handoffs)),
-    (_GROUP, "GroupChat.a_select_speaker", w.async_(w.handoffs)),
-    (_PATTERNS, "initiate_group_chat", w.sync(w.pattern_roots)),
-    (_PATTERNS, "a_initiate_group_chat", w.async_(w.pattern_roots)),
+# The whole coverage list, greppable in one place.
+HOOKS: tuple[Hook[Recorder], ...] = (
+    Hook(_AGENT, "ConversableAgent.initiate_chat", w.sync(w.chat_roots)),
+    Hook(_AGENT, "ConversableAgent.a_initiate_chat", w.async_(w.chat_roots)),
+    Hook(_AGENT, "ConversableAgent.initiate_chats", w.sync(w.queue_roots)),
+    Hook(_AGENT, "ConversableAgent.a_initiate_chats", w.async_(w.queue_roots)),
+    Hook(_AGENT, "ConversableAgent.send", w.sync(w.messages)),
+    Hook(_AGENT, "ConversableAgent.a_send", w.async_(w.messages)),
+    Hook(_AGENT, "ConversableAgent.generate_reply", w.sync(w.agent_turns)),
+    Hook(_AGENT, "ConversableAgent.a_generate_reply", w.async_(w.agent_turns)),
+    Hook(_AGENT, "ConversableAgent.execute_function", w.sync(w.tool_calls)),
+    Hook(_AGENT, "ConversableAgent.a_execute_function", w.async_(w.tool_calls)),
+    Hook(_GROUP, "GroupChat.select_speaker", w.sync(w.handoffs)),
+    Hook(_GROUP, "GroupChat.a_select_speaker", w.async_(w.handoffs)),
+    Hook(_PATTERNS, "initiate_group_chat", w.sync(w.pattern_roots)),
+    Hook(_PATTERNS, "a_initiate_group_chat", w.async_(w.pattern_roots)),
+    # Events are read as they are built (termination and transition reasons); the classes inherit __init__.
+    # AG2 0.9 has no group-API transition events: optional.
+    *(Hook(module, f"{cls}.__init__", lambda r: sync_wrapper(events(r)), optional=cls != "TerminationEvent")
+      for module, cls in EVENT_CLASSES),
 )
-_ABSENT = object()
 # Modules that re-export the group-API entry points; a program calling them through these names is covered too.
 _REEXPORTS = ("autogen.agentchat", "autogen.agentchat.group", "autogen")
 
@@ -69,7 +73,7 @@ _REEXPORTS = ("autogen.agentchat", "autogen.agentchat.group", "autogen")
 class AG2Instrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for AG2 Classic conversations, messages, turns, tool calls, handoffs and termination."""
 
-    _patched: list[tuple[Any, str, Any]]  # (owner, attribute, original object, or _ABSENT: delete on undo)
+    _patches: Patches | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         # The same code ships as "ag2" (<1.0) and as "autogen" (0.14.x); require whichever is installed.
@@ -82,37 +86,27 @@ class AG2Instrumentor(BaseInstrumentor):  # type: ignore[misc]
         return ("ag2 >= 0.9, < 1.0",)
 
     def _instrument(self, **kwargs: Any) -> None:
-        recorder = recorder_for("ag2", kwargs)
-        self._patched = []
-        for module, path, factory in _TARGETS:
-            owner_path, _, attr = path.rpartition(".")
-            mod = importlib.import_module(module)
-            owner = getattr(mod, owner_path) if owner_path else mod
-            # Keep the exact original (a staticmethod stays a staticmethod): unwrap() would put back the bare function.
-            self._patched.append((owner, attr, vars(owner)[attr]))
-            wrap_function_wrapper(module, path, factory(recorder))
-            if not owner_path:
-                wrapped_fn = getattr(mod, attr)
-                for name in _REEXPORTS:
-                    reexport = importlib.import_module(name)
-                    original = getattr(reexport, attr, None)
-                    if original is getattr(wrapped_fn, "__wrapped__", None):
-                        self._patched.append((reexport, attr, original))
-                        setattr(reexport, attr, wrapped_fn)
-
-        event_wrapper = sync_wrapper(events(recorder))
-        for module, cls_name in EVENT_CLASSES:
-            try:
-                owner = getattr(importlib.import_module(module), cls_name)
-            except (ImportError, AttributeError):  # an AG2 release without the group API's transition events
-                continue
-            self._patched.append((owner, "__init__", vars(owner).get("__init__", _ABSENT)))
-            wrap_function_wrapper(owner, "__init__", event_wrapper)
+        self._patches = patches = Patches("ag2", "ag2", "autogen")
+        if not patches.apply(HOOKS, recorder_for("ag2", kwargs)):
+            return
+        try:
+            _cover_reexports(patches)
+        except Exception as exc:  # all or nothing, like a missing hook
+            patches.undo()
+            patches.missing("(re-exports of the group API)", exc)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for owner, attr, original in reversed(getattr(self, "_patched", [])):
-            if original is _ABSENT:
-                delattr(owner, attr)  # the attribute was inherited: remove the wrapper, not the base's method
-            else:
-                setattr(owner, attr, original)
-        self._patched = []
+        if self._patches is not None:
+            self._patches.undo()
+
+
+def _cover_reexports(patches: Patches) -> None:
+    """Point the modules that re-export a wrapped module-level function at the wrapper too."""
+    for hook in HOOKS:
+        if "." in hook.path:
+            continue
+        wrapped_fn = getattr(importlib.import_module(hook.module), hook.path)
+        for name in _REEXPORTS:
+            reexport = importlib.import_module(name)
+            if getattr(reexport, hook.path, None) is getattr(wrapped_fn, "__wrapped__", None):
+                patches.patch_value(reexport, hook.path, wrapped_fn)

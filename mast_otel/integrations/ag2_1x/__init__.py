@@ -37,41 +37,42 @@ from collections.abc import Collection
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
+from mast_otel.integrations.patching import Hook, Patches
 
 from ._wrappers import Hooks, agent_client_init, hub_close, hub_init
 
-__all__ = ["AG2V1Instrumentor"]
+__all__ = ["HOOKS", "AG2V1Instrumentor"]
 
 _HUB = "ag2.network.hub.core"
 _AGENT_CLIENT = "ag2.network.client.agent_client"
+
+HOOKS: tuple[Hook[Hooks], ...] = (
+    Hook(_HUB, "Hub.__init__", hub_init),
+    Hook(_HUB, "Hub.close", hub_close),
+    Hook(_AGENT_CLIENT, "AgentClient.__init__", agent_client_init),
+)
 
 
 class AG2V1Instrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for AG2 1.x hub channels: conversations, messages, handoffs with reasons, turns, tools, termination."""
 
     _hooks: Hooks | None = None
+    _patches: Patches | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("ag2 >= 1.0, < 2",)
 
     def _instrument(self, **kwargs: Any) -> None:
         hooks = Hooks(recorder_for("ag2", kwargs), join_traces=bool(kwargs.get("join_ag2_traces", True)))
-        wrap_function_wrapper(_HUB, "Hub.__init__", hub_init(hooks))
-        wrap_function_wrapper(_HUB, "Hub.close", hub_close(hooks))
-        wrap_function_wrapper(_AGENT_CLIENT, "AgentClient.__init__", agent_client_init(hooks))
-        self._hooks = hooks
+        self._patches = Patches("ag2_1x", "ag2")
+        if self._patches.apply(HOOKS, hooks):
+            self._hooks = hooks
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        import ag2.network.client.agent_client as agent_client
-        import ag2.network.hub.core as hub_core
-
-        unwrap(hub_core.Hub, "__init__")
-        unwrap(hub_core.Hub, "close")
-        unwrap(agent_client.AgentClient, "__init__")
+        if self._patches is not None:
+            self._patches.undo()
         if self._hooks is not None:
             self._hooks.detach_all()
             self._hooks = None

@@ -42,10 +42,10 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from wrapt import wrap_function_wrapper
 
 from mast_otel.integrations import recorder_for
 from mast_otel.integrations.lifecycle import async_iterator_wrapper, async_wrapper, sync_wrapper
+from mast_otel.integrations.patching import Hook, Patches, Wrapper
 from mast_otel.recorder import Recorder
 
 from . import _messages as m
@@ -54,7 +54,7 @@ from . import _runtime as rt
 from . import _selection as s
 from . import _termination as t
 
-__all__ = ["AutogenAgentChatInstrumentor"]
+__all__ = ["HOOKS", "AutogenAgentChatInstrumentor"]
 
 Factory = Callable[[Recorder], Any]
 
@@ -68,66 +68,60 @@ _M1 = f"{_GC}._magentic_one._magentic_one_orchestrator"
 _ASSISTANT = "autogen_agentchat.agents._assistant_agent"
 _RUNTIME = "autogen_core._single_threaded_agent_runtime"
 
-# (module, attribute path, what it records, the lifecycle wrapper; None: the factory makes the wrapper itself).
-_TARGETS: tuple[tuple[str, str, Factory, Callable[[Any], Any] | None], ...] = (
-    (_TEAM, "BaseGroupChat.run_stream", r.team_runs, async_iterator_wrapper),
-    (_CONTAINER, "ChatAgentContainer._log_message", m.logged_message, async_wrapper),
-    (_CONTAINER, "trace_invoke_agent_span", m.agent_turns, None),  # returns a context manager: _TurnScope
-    (_ASSISTANT, "AssistantAgent._execute_tool_call", m.tool_calls, async_wrapper),
-    (_MANAGER, "BaseGroupChatManager.update_message_thread", m.manager_thread, async_wrapper),
-    (_MANAGER, "BaseGroupChatManager._transition_to_next_speakers", s.transitions, async_wrapper),
-    (_MANAGER, "BaseGroupChatManager._log_speaker_selection", s.selected, async_wrapper),
-    (_MANAGER, "BaseGroupChatManager._signal_termination", t.signalled_termination, async_wrapper),
-    (_MANAGER, "BaseGroupChatManager._signal_termination_with_error", t.signalled_error, async_wrapper),
-    (_SELECTOR, "SelectorGroupChatManager._mentioned_agents", s.selector_answers, sync_wrapper),
-    (_GRAPH, "DiGraphEdge.check_condition", s.graph_edges, sync_wrapper),
-    (_M1, "MagenticOneOrchestrator._orchestrate_step", s.orchestrate_steps, async_wrapper),
-    (_M1, "MagenticOneOrchestrator.publish_message", s.orchestrator_publish, async_wrapper),
-    (_M1, "MagenticOneOrchestrator._update_task_ledger", s.replans, async_wrapper),
-    (_M1, "MagenticOneOrchestrator._reenter_outer_loop", s.outer_loops, async_wrapper),
-    (_M1, "MagenticOneOrchestrator._prepare_final_answer", t.final_answer, async_wrapper),
-    (_M1, "extract_json_from_str", s.ledgers, sync_wrapper),
-    (_RUNTIME, "SingleThreadedAgentRuntime._process_send", rt.processing, async_wrapper),
-    (_RUNTIME, "SingleThreadedAgentRuntime._process_publish", rt.processing, async_wrapper),
+
+def _hook(module: str, path: str, factory: Factory, lifecycle: Callable[[Any], Wrapper] | None) -> Hook[Recorder]:
+    """What ``factory`` records, run by ``lifecycle`` (None: the factory makes the wrapper itself)."""
+    if lifecycle is None:
+        return Hook(module, path, factory)
+    return Hook(module, path, lambda recorder: lifecycle(factory(recorder)))
+
+
+# The whole coverage list, greppable in one place.
+HOOKS: tuple[Hook[Recorder], ...] = (
+    _hook(_TEAM, "BaseGroupChat.run_stream", r.team_runs, async_iterator_wrapper),
+    _hook(_CONTAINER, "ChatAgentContainer._log_message", m.logged_message, async_wrapper),
+    _hook(_CONTAINER, "trace_invoke_agent_span", m.agent_turns, None),  # returns a context manager: _TurnScope
+    _hook(_ASSISTANT, "AssistantAgent._execute_tool_call", m.tool_calls, async_wrapper),
+    _hook(_MANAGER, "BaseGroupChatManager.update_message_thread", m.manager_thread, async_wrapper),
+    _hook(_MANAGER, "BaseGroupChatManager._transition_to_next_speakers", s.transitions, async_wrapper),
+    _hook(_MANAGER, "BaseGroupChatManager._log_speaker_selection", s.selected, async_wrapper),
+    _hook(_MANAGER, "BaseGroupChatManager._signal_termination", t.signalled_termination, async_wrapper),
+    _hook(_MANAGER, "BaseGroupChatManager._signal_termination_with_error", t.signalled_error, async_wrapper),
+    _hook(_SELECTOR, "SelectorGroupChatManager._mentioned_agents", s.selector_answers, sync_wrapper),
+    _hook(_GRAPH, "DiGraphEdge.check_condition", s.graph_edges, sync_wrapper),
+    _hook(_M1, "MagenticOneOrchestrator._orchestrate_step", s.orchestrate_steps, async_wrapper),
+    _hook(_M1, "MagenticOneOrchestrator.publish_message", s.orchestrator_publish, async_wrapper),
+    _hook(_M1, "MagenticOneOrchestrator._update_task_ledger", s.replans, async_wrapper),
+    _hook(_M1, "MagenticOneOrchestrator._reenter_outer_loop", s.outer_loops, async_wrapper),
+    _hook(_M1, "MagenticOneOrchestrator._prepare_final_answer", t.final_answer, async_wrapper),
+    _hook(_M1, "extract_json_from_str", s.ledgers, sync_wrapper),
+    _hook(_RUNTIME, "SingleThreadedAgentRuntime._process_send", rt.processing, async_wrapper),
+    _hook(_RUNTIME, "SingleThreadedAgentRuntime._process_publish", rt.processing, async_wrapper),
 )
 
 
 class AutogenAgentChatInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for autogen-agentchat team runs: messages, turns, tool calls, handoffs with reasons, termination."""
 
-    _patched: list[tuple[Any, str, Any, bool]]
+    _patches: Patches | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("autogen-agentchat >= 0.7, < 0.8",)
 
     def _instrument(self, **kwargs: Any) -> None:
         recorder = recorder_for("autogen_agentchat", kwargs)
-        self._patched = []
-        for module, path, factory, lifecycle in _TARGETS:
-            made = factory(recorder)
-            self._wrap(importlib.import_module(module), path, lifecycle(made) if lifecycle is not None else made)
-        conditions = importlib.import_module("autogen_agentchat.conditions")
-        watch = async_wrapper(t.watched_condition(recorder))
-        for cls in t.condition_classes(conditions):
-            self._wrap_attr(cls, "__call__", watch)
-
-    def _wrap(self, module: Any, path: str, wrapper: Any) -> None:
-        owner_name, _, attr = path.rpartition(".")
-        owner = getattr(module, owner_name) if owner_name else module
-        self._wrap_attr(owner, attr, wrapper)
-
-    def _wrap_attr(self, owner: Any, attr: str, wrapper: Any) -> None:
-        # Keep the raw attribute (a staticmethod stays a staticmethod) and whether the owner defined it itself
-        # (MagenticOneOrchestrator inherits publish_message): uninstrument restores exactly that.
-        own = attr in vars(owner)
-        original = vars(owner)[attr] if own else None
-        wrap_function_wrapper(owner, attr, wrapper)
-        self._patched.append((owner, attr, original, own))
+        self._patches = patches = Patches("autogen_agentchat", "autogen-agentchat")
+        if not patches.apply(HOOKS, recorder):
+            return
+        try:
+            # Every stop-condition class that defines its own __call__: found at instrument time, so not in HOOKS.
+            watch = async_wrapper(t.watched_condition(recorder))
+            for cls in t.condition_classes(importlib.import_module("autogen_agentchat.conditions")):
+                patches.patch(cls, "__call__", watch)
+        except Exception as exc:  # all or nothing, like a missing hook
+            patches.undo()
+            patches.missing("(stop conditions' __call__)", exc)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for owner, attr, original, own in reversed(getattr(self, "_patched", [])):
-            if own:
-                setattr(owner, attr, original)
-            else:
-                delattr(owner, attr)
-        self._patched = []
+        if self._patches is not None:
+            self._patches.undo()

@@ -42,11 +42,12 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 
 from mast_otel.integrations import recorder_for
 from mast_otel.integrations.lifecycle import async_wrapper, sync_wrapper
-from mast_otel.integrations.wrapped_methods import WrappedMethods
+from mast_otel.integrations.patching import Hook, Patches
+from mast_otel.recorder import Recorder
 
 from . import _wrappers as w
 
-__all__ = ["CrewAIInstrumentor"]
+__all__ = ["HOOKS", "CrewAIInstrumentor"]
 
 _CREW = "crewai.crew"
 _TASK = "crewai.task"
@@ -54,36 +55,34 @@ _AGENT = "crewai.agent.core"
 _TOOL = "crewai.tools.base_tool"
 _EXECUTOR = "crewai.agents.agent_executor"  # imports handle_max_iterations_exceeded by name
 
-# (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
-_TARGETS: tuple[tuple[str, str, Any], ...] = (
-    (_CREW, "Crew.kickoff", lambda r: sync_wrapper(w.kickoffs(r))),
-    (_CREW, "Crew.akickoff", lambda r: async_wrapper(w.kickoffs(r))),
-    (_TASK, "Task._execute_core", lambda r: sync_wrapper(w.tasks(r))),
-    (_TASK, "Task._aexecute_core", lambda r: async_wrapper(w.tasks(r))),
-    (_AGENT, "Agent.execute_task", lambda r: sync_wrapper(w.agent_turns(r))),
-    (_AGENT, "Agent.aexecute_task", lambda r: async_wrapper(w.agent_turns(r))),
-    (_TOOL, "BaseTool.run", lambda r: sync_wrapper(w.tool_runs(r))),
-    (_TOOL, "BaseTool.arun", lambda r: async_wrapper(w.tool_runs(r))),
-    (_TOOL, "Tool.run", lambda r: sync_wrapper(w.tool_runs(r))),
-    (_TOOL, "Tool.arun", lambda r: async_wrapper(w.tool_runs(r))),
-    (_EXECUTOR, "handle_max_iterations_exceeded", lambda r: sync_wrapper(w.max_iterations(r))),
+# The whole coverage list, greppable in one place.
+HOOKS: tuple[Hook[Recorder], ...] = (
+    Hook(_CREW, "Crew.kickoff", lambda r: sync_wrapper(w.kickoffs(r))),
+    Hook(_CREW, "Crew.akickoff", lambda r: async_wrapper(w.kickoffs(r))),
+    Hook(_TASK, "Task._execute_core", lambda r: sync_wrapper(w.tasks(r))),
+    Hook(_TASK, "Task._aexecute_core", lambda r: async_wrapper(w.tasks(r))),
+    Hook(_AGENT, "Agent.execute_task", lambda r: sync_wrapper(w.agent_turns(r))),
+    Hook(_AGENT, "Agent.aexecute_task", lambda r: async_wrapper(w.agent_turns(r))),
+    Hook(_TOOL, "BaseTool.run", lambda r: sync_wrapper(w.tool_runs(r))),
+    Hook(_TOOL, "BaseTool.arun", lambda r: async_wrapper(w.tool_runs(r))),
+    Hook(_TOOL, "Tool.run", lambda r: sync_wrapper(w.tool_runs(r))),
+    Hook(_TOOL, "Tool.arun", lambda r: async_wrapper(w.tool_runs(r))),
+    Hook(_EXECUTOR, "handle_max_iterations_exceeded", lambda r: sync_wrapper(w.max_iterations(r))),
 )
 
 
 class CrewAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for CrewAI kickoffs, agent executions, task outputs, task-order and delegation handoffs, tools."""
 
-    _methods: WrappedMethods | None = None
+    _patches: Patches | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("crewai >= 1.0, < 2",)
 
     def _instrument(self, **kwargs: Any) -> None:
-        recorder = recorder_for("crewai", kwargs)
-        self._methods = WrappedMethods()
-        for module, path, factory in _TARGETS:
-            self._methods.wrap(module, path, factory(recorder))
+        self._patches = Patches("crewai")
+        self._patches.apply(HOOKS, recorder_for("crewai", kwargs))
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        if self._methods is not None:
-            self._methods.unwrap_all()
+        if self._patches is not None:
+            self._patches.undo()

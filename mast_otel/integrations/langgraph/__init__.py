@@ -37,71 +37,79 @@ is ``routing`` with ``mast.handoff.synthetic=true``: the library adds it, no mod
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
+from mast_otel._safety import record_failure
 from mast_otel.integrations import recorder_for
 from mast_otel.integrations.lifecycle import async_iterator_wrapper, async_wrapper, iterator_wrapper, sync_wrapper
-from mast_otel.integrations.wrapped_methods import WrappedMethods
+from mast_otel.integrations.patching import Hook, Patches
+from mast_otel.recorder import Recorder
 
 from . import _wrappers as w
 from ._graph import AGENT_KEY as AGENT_METADATA_KEY
 
-__all__ = ["AGENT_METADATA_KEY", "LangGraphInstrumentor"]
+__all__ = ["AGENT_METADATA_KEY", "HOOKS", "LATER", "LangGraphInstrumentor"]
 
 _MAIN = "langgraph.pregel.main"
 _RUNNER = "langgraph.pregel._runner"  # run_with_retry is looked up here, as a module global, at each task
 _TOOLS = "langgraph.prebuilt.tool_node"
+# Not imported yet by graphs without prebuilt agents, and importing it from langgraph.pregel's post-import hook can
+# meet a half-imported langgraph.graph: its hooks are applied when the program imports it.
+LATER = _TOOLS
 
-# (module, attribute path, wrapper factory): the whole coverage list, greppable in one place.
-_TARGETS: tuple[tuple[str, str, Any], ...] = (
-    (_MAIN, "Pregel.stream", lambda r: iterator_wrapper(w.graph_runs(r))),
-    (_MAIN, "Pregel.astream", lambda r: async_iterator_wrapper(w.graph_runs(r))),
-    (_RUNNER, "run_with_retry", lambda r: sync_wrapper(w.tasks(r))),
-    (_RUNNER, "arun_with_retry", lambda r: async_wrapper(w.tasks(r))),
-    (_TOOLS, "ToolNode._execute_tool_sync", lambda r: sync_wrapper(w.tool_calls(r))),
-    (_TOOLS, "ToolNode._execute_tool_async", lambda r: async_wrapper(w.tool_calls(r))),
+# The whole coverage list, greppable in one place.
+HOOKS: tuple[Hook[Recorder], ...] = (
+    Hook(_MAIN, "Pregel.stream", lambda r: iterator_wrapper(w.graph_runs(r))),
+    Hook(_MAIN, "Pregel.astream", lambda r: async_iterator_wrapper(w.graph_runs(r))),
+    Hook(_RUNNER, "run_with_retry", lambda r: sync_wrapper(w.tasks(r))),
+    Hook(_RUNNER, "arun_with_retry", lambda r: async_wrapper(w.tasks(r))),
+    Hook(_TOOLS, "ToolNode._execute_tool_sync", lambda r: sync_wrapper(w.tool_calls(r))),
+    Hook(_TOOLS, "ToolNode._execute_tool_async", lambda r: async_wrapper(w.tool_calls(r))),
 )
 
 
 class LangGraphInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for LangGraph runs, agent nodes, shared-state messages, handoffs, tool calls and termination."""
 
-    _methods: WrappedMethods | None = None
+    _patches: Patches | None = None
+    # What is left to patch when LATER is imported: (patches, hooks, recorder); None after uninstrument().
+    _pending: tuple[Patches, Sequence[Hook[Recorder]], Recorder] | None = None
+    _hooked = False
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("langgraph >= 1.0, < 2",)
 
     def _instrument(self, **kwargs: Any) -> None:
         recorder = recorder_for("langgraph", kwargs)
-        self._methods = methods = WrappedMethods()
-        self._pending: dict[tuple[str, str], Any] = {}
-        self._hooked: set[str] = getattr(self, "_hooked", set())
-        for module, path, factory in _TARGETS:
-            if module in sys.modules or module != _TOOLS:
-                methods.wrap(module, path, factory(recorder))
-                continue
-            # Not imported yet (graphs without prebuilt agents never import it), and importing it from here can
-            # meet a half-imported langgraph.graph: patch it when the program imports it.
-            self._pending[(module, path)] = factory(recorder)
-            if module not in self._hooked:
-                self._hooked.add(module)
-                wrapt.register_post_import_hook(self._later(module), module)
+        self._patches = patches = Patches("langgraph")
+        later = [h for h in HOOKS if h.module == LATER and LATER not in sys.modules]
+        if not patches.apply([h for h in HOOKS if h not in later], recorder) or not later:
+            return
+        self._pending = (patches, later, recorder)
+        if not self._hooked:
+            self._hooked = True
+            wrapt.register_post_import_hook(self._apply_pending, LATER)
 
-    def _later(self, module: str) -> Any:
-        def hook(_module: object) -> None:
-            # Post-import hooks cannot be unregistered: after uninstrument() nothing is pending and this does nothing.
-            for (mod, path), wrapper in list(self._pending.items()):
-                if mod == module and self._methods is not None:
-                    del self._pending[(mod, path)]
-                    self._methods.wrap(mod, path, wrapper)
-
-        return hook
+    def _apply_pending(self, _module: object) -> None:
+        """Patch LATER's hooks, all or none: a missing one unpatches the whole framework. Runs inside the program's
+        import statement, so nothing leaves it. Post-import hooks cannot be unregistered: after uninstrument()
+        nothing is pending and this does nothing."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        patches, hooks, recorder = pending
+        try:
+            if not patches.apply(hooks, recorder):
+                patches.undo()
+        except Exception as exc:
+            patches.undo()
+            record_failure("langgraph.hook", exc)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        self._pending = {}
-        if self._methods is not None:
-            self._methods.unwrap_all()
+        self._pending = None
+        if self._patches is not None:
+            self._patches.undo()

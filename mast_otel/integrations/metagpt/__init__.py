@@ -39,51 +39,64 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from mast_otel.integrations import recorder_for
-from mast_otel.integrations.wrapped_methods import WrappedMethods
+from mast_otel.integrations.patching import Hook, Patches, resolve
+from mast_otel.recorder import Recorder
 
 from . import _wrappers as w
 from ._state import Overrides
 
-__all__ = ["MetaGPTInstrumentor"]
+__all__ = ["HOOKS", "MetaGPTInstrumentor"]
 
 _TEAM = "metagpt.team"
 _ENV = "metagpt.environment.base_env"
 _ROLE = "metagpt.roles.role"
 
-# (module, Class.method, wrapper factory): the whole coverage list, greppable in one place.
-_TARGETS: tuple[tuple[str, str, w.Factory], ...] = (
-    (_TEAM, "Team.run", w.traced_team_run),
-    (_TEAM, "Team._check_balance", w.watched_check_balance),
-    (_ENV, "Environment.run", w.traced_env_run),
-    (_ENV, "Environment.publish_message", w.traced_publish_message),
-    (_ROLE, "Role.run", w.traced_role_run),
-    (_ROLE, "Role._think", w.traced_think),
-    (_ROLE, "Role._act", w.traced_act),
+Context = tuple[Recorder, Overrides]  # what every MetaGPT wrapper factory takes
+
+
+def _hook(module: str, path: str, factory: w.Factory) -> Hook[Context]:
+    return Hook(module, path, lambda context: factory(*context))
+
+
+# The whole coverage list, greppable in one place.
+HOOKS: tuple[Hook[Context], ...] = (
+    _hook(_TEAM, "Team.run", w.traced_team_run),
+    _hook(_TEAM, "Team._check_balance", w.watched_check_balance),
+    _hook(_ENV, "Environment.run", w.traced_env_run),
+    _hook(_ENV, "Environment.publish_message", w.traced_publish_message),
+    _hook(_ROLE, "Role.run", w.traced_role_run),
+    _hook(_ROLE, "Role._think", w.traced_think),
+    _hook(_ROLE, "Role._act", w.traced_act),
 )
 
 
 class MetaGPTInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """Spans for MetaGPT runs, role actions, published messages, watch/send_to routing and termination."""
 
-    _methods: WrappedMethods | None = None
-    _overrides: Overrides
+    _patches: Patches | None = None
+    _overrides: Overrides | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("metagpt >= 0.8, < 0.9",)
 
     def _instrument(self, **kwargs: Any) -> None:
         recorder = recorder_for("metagpt", kwargs)
-        self._methods = WrappedMethods()
-        self._overrides = Overrides()
-        for module, path, factory in _TARGETS:
-            wrapper = factory(recorder, self._overrides)
-            owner = self._methods.wrap(module, path, wrapper)
-            self._overrides.register(owner, path.rpartition(".")[2], wrapper)
-        self._overrides.cover_existing()
+        self._patches = patches = Patches("metagpt")
+        self._overrides = overrides = Overrides(patches)
+        if not patches.apply(HOOKS, (recorder, overrides)):
+            return
+        try:
+            for hook in HOOKS:
+                owner, attr = resolve(hook.module, hook.path)
+                overrides.register(owner, attr, hook.make((recorder, overrides)))
+            overrides.cover_existing()
+        except Exception as exc:  # all or nothing, like a missing hook
+            overrides.forget()
+            patches.undo()
+            patches.missing("(subclass overrides)", exc)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        overrides = getattr(self, "_overrides", None)
-        if overrides is not None:
-            overrides.undo()
-        if self._methods is not None:
-            self._methods.unwrap_all()
+        if self._overrides is not None:
+            self._overrides.forget()
+        if self._patches is not None:
+            self._patches.undo()

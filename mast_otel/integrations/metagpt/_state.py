@@ -14,8 +14,8 @@ from typing import Any
 
 import wrapt
 from opentelemetry import context as otel_context
-from opentelemetry.instrumentation.utils import unwrap
 
+from mast_otel.integrations.patching import Patches
 from mast_otel.recorder import AgentTurn
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -74,11 +74,11 @@ class Overrides:
     instrument time are covered then; a class defined later is covered the first time one of its instances runs.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, patches: Patches) -> None:
+        self._patches = patches  # the integration's own: one undo takes back the base classes and the overrides
         self._wrappers: dict[type, dict[str, Wrapper]] = {}
         self._seen: set[type] = set()
         self._lock = threading.Lock()
-        self.patched: list[tuple[type, str]] = []
 
     def register(self, base: type, attr: str, wrapper: Wrapper) -> None:
         self._wrappers.setdefault(base, {})[attr] = wrapper
@@ -99,8 +99,7 @@ class Overrides:
                     own = vars(klass)
                     for attr, wrapper in wrappers.items():
                         if attr in own and not isinstance(own[attr], wrapt.FunctionWrapper):
-                            wrapt.wrap_function_wrapper(klass, attr, wrapper)
-                            self.patched.append((klass, attr))
+                            self._patches.patch(klass, attr, wrapper)
                     self._seen.add(klass)
             self._seen.add(cls)
 
@@ -119,11 +118,9 @@ class Overrides:
             for cls in _subclasses(base):
                 self.cover(cls)
 
-    def undo(self) -> None:
+    def forget(self) -> None:
+        """Stop covering new subclasses (the patches themselves are undone with the integration's ``Patches``)."""
         with self._lock:
-            for klass, attr in reversed(self.patched):
-                unwrap(klass, attr)
-            self.patched.clear()
             self._wrappers.clear()
             self._seen.clear()
 

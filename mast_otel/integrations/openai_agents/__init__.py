@@ -1,9 +1,12 @@
 """OpenAI Agents SDK (``openai-agents``; built and tested against 0.24.0).
 
 ``OpenAIAgentsInstrumentor().instrument()`` (or ``mast_otel.instrument()``, or ``opentelemetry-instrument``)
-registers one trace processor with the SDK's public ``add_trace_processor``: no method is patched, and the
-program's own processors (the default exporter to OpenAI included) stay exactly as configured. The processor maps
-the SDK's spans onto the recorder, with the SDK's own start and end times:
+registers one trace processor with the SDK's trace provider; the program's own processors (the default exporter
+to OpenAI included) stay exactly as configured. A program that sets its own list afterwards with
+``set_trace_processors([...])`` (the SDK's documented way to send its traces elsewhere) keeps mast-otel's
+processor after its own: the one patched method, ``DefaultTraceProvider.set_processors``, appends it when the
+list lacks it (see ``_registration``). The processor maps the SDK's spans onto the recorder, with the SDK's own
+start and end times:
 
 =========================================  ========================================================================
 SDK span                                   recorder call
@@ -27,8 +30,13 @@ SDK span                                   recorder call
 
 Content follows mast-otel's capture settings and the SDK's: a run with ``trace_include_sensitive_data=False``
 (or ``OPENAI_AGENTS_TRACE_INCLUDE_SENSITIVE_DATA=false``) gives the processor no content, and mast-otel records
-none. A run with tracing disabled (``RunConfig(tracing_disabled=True)``, ``OPENAI_AGENTS_DISABLE_TRACING``)
-calls no processor, so mast-otel records nothing for it.
+none. A run with tracing disabled (``RunConfig(tracing_disabled=True)``, ``OPENAI_AGENTS_DISABLE_TRACING``,
+``set_tracing_disabled(True)``) calls no processor, so mast-otel records nothing for it; the global switches are
+logged once when mast-otel is on.
+
+``uninstrument()`` switches the processor off and un-patches ``set_processors``; the processor stays registered
+(the SDK cannot remove one), so runs in flight still reach their ends and leave nothing behind, and
+``instrument()`` switches it on again, registering it anew if the program's list dropped it meanwhile.
 """
 
 from __future__ import annotations
@@ -42,19 +50,27 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from mast_otel.integrations import recorder_for
+from mast_otel.integrations.patching import Hook, Patches
 from mast_otel.recorder import Recorder
 
 from ._processor import MastTraceProcessor
+from ._registration import holds, kept_in_processors, noticed_disabled, warn_if_disabled
 
-__all__ = ["SUPPORTED", "MastTraceProcessor", "OpenAIAgentsInstrumentor"]
+__all__ = ["HOOKS", "SUPPORTED", "MastTraceProcessor", "OpenAIAgentsInstrumentor"]
 
 _log = logging.getLogger(__name__)
 FRAMEWORK = "openai-agents"
 SUPPORTED = ">=0.24,<0.25"
 _SUPPORTED_RANGE = ((0, 24), (0, 25))
+_PROVIDER = "agents.tracing.provider"
 
-# The SDK has no way to remove a processor, so one processor per process is registered once and switched off
-# by uninstrument(); instrumenting again switches it back on with the new recorder.
+HOOKS: tuple[Hook[MastTraceProcessor], ...] = (
+    Hook(_PROVIDER, "DefaultTraceProvider.set_processors", kept_in_processors),
+    Hook(_PROVIDER, "DefaultTraceProvider.set_disabled", noticed_disabled),
+)
+
+# The SDK has no way to remove a processor, so one processor per process is registered and switched off by
+# uninstrument(); instrumenting again switches it back on with the new recorder.
 _registered: MastTraceProcessor | None = None
 
 
@@ -96,15 +112,40 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             config=dataclasses.replace(recorder.config, capture_content=False),
             framework=FRAMEWORK,
         )
-        if _registered is not None:
-            _registered.configure(recorder, quiet)
+        if _registered is None:
+            _registered = MastTraceProcessor(recorder, quiet)
+        processor = _registered
+        processor.configure(recorder, quiet)
+        self._patches = patches = Patches("openai_agents", "openai-agents")
+        if not patches.apply(HOOKS, processor):
+            processor.enabled = False
             return
-        from agents.tracing import add_trace_processor
-
-        processor = MastTraceProcessor(recorder, quiet)
-        add_trace_processor(processor)  # type: ignore[arg-type]  # duck-typed TracingProcessor
-        _registered = processor
+        try:
+            _register(processor)
+        except Exception as exc:  # all or nothing, like a missing hook
+            processor.enabled = False
+            patches.undo()
+            patches.missing("agents.tracing.get_trace_provider().register_processor", exc)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         if _registered is not None:
             _registered.enabled = False
+        patches: Patches | None = getattr(self, "_patches", None)
+        if patches is not None:
+            patches.undo()
+
+
+def _register(processor: MastTraceProcessor) -> None:
+    """Put ``processor`` in the SDK's current provider's list unless it is there already."""
+    from agents.tracing import get_trace_provider
+
+    provider = get_trace_provider()
+    held = holds(provider, processor)
+    if held is None:
+        held = provider is processor.provider
+    if not held:
+        # Out of the list since the last instrument(): ends it was not handed will never come.
+        processor.forget_open()
+        provider.register_processor(processor)
+    processor.provider = provider
+    warn_if_disabled(provider)

@@ -92,10 +92,25 @@ class MastTraceProcessor:
         self._trace_names: dict[str, str] = {}
         self._lock = threading.Lock()
         self.enabled = True
+        self.provider: Any = None  # the SDK trace provider this processor is registered with
 
     def configure(self, recorder: Recorder, quiet: Recorder) -> None:
         self._rec, self._quiet = recorder, quiet
         self.enabled = True
+
+    @property
+    def open_entries(self) -> int:
+        """SDK spans and traces this processor holds state for (they are forgotten when they end)."""
+        with self._lock:
+            return len(self._nodes) + len(self._trace_runs) + len(self._trace_names)
+
+    def forget_open(self) -> None:
+        """Drop the state of every open span and trace: called when this processor was out of the SDK's list and
+        may have missed their ends (their spans are then never ended, so never exported)."""
+        with self._lock:
+            self._nodes.clear()
+            self._trace_runs.clear()
+            self._trace_names.clear()
 
     # -- TracingProcessor ------------------------------------------------------------------
     # The SDK calls these from the program's own code: each is guarded (mast_otel._safety), so a recording failure
@@ -169,6 +184,9 @@ class MastTraceProcessor:
 
     # -- spans ------------------------------------------------------------------------------
     def _span_start(self, span: Any) -> None:
+        with self._lock:
+            if span.span_id in self._nodes:  # handed the same span twice (registered twice): record it once
+                return
         data = span.span_data
         kind = data.type
         parent = self._parent(span)

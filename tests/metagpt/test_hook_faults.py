@@ -1,0 +1,46 @@
+"""A MetaGPT release that renamed a hooked method: every MetaGPT hook removed in turn, after and before MetaGPT's
+import. mast-otel leaves MetaGPT unpatched (all hooks or none, docs/robustness.md), never raises, and the team
+gives what it gives without mast-otel."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.metagpt.conftest import SKIP_REASON
+
+pytest.importorskip("metagpt", reason=SKIP_REASON)
+
+from opentelemetry.sdk.trace import TracerProvider
+
+import mast_otel
+from mast_otel.integrations.metagpt import HOOKS
+from tests.fault_injection import assert_hook_fault_harmless, assert_hook_fault_harmless_before_import
+
+
+def program() -> dict[str, Any]:
+    """A three-role team on the scripted provider: MetaGPT's history and each role's memory."""
+    from tests.metagpt.scenarios import IDEA, scripted_context, scripted_provider, software_team
+
+    with scripted_provider():
+        team = software_team(scripted_context())
+        history = asyncio.run(team.run(n_round=5, idea=IDEA))
+    memories = {r.name: [(m.content, m.cause_by) for m in r.rc.memory.get()] for r in team.env.roles.values()}
+    return {"history": history, "memories": memories}
+
+
+@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
+def test_a_missing_hook_after_import_leaves_the_program_alone(hook: Any, tracer_provider: TracerProvider) -> None:
+    assert_hook_fault_harmless(
+        hook, HOOKS, "metagpt", program, lambda: mast_otel.instrument(tracer_provider=tracer_provider),
+        mast_otel.uninstrument,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
+def test_a_missing_hook_before_import_leaves_the_program_alone(hook: Any) -> None:
+    assert_hook_fault_harmless_before_import(
+        hook, "metagpt", "metagpt", "tests.metagpt.test_hook_faults:program", "mast_otel.integrations.metagpt:HOOKS"
+    )
