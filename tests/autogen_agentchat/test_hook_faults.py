@@ -21,7 +21,7 @@ from examples.scripted_openai import ScriptedOpenAI
 from mast_otel.integrations.autogen_agentchat import HOOKS
 from tests.fault_injection import assert_hook_fault_harmless, assert_hook_fault_harmless_before_import
 
-_BOUND = 15.0  # seconds; a scripted team run takes well under one
+_BOUND = 6.0  # seconds; a scripted team run takes well under one
 
 
 def _bounded(make: Any, base_url: str, task: str) -> Any:
@@ -45,11 +45,16 @@ def _bounded(make: Any, base_url: str, task: str) -> Any:
 
 def program() -> list[Any]:
     """Each team type once against the scripted server (the hooks cover all of them): autogen's own TaskResult,
-    its messages and stop reason (or what the run raised)."""
+    its messages and stop reason (or what the run raised). After a team hangs the rest are not run (a framework
+    that lost that method hangs them all, and each hang costs the whole bound), and say so: the same outcome is
+    required with and without mast-otel, so a team that hangs only with mast-otel still fails the comparison."""
     from tests.autogen_agentchat import scenarios as s
 
-    results = []
+    results: list[Any] = []
     for make in (s.round_robin, s.selector, s.swarm, s.graph_flow, s.magentic_one):
+        if "hung" in results:
+            results.append("not run: an earlier team hung")
+            continue
         with ScriptedOpenAI(s.SCRIPT) as server:
             results.append(_bounded(make, server.base_url, s.TASK))
     return results

@@ -56,7 +56,7 @@ class Outcome:
 def through_collector(tmp_path: Path, name: str, variant: str, *, mode: str = "hold") -> Outcome:
     """Run ``name``'s example under ``variant``, send what it exported to a real collector in ``mode``, and return
     once every span came out the other side (in passthrough mode, once the collector also judged the run)."""
-    python = main_python_that_imports("mast_otel.judge.cli", "the collector")
+    python = main_python_that_imports("mast_otel.evaluation.judge_cli", "the collector")
     judge = fake_openai([citing({CITED_MODE: rf"^{CITED_AGENT} -> "}, summary="scripted verdict")] * 2)
     with otlp_sink() as upstream, otlp_sink() as downstream, judge as model:
         record = run_example(name, variant, upstream.grpc_endpoint, tmp_path, service=f"{name}-{variant}")
