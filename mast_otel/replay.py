@@ -42,6 +42,10 @@ the data is silent the choice is made here and stated:
   above (recipients, routing handoffs, inferred termination) are for the other records.
 - **Time**: the data has no timestamps; spans are created now, in order (``mast.message.index`` is the step
   order), so only the order is the recording's.
+
+About 450 lines, a third of them this docstring: the step-list rules, the OTLP sending (rate, endpoint) and the
+CLI are one path a reader follows top to bottom; Who&When's formats live in :mod:`mast_otel.whowhen` and
+:mod:`mast_otel.magentic_one`.
 """
 
 from __future__ import annotations

@@ -25,6 +25,10 @@ A full disk: a reserve file (``STORE.reserve``, ``reserve`` bytes) is kept next 
 fails for lack of space the reserve is given up and :attr:`SQLiteStore.disk_full` is set: ingest refuses (the
 receivers answer retryable errors) while releases and exports go on in the freed space, emptying the store;
 :meth:`SQLiteStore.reclaim` gives the freed pages back to the file system and takes the reserve again.
+
+About 490 lines: the schema and every statement against it stay in one place (a reader checking what one
+transaction writes needs all of them); the reserve file (:mod:`.disk_reserve`), the trace filter
+(:mod:`.trace_filter`) and the verdict journal (:mod:`.verdicts`) are modules of their own.
 """
 
 from __future__ import annotations
