@@ -14,17 +14,18 @@ message lists, never from spans) as JSON: the tests and fixture recorder compare
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 try:
-    from examples._cli import console_tracing, parse_args
+    from examples._cli import console_tracing, endpoint, parse_args
 except ImportError:  # run as a script (python examples/x.py): examples/ itself is on sys.path
-    from _cli import console_tracing, parse_args  # type: ignore[no-redef]
+    from _cli import console_tracing, endpoint, parse_args  # type: ignore[no-redef]
 
 TASK = "I was charged twice for order A17. Please refund the duplicate charge."
 ORDER = "order A17: paid once, 49.00 EUR"
@@ -123,3 +124,12 @@ def finish(args: argparse.Namespace, record: Record, provider: Any) -> int:
     if shutdown is not None:
         shutdown()
     return 0
+
+
+def run_desk(
+    args: argparse.Namespace, script: dict[str, Any], run: Callable[[str, str, str], Awaitable[Record]]
+) -> Record:
+    """The desk's ``run(base_url, model, api_key)`` against the scripted server (default) or ``--base-url``."""
+    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
+    with endpoint(args.base_url, script) as base_url:
+        return asyncio.run(run(base_url, args.model or "gpt-4o-mini", api_key))

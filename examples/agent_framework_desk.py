@@ -17,7 +17,6 @@ it, ``--content off`` sets it false, ``--content default`` leaves the environmen
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -25,10 +24,8 @@ from typing import Any
 
 try:
     from examples import _genai as desk
-    from examples._cli import endpoint
 except ImportError:  # run as a script (python examples/agent_framework_desk.py): examples/ itself is on sys.path
     import _genai as desk  # type: ignore[no-redef]
-    from _cli import endpoint  # type: ignore[no-redef]
 
 SCRIPT = desk.desk_script(
     triage=[{"tool": "handoff_to_billing", "args": {}}],
@@ -97,10 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.content in SWITCH:  # read when agent_framework is imported
         os.environ["ENABLE_SENSITIVE_DATA"] = SWITCH[args.content]
     provider = desk.tracing(args, "agent-framework-desk")
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
-    with endpoint(args.base_url, SCRIPT) as base_url:
-        record = asyncio.run(run(base_url, args.model or "gpt-4o-mini", api_key))
-    return desk.finish(args, record, provider)
+    return desk.finish(args, desk.run_desk(args, SCRIPT, run), provider)
 
 
 if __name__ == "__main__":

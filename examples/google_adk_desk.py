@@ -19,17 +19,14 @@ attributes), ``--content off`` to ``NO_CONTENT``; ``--content default`` leaves t
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
 
 try:
     from examples import _genai as desk
-    from examples._cli import endpoint
 except ImportError:  # run as a script (python examples/google_adk_desk.py): examples/ itself is on sys.path
     import _genai as desk  # type: ignore[no-redef]
-    from _cli import endpoint  # type: ignore[no-redef]
 
 TRANSFER = "transfer_to_agent"
 SCRIPT = desk.desk_script(
@@ -98,10 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = SWITCH[args.content]
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: LiteLLM's own price list
     provider = desk.tracing(args, "google-adk-desk")
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
-    with endpoint(args.base_url, SCRIPT) as base_url:
-        record = asyncio.run(run(base_url, args.model or "gpt-4o-mini", api_key))
-    return desk.finish(args, record, provider)
+    return desk.finish(args, desk.run_desk(args, SCRIPT, run), provider)
 
 
 if __name__ == "__main__":

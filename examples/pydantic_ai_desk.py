@@ -17,18 +17,14 @@ Pydantic AI hands work over by delegation: ``triage``'s tool ``ask_billing`` run
 
 # No "from __future__ import annotations": Pydantic AI reads the tools' annotations, and RunContext is imported
 # inside run(), where a string annotation could not be resolved.
-import asyncio
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 try:
     from examples import _genai as desk
-    from examples._cli import endpoint
 except ImportError:  # run as a script (python examples/pydantic_ai_desk.py): examples/ itself is on sys.path
     import _genai as desk  # type: ignore[no-redef]
-    from _cli import endpoint  # type: ignore[no-redef]
 
 SCRIPT = desk.desk_script(
     triage=[{"tool": "ask_billing", "args": {"request": desk.TASK}}, "Your duplicate charge on A17 will be refunded."],
@@ -102,10 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Pydantic AI's own switch; its default records content (include_content=True).
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider, include_content=args.content != "off"))
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
-    with endpoint(args.base_url, SCRIPT) as base_url:
-        record = asyncio.run(run(base_url, args.model or "gpt-4o-mini", api_key))
-    return desk.finish(args, record, provider)
+    return desk.finish(args, desk.run_desk(args, SCRIPT, run), provider)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ redacted); ``--content default`` leaves the variable as the environment has it.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import os
 import sys
@@ -27,10 +26,8 @@ from typing import Any
 
 try:
     from examples import _genai as desk
-    from examples._cli import endpoint
 except ImportError:  # run as a script (python examples/strands_desk.py): examples/ itself is on sys.path
     import _genai as desk  # type: ignore[no-redef]
-    from _cli import endpoint  # type: ignore[no-redef]
 
 HANDOFF = "handoff_to_agent"
 SCRIPT = desk.desk_script(
@@ -96,10 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.content in OPT_IN:  # read when Strands builds its tracer: before the first agent
         os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = OPT_IN[args.content]
     provider = desk.tracing(args, "strands-desk")
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
-    with endpoint(args.base_url, SCRIPT) as base_url:
-        record = asyncio.run(run(base_url, args.model or "gpt-4o-mini", api_key))
-    return desk.finish(args, record, provider)
+    return desk.finish(args, desk.run_desk(args, SCRIPT, run), provider)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import pytest
 from opentelemetry import context as otel_context
 from wrapt import ObjectProxy
 
+import mast_otel
 from mast_otel import recorder
 from mast_otel._safety import recording_failures, reset_recording_failures
 from mast_otel.integrations.patching import Hook, HookMissing, hook_kind, resolve
@@ -258,3 +259,36 @@ def assert_hook_fault_harmless_before_import(
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["same"], report
     assert report["failures"] == report["missing"], report
+
+
+def hook_fault_tests(
+    framework: str, top_module: str, program: str, hooks: str, *, fixtures: Sequence[str] = ()
+) -> tuple[Callable[..., None], Callable[..., None]]:
+    """One integration's fault tier: every hook of its table removed in turn, after and before the framework's
+    import. Assign the pair to the two test names in the framework's test module::
+
+        test_after_import, test_before_import = hook_fault_tests("ag2", "autogen", "tests.ag2.m:program",
+                                                                 "mast_otel.integrations.ag2:HOOKS")
+
+    ``program`` and ``hooks`` are ``"module:name"`` (the before-import half runs them in a fresh interpreter);
+    ``fixtures`` names fixtures the after-import half needs besides ``tracer_provider``."""
+    table = _named(hooks)
+
+    @pytest.mark.usefixtures(*fixtures)
+    @pytest.mark.parametrize("hook", table, ids=lambda hook: hook.target)
+    def after_import(hook: Hook[Any], tracer_provider: Any) -> None:
+        assert_hook_fault_harmless(
+            hook, table, framework, _named(program), lambda: mast_otel.instrument(tracer_provider=tracer_provider),
+            mast_otel.uninstrument,
+        )  # fmt: skip
+
+    @pytest.mark.parametrize("hook", table, ids=lambda hook: hook.target)
+    def before_import(hook: Hook[Any]) -> None:
+        assert_hook_fault_harmless_before_import(hook, framework, top_module, program, hooks)
+
+    return after_import, before_import
+
+
+def _named(ref: str) -> Any:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)

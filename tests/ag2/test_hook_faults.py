@@ -8,14 +8,10 @@ import asyncio
 import re
 from typing import Any
 
-import pytest
 from autogen.io import IOConsole, IOStream
-from opentelemetry.sdk.trace import TracerProvider
 
-import mast_otel
-from mast_otel.integrations.ag2 import HOOKS
 from tests.ag2.scenarios import round_robin_group, scripted_agent
-from tests.fault_injection import assert_hook_fault_harmless, assert_hook_fault_harmless_before_import
+from tests.fault_injection import hook_fault_tests
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -49,16 +45,8 @@ def program() -> dict[str, Any]:
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_after_import_leaves_the_program_alone(hook: Any, tracer_provider: TracerProvider) -> None:
-    assert_hook_fault_harmless(
-        hook, HOOKS, "ag2", program, lambda: mast_otel.instrument(tracer_provider=tracer_provider),
-        mast_otel.uninstrument,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_before_import_leaves_the_program_alone(hook: Any) -> None:
-    assert_hook_fault_harmless_before_import(
-        hook, "ag2", "autogen", "tests.ag2.test_hook_faults:program", "mast_otel.integrations.ag2:HOOKS"
-    )
+# Each hook removed in turn, after and before the import: the program is what it is without mast-otel.
+test_hook_missing_after_import, test_hook_missing_before_import = hook_fault_tests(
+    "ag2", "autogen",
+    "tests.ag2.test_hook_faults:program", "mast_otel.integrations.ag2:HOOKS",
+)

@@ -13,11 +13,8 @@ from tests.ag2_1x.conftest import SKIP_REASON
 
 pytest.importorskip("ag2.network", reason=SKIP_REASON)
 
-from opentelemetry.sdk.trace import TracerProvider
 
-import mast_otel
-from mast_otel.integrations.ag2_1x import HOOKS
-from tests.fault_injection import assert_hook_fault_harmless, assert_hook_fault_harmless_before_import
+from tests.fault_injection import hook_fault_tests
 
 
 def program() -> dict[str, Any]:
@@ -32,16 +29,8 @@ def program() -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_after_import_leaves_the_program_alone(hook: Any, tracer_provider: TracerProvider) -> None:
-    assert_hook_fault_harmless(
-        hook, HOOKS, "ag2_1x", program, lambda: mast_otel.instrument(tracer_provider=tracer_provider),
-        mast_otel.uninstrument,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_before_import_leaves_the_program_alone(hook: Any) -> None:
-    assert_hook_fault_harmless_before_import(
-        hook, "ag2_1x", "ag2", "tests.ag2_1x.test_hook_faults:program", "mast_otel.integrations.ag2_1x:HOOKS"
-    )
+# Each hook removed in turn, after and before the import: the program is what it is without mast-otel.
+test_hook_missing_after_import, test_hook_missing_before_import = hook_fault_tests(
+    "ag2_1x", "ag2",
+    "tests.ag2_1x.test_hook_faults:program", "mast_otel.integrations.ag2_1x:HOOKS",
+)

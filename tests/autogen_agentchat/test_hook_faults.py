@@ -14,12 +14,9 @@ from tests.autogen_agentchat.conftest import SKIP_REASON
 
 pytest.importorskip("autogen_agentchat", reason=SKIP_REASON)
 
-from opentelemetry.sdk.trace import TracerProvider
 
-import mast_otel
 from examples.scripted_openai import ScriptedOpenAI
-from mast_otel.integrations.autogen_agentchat import HOOKS
-from tests.fault_injection import assert_hook_fault_harmless, assert_hook_fault_harmless_before_import
+from tests.fault_injection import hook_fault_tests
 
 _BOUND = 6.0  # seconds; a scripted team run takes well under one
 
@@ -60,17 +57,8 @@ def program() -> list[Any]:
     return results
 
 
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_after_import_leaves_the_program_alone(hook: Any, tracer_provider: TracerProvider) -> None:
-    assert_hook_fault_harmless(
-        hook, HOOKS, "autogen_agentchat", program, lambda: mast_otel.instrument(tracer_provider=tracer_provider),
-        mast_otel.uninstrument,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_before_import_leaves_the_program_alone(hook: Any) -> None:
-    assert_hook_fault_harmless_before_import(
-        hook, "autogen_agentchat", "autogen_agentchat", "tests.autogen_agentchat.test_hook_faults:program",
-        "mast_otel.integrations.autogen_agentchat:HOOKS",
-    )  # fmt: skip
+# Each hook removed in turn, after and before the import: the program is what it is without mast-otel.
+test_hook_missing_after_import, test_hook_missing_before_import = hook_fault_tests(
+    "autogen_agentchat", "autogen_agentchat",
+    "tests.autogen_agentchat.test_hook_faults:program", "mast_otel.integrations.autogen_agentchat:HOOKS",
+)

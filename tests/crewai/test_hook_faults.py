@@ -4,20 +4,15 @@ gives what it gives without mast-otel."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from tests.crewai.conftest import SKIP_REASON
 
 pytest.importorskip("crewai", reason=SKIP_REASON)
 
-from opentelemetry.sdk.trace import TracerProvider
 
-import mast_otel
 from examples.scripted_openai import ScriptedOpenAI
-from mast_otel.integrations.crewai import HOOKS
-from tests.fault_injection import assert_hook_fault_harmless, assert_hook_fault_harmless_before_import
+from tests.fault_injection import hook_fault_tests
 
 
 def program() -> list[tuple[str, str]]:
@@ -29,16 +24,8 @@ def program() -> list[tuple[str, str]]:
     return [(t.agent, t.raw) for t in out.tasks_output]
 
 
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_after_import_leaves_the_program_alone(hook: Any, tracer_provider: TracerProvider) -> None:
-    assert_hook_fault_harmless(
-        hook, HOOKS, "crewai", program, lambda: mast_otel.instrument(tracer_provider=tracer_provider),
-        mast_otel.uninstrument,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_before_import_leaves_the_program_alone(hook: Any) -> None:
-    assert_hook_fault_harmless_before_import(
-        hook, "crewai", "crewai", "tests.crewai.test_hook_faults:program", "mast_otel.integrations.crewai:HOOKS"
-    )
+# Each hook removed in turn, after and before the import: the program is what it is without mast-otel.
+test_hook_missing_after_import, test_hook_missing_before_import = hook_fault_tests(
+    "crewai", "crewai",
+    "tests.crewai.test_hook_faults:program", "mast_otel.integrations.crewai:HOOKS",
+)

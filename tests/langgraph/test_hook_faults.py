@@ -13,12 +13,9 @@ from tests.langgraph.conftest import SKIP_REASON
 
 pytest.importorskip("langgraph_supervisor", reason=SKIP_REASON)
 
-from opentelemetry.sdk.trace import TracerProvider
 
-import mast_otel
 from examples.scripted_openai import ScriptedOpenAI
-from mast_otel.integrations.langgraph import HOOKS
-from tests.fault_injection import assert_hook_fault_harmless, assert_hook_fault_harmless_before_import
+from tests.fault_injection import hook_fault_tests
 
 
 def program() -> list[tuple[str, Any, Any]]:
@@ -31,17 +28,8 @@ def program() -> list[tuple[str, Any, Any]]:
     return [(m.type, m.name, m.content) for m in out["messages"]]
 
 
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_after_import_leaves_the_program_alone(hook: Any, tracer_provider: TracerProvider) -> None:
-    assert_hook_fault_harmless(
-        hook, HOOKS, "langgraph", program, lambda: mast_otel.instrument(tracer_provider=tracer_provider),
-        mast_otel.uninstrument,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_before_import_leaves_the_program_alone(hook: Any) -> None:
-    assert_hook_fault_harmless_before_import(
-        hook, "langgraph", "langgraph.pregel", "tests.langgraph.test_hook_faults:program",
-        "mast_otel.integrations.langgraph:HOOKS",
-    )  # fmt: skip
+# Each hook removed in turn, after and before the import: the program is what it is without mast-otel.
+test_hook_missing_after_import, test_hook_missing_before_import = hook_fault_tests(
+    "langgraph", "langgraph.pregel",
+    "tests.langgraph.test_hook_faults:program", "mast_otel.integrations.langgraph:HOOKS",
+)

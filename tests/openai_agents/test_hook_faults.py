@@ -13,12 +13,9 @@ from tests.openai_agents.conftest import SKIP_REASON
 
 pytest.importorskip("agents", reason=SKIP_REASON)
 
-from opentelemetry.sdk.trace import TracerProvider
 
-import mast_otel
 from examples.scripted_openai import ScriptedOpenAI
-from mast_otel.integrations.openai_agents import HOOKS
-from tests.fault_injection import assert_hook_fault_harmless, assert_hook_fault_harmless_before_import
+from tests.fault_injection import hook_fault_tests
 
 
 def program() -> dict[str, Any]:
@@ -47,19 +44,9 @@ def session_processors(user_processor: Any) -> Any:
     set_trace_processors([user_processor])
 
 
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_after_import_leaves_the_program_alone(
-    hook: Any, tracer_provider: TracerProvider, session_processors: None
-) -> None:
-    assert_hook_fault_harmless(
-        hook, HOOKS, "openai_agents", program, lambda: mast_otel.instrument(tracer_provider=tracer_provider),
-        mast_otel.uninstrument,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize("hook", HOOKS, ids=lambda hook: hook.target)
-def test_a_missing_hook_before_import_leaves_the_program_alone(hook: Any) -> None:
-    assert_hook_fault_harmless_before_import(
-        hook, "openai_agents", "agents", "tests.openai_agents.test_hook_faults:program",
-        "mast_otel.integrations.openai_agents:HOOKS",
-    )  # fmt: skip
+# Each hook removed in turn, after and before the import: the program is what it is without mast-otel.
+test_hook_missing_after_import, test_hook_missing_before_import = hook_fault_tests(
+    "openai_agents", "agents",
+    "tests.openai_agents.test_hook_faults:program", "mast_otel.integrations.openai_agents:HOOKS",
+    fixtures=["session_processors"],
+)
