@@ -176,7 +176,8 @@ def openai_agents_run(_: Any) -> Any:
 def metagpt_run(_: Any) -> Any:
     """MetaGPT: the software team of its tier (Coder -> Tester -> Reviewer) on the scripted provider; every
     ``Message`` MetaGPT makes takes its id from ``uuid.uuid4()``, so the record (the team's history and each role's
-    memory, ids included) depends on the program's uuid4 sequence."""
+    memory, ids included) depends on the program's uuid4 sequence. Two plain runs give the same record, and the run
+    draws nothing from ``random`` (the next draws are the seed's first), so all of it is compared."""
     import asyncio
 
     from tests.metagpt.offline_config import configure_metagpt
