@@ -79,7 +79,7 @@ def metagpt(session: nox.Session) -> None:
         ["--no-deps", "-e", "."],
     )
     quiet = ("-W", "ignore::FutureWarning:google.api_core._python_version_support")
-    run_tests(session, "metagpt", *quiet, "tests/metagpt")
+    run_tests(session, "metagpt", *quiet, "tests/metagpt", RANDOMNESS)
 
 
 # The SDK pinned, mast-otel with the collector and judge extras, the test tools and OpenInference's instrumentation

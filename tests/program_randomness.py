@@ -173,6 +173,28 @@ def openai_agents_run(_: Any) -> Any:
     return [type(item).__name__ for item in result.new_items] + [str(result.final_output)]
 
 
+def metagpt_run(_: Any) -> Any:
+    """MetaGPT: the software team of its tier (Coder -> Tester -> Reviewer) on the scripted provider; every
+    ``Message`` MetaGPT makes takes its id from ``uuid.uuid4()``, so the record (the team's history and each role's
+    memory, ids included) depends on the program's uuid4 sequence. Two plain runs give the same record, and the run
+    draws nothing from ``random`` (the next draws are the seed's first), so all of it is compared."""
+    import asyncio
+
+    from tests.metagpt.offline_config import configure_metagpt
+
+    configure_metagpt()  # MetaGPT reads its config when imported: this runs outside the MetaGPT tier's conftest
+    from tests.metagpt.scenarios import IDEA, scripted_context, scripted_provider, software_team
+
+    with scripted_provider():
+        team = software_team(scripted_context())
+        asyncio.run(team.run(n_round=10, idea=IDEA))
+    memories = {
+        role.name: [(m.id, m.sent_from, m.cause_by, m.content) for m in role.rc.memory.get()]
+        for role in team.env.roles.values()
+    }
+    return team.env.history, memories
+
+
 @dataclass(frozen=True)
 class Scenario:
     modules: tuple[str, ...]  # what must be importable for it to run here
@@ -196,6 +218,7 @@ SCENARIOS: dict[str, Scenario] = {
     "openai_agents": Scenario(
         ("agents",), openai_agents_run, "mast_otel.integrations.openai_agents:OpenAIAgentsInstrumentor"
     ),
+    "metagpt": Scenario(("metagpt",), metagpt_run, "mast_otel.integrations.metagpt:MetaGPTInstrumentor"),
 }
 
 

@@ -4,7 +4,7 @@ A program that seeds ``random`` and fixes ``uuid.uuid4``'s sequence gets the sam
 values with mast-otel on as without: on a provider the program passes in (the SDK's default id generator, which
 draws from ``random``) and after a bare ``instrument()`` (mast-otel's own provider), for the recorder API and every
 integration whose framework this environment has (tests/program_randomness.py; this module also runs in the
-LangGraph, autogen-agentchat, OpenAI Agents, AG2 1.x and CrewAI sessions).
+LangGraph, autogen-agentchat, OpenAI Agents, AG2 1.x, CrewAI and MetaGPT sessions).
 """
 
 from __future__ import annotations

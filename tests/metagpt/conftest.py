@@ -1,8 +1,8 @@
 """MetaGPT tier. Runs in the MetaGPT environment (``nox -s metagpt``, see noxfile.py); in any environment
 without MetaGPT its modules are skipped with that reason.
 
-MetaGPT reads a config file at import time, so this conftest writes a throwaway one (in a temporary
-``METAGPT_PROJECT_ROOT``, where MetaGPT also puts its logs and workspace) before any test module imports it.
+MetaGPT reads a config file at import time, so this conftest writes a throwaway one (``offline_config``) before any
+test module imports it.
 
 The llama.cpp server runs from the MAIN virtual environment (llama-cpp-python is not installed in this one):
 ``MAST_OTEL_MAIN_PYTHON`` names its interpreter, default ``.venv/bin/python`` in the repository.
@@ -10,10 +10,7 @@ The llama.cpp server runs from the MAIN virtual environment (llama-cpp-python is
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,24 +24,15 @@ from tests.frameworks import (
     require_in_own_session,
     skip_reason,
 )
+from tests.metagpt.offline_config import configure_metagpt
 from tests.servers import LlamaServer, llama_server
 
 ARTIFACTS = REPO / "test-artifacts"
 SKIP_REASON = skip_reason("MetaGPT", "metagpt")
 
 
-def _configure_metagpt() -> None:
-    root = Path(tempfile.mkdtemp(prefix="mast-otel-metagpt-"))
-    (root / "config").mkdir()
-    # Never called: every test builds its own Context (scripted provider or the llama.cpp server).
-    (root / "config" / "config2.yaml").write_text(
-        'llm: {api_type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "unused", model: "gpt-4"}\n'
-    )
-    os.environ["METAGPT_PROJECT_ROOT"] = str(root)
-
-
 if installed("metagpt"):
-    _configure_metagpt()
+    configure_metagpt()
 require_in_own_session("metagpt", "metagpt.team")
 
 

@@ -1,6 +1,7 @@
 """Real MetaGPT 0.8 teams with a scripted provider: shared by the tests and the benchmark.
 
-Import only after MetaGPT's config exists (``configure_metagpt``): MetaGPT reads it at import time.
+Import only after MetaGPT's config exists (``tests.metagpt.offline_config.configure_metagpt``): MetaGPT reads it
+at import time.
 """
 
 from __future__ import annotations
