@@ -343,8 +343,12 @@ TRANSPARENCY: dict[str, dict[str, list[str]]] = {
         ],
         "env": [],
         # The sdist leaves out a few repository files some modules read at import: those modules fail to collect,
-        # the same way in both runs.
-        "args": ["--continue-on-collection-errors", "tests"],
+        # the same way in both runs. The two files ignored patch os.fstat on the real os module; the first was seen
+        # to break pytest's own output capture, ending the whole run without a report (the second does the same).
+        "args": [
+            "--continue-on-collection-errors", "tests", "--ignore=tests/sandbox/test_docker_removal_worker.py",
+            "--ignore=tests/sandbox/test_unix_local_user_file_io.py",
+        ],
     },
 }  # fmt: skip
 
