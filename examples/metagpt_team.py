@@ -44,7 +44,7 @@ REPLIES: dict[str, list[str]] = {
 }
 
 
-def _ensure_metagpt_config() -> None:
+def ensure_metagpt_config() -> None:
     """MetaGPT refuses to import without an ``llm`` section in its config; give it an inert one."""
     if os.environ.get("METAGPT_PROJECT_ROOT"):
         return
@@ -183,7 +183,7 @@ async def run(base_url: str | None = None, model: str = "gemma3-270m", api_key: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    _ensure_metagpt_config()
+    ensure_metagpt_config()
     if args.console:
         console_tracing()
     import mast_otel

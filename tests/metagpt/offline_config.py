@@ -6,20 +6,11 @@ that conftest: in tests/core, and in a fresh process for the bare ``instrument()
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
+from examples.metagpt_team import ensure_metagpt_config
 
 
 def configure_metagpt() -> None:
-    """Write a throwaway config in a temporary ``METAGPT_PROJECT_ROOT`` (MetaGPT also puts its logs and workspace
-    there), unless one is set already: the process's first caller decides, so the tier and a scenario agree."""
-    if os.environ.get("METAGPT_PROJECT_ROOT"):
-        return
-    root = Path(tempfile.mkdtemp(prefix="mast-otel-metagpt-"))
-    (root / "config").mkdir()
-    # Never called: every test builds its own Context (scripted provider or the llama.cpp server).
-    (root / "config" / "config2.yaml").write_text(
-        'llm: {api_type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "unused", model: "gpt-4"}\n'
-    )
-    os.environ["METAGPT_PROJECT_ROOT"] = str(root)
+    """An inert config in a temporary ``METAGPT_PROJECT_ROOT`` (MetaGPT also puts its logs and workspace there),
+    unless one is set already: the process's first caller decides, so the tier and a scenario agree. The example's
+    own setup, so a test and the example MetaGPT run read the same config."""
+    ensure_metagpt_config()
