@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mast_otel.collector import CollectorService
-from tests.collector.conftest import FakeClock, FakeJudge, collector_config, metric, recorded, scrape, wait_until
+from tests.collector.conftest import FakeClock, metric, recorded, scrape, wait_until
 from tests.collector.sink import OtlpSink
 from tests.collector.test_pipeline import send
-from tests.collector.test_store import FlakyStore
+from tests.collector.test_store import flaky_service
 
 
 def test_a_conversation_whose_release_is_retried_is_in_flight_once(sink: OtlpSink, tmp_path: Path) -> None:
@@ -24,9 +23,7 @@ def test_a_conversation_whose_release_is_retried_is_in_flight_once(sink: OtlpSin
         if kw.get("tombs") and not allowed.is_set():
             raise OSError("disk full")
 
-    store = FlakyStore(str(tmp_path / "flaky.db"))
-    store.on_write = refuse_releases  # type: ignore[method-assign]
-    service = CollectorService(collector_config(tmp_path, sink), judge=FakeJudge(), store=store, clock=clock)
+    service = flaky_service(tmp_path, sink, clock, refuse_releases)
     try:
         service.start(pipeline=False)
         spans = recorded(1)

@@ -122,6 +122,15 @@ class FlakyStore(SQLiteStore):
         return super().write(**kw)
 
 
+def flaky_service(
+    tmp_path: Path, sink: OtlpSink, clock: FakeClock, on_write: Callable[[dict[str, Sequence[Any]]], None]
+) -> CollectorService:
+    """A collector (fake judge, fake clock) on a FlakyStore whose every write passes through ``on_write`` first."""
+    store = FlakyStore(str(tmp_path / "flaky.db"))
+    store.on_write = on_write  # type: ignore[method-assign]
+    return CollectorService(collector_config(tmp_path, sink), judge=FakeJudge(), store=store, clock=clock)
+
+
 def test_store_failure_on_release_is_retried(sink: OtlpSink, tmp_path: Path) -> None:
     # prepare: the first release fails
     clock = FakeClock()
@@ -132,9 +141,7 @@ def test_store_failure_on_release_is_retried(sink: OtlpSink, tmp_path: Path) -> 
             failures.append(1)
             raise OSError("disk full")
 
-    store = FlakyStore(str(tmp_path / "flaky.db"))
-    store.on_write = fail_first_release  # type: ignore[method-assign]
-    service = CollectorService(collector_config(tmp_path, sink), judge=FakeJudge(), store=store, clock=clock)
+    service = flaky_service(tmp_path, sink, clock, fail_first_release)
     try:
         service.start(pipeline=False)
         spans = recorded(1)
