@@ -32,7 +32,7 @@ from .transcript import Line, Transcript
 
 __all__ = ["PROMPT_VERSION", "Prompt", "build_prompt", "format_hints", "new_nonce", "prompt_tokens"]
 
-PROMPT_VERSION = "mast-otel-judge/3"
+PROMPT_VERSION = "mast-otel-judge/4"
 _ANGLES = re.compile(r"<{2,}|>{2,}")
 
 Message = dict[str, str]
