@@ -30,6 +30,7 @@ class Span:
     links: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # (span id, link attributes), same trace
     start_ns: int = 0  # startTimeUnixNano: orders a conversation's events for its picture
     end_ns: int = 0  # endTimeUnixNano: the adapters order a foreign trace's events by it
+    events: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # (name, attributes): GenAI content may live only here
 
 
 def _hex_id(value: str | None) -> str:
@@ -88,6 +89,7 @@ def spans_from_otlp_json(doc: Mapping[str, Any]) -> Iterator[Span]:
                                 s.get("links", ()) or ()),
                     start_ns=int(s.get("startTimeUnixNano") or 0),
                     end_ns=int(s.get("endTimeUnixNano") or 0),
+                    events=tuple((e.get("name", ""), _attrs(e.get("attributes"))) for e in s.get("events", ()) or ()),
                 )  # fmt: skip
 
 

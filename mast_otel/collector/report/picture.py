@@ -26,7 +26,7 @@ from mast_otel import semconv as sc
 from mast_otel.adapters import Adapted, adapt, foreign_units
 from mast_otel.collector.report.conversations import _outer_roots, _subtree, as_modes
 from mast_otel.collector.report.otlp import Span
-from mast_otel.spans import SpanRecord
+from mast_otel.spans import SpanEvent, SpanRecord
 from mast_otel.taxonomy import mode
 
 __all__ = ["ConversationPicture", "Event", "picture_of", "pictures_in_trace", "render_svg"]
@@ -175,7 +175,7 @@ def _foreign_pictures(trace_spans: Sequence[Span], verdicts: Sequence[Span]) -> 
     records = [
         SpanRecord(trace_id=s.trace_id, span_id=s.span_id, parent_span_id=s.parent_span_id, name=s.name,
                    start_ns=s.start_ns, end_ns=max(s.end_ns, s.start_ns), attributes=s.attributes,
-                   service_name=s.service)
+                   service_name=s.service, events=tuple(SpanEvent(name, attrs) for name, attrs in s.events))
         for s in trace_spans
     ]  # fmt: skip
     out = []
