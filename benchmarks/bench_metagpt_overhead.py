@@ -32,9 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import _harness as harness  # noqa: E402
+from mast_otel.evaluation.suite_metagpt import ensure_metagpt_config  # noqa: E402
 
 CONFIGURATIONS = {
     "none": "MetaGPT 0.8.2, uninstrumented",
@@ -50,16 +49,6 @@ CONFIGURATIONS = {
 }
 MESSAGES_PER_ROUND = 3  # the scripted provider never yields: Coder, Tester and Reviewer each publish every round
 LAYOUT = harness.Layout("message", CONFIGURATIONS, digits=1, span_digits=3)
-
-
-def _configure_metagpt() -> None:
-    """MetaGPT reads its config at import time: an inert one in a throwaway project root (its logs go there too)."""
-    root = Path(tempfile.mkdtemp(prefix="mast-otel-bench-metagpt-"))
-    (root / "config").mkdir()
-    (root / "config" / "config2.yaml").write_text(
-        'llm: {api_type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "unused", model: "gpt-4"}\n'
-    )
-    os.environ["METAGPT_PROJECT_ROOT"] = str(root)
 
 
 switch = harness.switch_mast_otel
@@ -98,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=150, help="messages per run (about; whole rounds)")
     args = parser.parse_args(argv)
 
-    _configure_metagpt()
+    ensure_metagpt_config()
     from metagpt.logs import define_log_level
 
     define_log_level(print_level="WARNING", logfile_level="WARNING")

@@ -27,10 +27,10 @@ import argparse
 import asyncio
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
+
+from mast_otel.evaluation.suite_metagpt import ensure_metagpt_config
 
 BASE_URL_ENV = "MAST_OTEL_EXAMPLE_BASE_URL"  # the same switch as the AG2 examples
 IDEA = "Write is_prime(n) and report how many primes there are below 20."
@@ -42,18 +42,6 @@ REPLIES: dict[str, list[str]] = {
     "Bob": ["def test_is_prime():\n    assert isinstance(is_prime(7), bool)"],
     "Carol": ["Rejected: is_prime(0) and is_prime(1) return True, so it prints 10, not 8. Handle n < 2 and rerun."],
 }
-
-
-def ensure_metagpt_config() -> None:
-    """MetaGPT refuses to import without an ``llm`` section in its config; give it an inert one."""
-    if os.environ.get("METAGPT_PROJECT_ROOT"):
-        return
-    root = Path(tempfile.mkdtemp(prefix="metagpt-example-"))
-    (root / "config").mkdir()
-    (root / "config" / "config2.yaml").write_text(
-        'llm: {api_type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "unused", model: "gpt-4"}\n'
-    )
-    os.environ["METAGPT_PROJECT_ROOT"] = str(root)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

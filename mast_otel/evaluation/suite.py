@@ -246,9 +246,9 @@ def run_metagpt_cases(python: str | None) -> tuple[list[Conversation], str | Non
     """The MetaGPT cases' conversations, and why they were left out (None when they ran)."""
     cases = {c.name: c for c in CASES if c.run is None}
     if importlib.util.find_spec("metagpt") is not None:
-        from .suite_metagpt import _configure, run_metagpt_case
+        from .suite_metagpt import ensure_metagpt_config, run_metagpt_case
 
-        _configure()
+        ensure_metagpt_config()
         return [_conversation(cases[c.name], [SpanRecord(**d) for d in run_metagpt_case(c)])
                 for c in METAGPT_CASES], None  # fmt: skip
     python = python or (DEFAULT_METAGPT_PYTHON if Path(DEFAULT_METAGPT_PYTHON).exists() else None)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["METAGPT_CASES", "MetaGPTCase", "run_metagpt_case", "run_team"]
+__all__ = ["METAGPT_CASES", "MetaGPTCase", "ensure_metagpt_config", "run_metagpt_case", "run_team"]
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,12 @@ METAGPT_CASES: tuple[MetaGPTCase, ...] = (
 _INERT_LLM = {"api_type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "unused", "model": "gpt-4"}
 
 
-def _configure() -> None:
-    """MetaGPT refuses to import without a config that has an ``llm`` section; give it an inert one."""
+def ensure_metagpt_config() -> None:
+    """MetaGPT refuses to import without a config that has an ``llm`` section; give it an inert one in a throwaway
+    project root (its logs go there too), unless the user set ``METAGPT_PROJECT_ROOT``."""
     if os.environ.get("METAGPT_PROJECT_ROOT"):
         return
-    root = Path(tempfile.mkdtemp(prefix="mast-otel-suite-metagpt-"))
+    root = Path(tempfile.mkdtemp(prefix="mast-otel-metagpt-"))
     (root / "config").mkdir()
     (root / "config" / "config2.yaml").write_text(f"llm: {json.dumps(_INERT_LLM)}\n")  # JSON is valid YAML
     os.environ["METAGPT_PROJECT_ROOT"] = str(root)
@@ -137,7 +138,7 @@ def run_team(case: MetaGPTCase) -> tuple[list[Any], Any]:
 
 
 def main() -> int:
-    _configure()
+    ensure_metagpt_config()
     for case in METAGPT_CASES:
         print(json.dumps({"case": case.name, "spans": run_metagpt_case(case)}, default=list), flush=True)
     return 0

@@ -6,11 +6,11 @@ that conftest: in tests/core, and in a fresh process for the bare ``instrument()
 
 from __future__ import annotations
 
-from examples.metagpt_team import ensure_metagpt_config
+from mast_otel.evaluation.suite_metagpt import ensure_metagpt_config
 
 
 def configure_metagpt() -> None:
     """An inert config in a temporary ``METAGPT_PROJECT_ROOT`` (MetaGPT also puts its logs and workspace there),
-    unless one is set already: the process's first caller decides, so the tier and a scenario agree. The example's
-    own setup, so a test and the example MetaGPT run read the same config."""
+    unless one is set already: the process's first caller decides, so the tier and a scenario agree. The package's
+    own setup (the example, the suite and the benchmark use it too), so they all read the same config."""
     ensure_metagpt_config()
