@@ -378,6 +378,7 @@ def mutation(session: nox.Session) -> None:
     Not in the default run. The modules and their tests: [tool.mast-otel.mutation] in pyproject.toml; the how-to
     and the scores: docs/benchmarks.md. mast-otel is installed editable: mutmut puts its mutated copy first on
     sys.path, which wins over the editable finder."""
-    tools = ["mutmut==3.8.1", "pytest>=8", "pytest-asyncio>=0.23", "hypothesis>=6.100", "jsonschema>=4"]
-    install_once(session, [*tools, "-e", ".[collector,judge]"])
+    # The main tier's extras (AG2 for the recorder's tests, dev for pytest, hypothesis and import-linter): a
+    # module's tests run here as they do there.
+    install_once(session, ["mutmut==3.8.1", "-e", ".[ag2,collector,judge,dev]"])
     session.run("python", "scripts/mutation.py", *session.posargs)
