@@ -274,13 +274,15 @@ def hook_fault_tests(
     ``fixtures`` names fixtures the after-import half needs besides ``tracer_provider``."""
     table = _named(hooks)
 
-    @pytest.mark.usefixtures(*fixtures)
     @pytest.mark.parametrize("hook", table, ids=lambda hook: hook.target)
     def after_import(hook: Hook[Any], tracer_provider: Any) -> None:
         assert_hook_fault_harmless(
             hook, table, framework, _named(program), lambda: mast_otel.instrument(tracer_provider=tracer_provider),
             mast_otel.uninstrument,
         )  # fmt: skip
+
+    if fixtures:  # an empty usefixtures() is a pytest warning
+        after_import = pytest.mark.usefixtures(*fixtures)(after_import)
 
     @pytest.mark.parametrize("hook", table, ids=lambda hook: hook.target)
     def before_import(hook: Hook[Any]) -> None:
