@@ -66,6 +66,11 @@ def _finished(write: Callable[[Span], None]) -> ReadableSpan:
     return finished
 
 
+def _attrs(item: Any) -> dict[str, Any]:
+    """A span's or an event's attributes (None when it has none)."""
+    return dict(item.attributes or {})
+
+
 # -- content as text -------------------------------------------------------------------------------------------
 
 
@@ -132,16 +137,16 @@ def test_none_is_no_text() -> None:
 def test_late_input_is_written_cleaned_and_as_openinference_input_only_when_asked(openinference: bool) -> None:
     config = CaptureConfig.from_env(environ={}, openinference=openinference)
     span = _finished(lambda s: set_input(s, sc.CONVERSATION_TASK, {"use": SECRET}, config))
-    written = span.attributes[sc.CONVERSATION_TASK]
+    written = _attrs(span)[sc.CONVERSATION_TASK]
     assert SECRET not in written and REDACTED in written and json.loads(written) == {"use": REDACTED}
-    assert span.attributes.get(sc.OI_INPUT_VALUE) == (written if openinference else None)
+    assert _attrs(span).get(sc.OI_INPUT_VALUE) == (written if openinference else None)
 
 
 @pytest.mark.parametrize("value", [None, "a task"])
 def test_late_input_absent_or_uncaptured_writes_nothing(value: Any) -> None:
     config = CaptureConfig.from_env(environ={}, capture_content=value is None)
     span = _finished(lambda s: set_input(s, sc.CONVERSATION_TASK, value, config))
-    assert sc.CONVERSATION_TASK not in span.attributes and sc.OI_INPUT_VALUE not in span.attributes
+    assert sc.CONVERSATION_TASK not in _attrs(span) and sc.OI_INPUT_VALUE not in _attrs(span)
 
 
 # -- exceptions ----------------------------------------------------------------------------------------------
@@ -152,12 +157,12 @@ def test_an_exception_marks_the_span_failed_with_type_message_and_stack() -> Non
     span = _finished(lambda s: record_error(s, exc, Redactor()))
     assert span.status.status_code.name == "ERROR"
     assert span.status.description == "NestedError: disk full"
-    assert span.attributes[sc.ERROR_TYPE] == "Outer.NestedError"
+    assert _attrs(span)[sc.ERROR_TYPE] == "Outer.NestedError"
     (event,) = span.events
     assert event.name == "exception"
-    assert event.attributes["exception.type"] == "Outer.NestedError"
-    assert event.attributes["exception.message"] == "disk full"
-    stack = event.attributes["exception.stacktrace"]
+    assert _attrs(event)["exception.type"] == "Outer.NestedError"
+    assert _attrs(event)["exception.message"] == "disk full"
+    stack = _attrs(event)["exception.stacktrace"]
     assert stack == "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     assert "_raise_nested" in stack and stack.rstrip().endswith("NestedError: disk full")
 
@@ -166,10 +171,10 @@ def test_exception_message_and_stack_are_redacted() -> None:
     exc = _caught(f"auth failed with {SECRET}")
     span = _finished(lambda s: record_error(s, exc, Redactor()))
     (event,) = span.events
-    texts = [span.status.description, event.attributes["exception.message"], event.attributes["exception.stacktrace"]]
+    texts = [span.status.description, _attrs(event)["exception.message"], _attrs(event)["exception.stacktrace"]]
     for text in texts:
         assert SECRET not in text and REDACTED in text
-    assert event.attributes["exception.message"] == f"auth failed with {REDACTED}"
+    assert _attrs(event)["exception.message"] == f"auth failed with {REDACTED}"
 
 
 def test_the_stack_falls_back_to_the_frames_when_formatting_the_exception_fails(
@@ -183,8 +188,8 @@ def test_the_stack_falls_back_to_the_frames_when_formatting_the_exception_fails(
     monkeypatch.setattr(traceback, "format_exception", broken)
     span = _finished(lambda s: record_error(s, exc, Redactor()))
     (event,) = span.events
-    assert event.attributes["exception.stacktrace"] == "".join(traceback.format_tb(exc.__traceback__))
-    assert "_raise_nested" in event.attributes["exception.stacktrace"]
+    assert _attrs(event)["exception.stacktrace"] == "".join(traceback.format_tb(exc.__traceback__))
+    assert "_raise_nested" in _attrs(event)["exception.stacktrace"]
     assert span.status.status_code.name == "ERROR"
     assert mast_otel.recording_failures() == {}
 
