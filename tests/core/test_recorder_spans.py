@@ -816,3 +816,52 @@ def test_the_conversation_id_a_program_passes_is_kept_verbatim(
             pass
     ids = {attr(s, "gen_ai.conversation.id") for s in Spans(span_exporter).all}
     assert ids == {"thread-42/run-1"}
+
+
+def test_a_recorder_built_with_defaults_names_its_framework_custom_and_reads_the_environment(
+    tracer_provider: TracerProvider, span_exporter: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false")
+    rec = Recorder(tracer_provider=tracer_provider)
+    with rec.conversation("c", task="secret task"):
+        rec.message("a", "b", "secret text")
+    spans = Spans(span_exporter)
+    assert attr(spans.root, "mast.framework") == "custom"
+    assert "mast.conversation.task" not in _attrs(spans.root)
+    assert "mast.message.content" not in _attrs(spans.messages[0])
+
+
+def test_the_integrations_facts_about_a_handoff_are_on_its_span(
+    tracer_provider: TracerProvider, span_exporter: Any
+) -> None:
+    rec = _recorder(tracer_provider)
+    with rec.conversation("c"):
+        rec.handoff("supervisor", "worker", attributes={sc.HANDOFF_SYNTHETIC: True})
+        handoff = rec.start_handoff("worker", attributes={sc.HANDOFF_ATTEMPTS: 2})
+        assert handoff is not None
+        handoff.end("supervisor")
+    synthetic, attempted = Spans(span_exporter).handoffs
+    assert attr(synthetic, "mast.handoff.synthetic") is True and attr(synthetic, "mast.handoff.to") == "worker"
+    assert attr(attempted, "mast.handoff.attempts") == 2 and attr(attempted, "mast.handoff.index") == 1
+
+
+def test_a_handoff_whose_candidates_cannot_be_read_is_counted_not_raised(
+    tracer_provider: TracerProvider, span_exporter: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A framework's lazy agent list that fails while the recorder reads it (an agent without a name)."""
+
+    def names() -> Iterator[str]:
+        yield "worker"
+        raise AttributeError("agent has no name")
+
+    rec = _recorder(tracer_provider)
+    with caplog.at_level(logging.WARNING, logger="mast_otel"), rec.conversation("c"):
+        for _ in range(2):
+            assert rec.start_handoff("lead", candidates=names()) is None
+        rec.handoff("lead", "worker", candidates=names())
+        rec.message("lead", "worker", "still recorded")
+    assert mast_otel.recording_failures() == {"recorder.start_handoff": 3}
+    (logged,) = [r.getMessage() for r in caplog.records if r.name == "mast_otel"]
+    assert "recorder.start_handoff (AttributeError)" in logged
+    spans = Spans(span_exporter)
+    assert not spans.handoffs and len(spans.messages) == 1
