@@ -850,9 +850,13 @@ def test_a_handoff_whose_candidates_cannot_be_read_is_counted_not_raised(
 ) -> None:
     """A framework's lazy agent list that fails while the recorder reads it (an agent without a name)."""
 
-    def names() -> Iterator[str]:
-        yield "worker"
-        raise AttributeError("agent has no name")
+    class Names(list[str]):
+        def __iter__(self) -> Iterator[str]:
+            yield "worker"
+            raise AttributeError("agent has no name")
+
+    def names() -> Names:
+        return Names(["worker", "?"])
 
     rec = _recorder(tracer_provider)
     with caplog.at_level(logging.WARNING, logger="mast_otel"), rec.conversation("c"):
