@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
 import mast_otel
@@ -552,6 +552,7 @@ def test_a_failed_selection_is_an_error_handoff_and_drops_the_parked_reason(
         conv.pending_handoff_reason = sc.HANDOFF_LLM_SELECTION
         own = RuntimeError("selector crashed")
         handoff.fail(own)
+        assert conv.pending_handoff_reason is None  # AG2's integration reads "no reason parked" as `is None`
         rec.handoff("manager", "x")
     spans = Spans(span_exporter)
     failed = _one(spans, "handoff manager -> ?")
@@ -869,3 +870,50 @@ def test_a_handoff_whose_candidates_cannot_be_read_is_counted_not_raised(
     assert "recorder.start_handoff (AttributeError)" in logged
     spans = Spans(span_exporter)
     assert not spans.handoffs and len(spans.messages) == 1
+
+
+def test_inside_a_tool_call_the_tool_is_the_parent_and_a_team_run_as_a_tool_is_a_child_run(
+    tracer_provider: TracerProvider, span_exporter: Any
+) -> None:
+    rec = _recorder(tracer_provider)
+    with rec.conversation("outer", conversation_id="out"), rec.tool_call("ask_team") as call:
+        assert call is not None and trace.get_current_span() is call.span
+        rec.message("lead", "team", "question")
+        with rec.conversation("team", conversation_id="team") as team:
+            assert team is not None and team.id == "team"
+    spans = Spans(span_exporter)
+    (tool,) = spans.tools
+    roots = {attr(r, "gen_ai.conversation.id"): r for r in spans.roots}
+    assert parent_id(spans.messages[0]) == span_id(tool)
+    assert parent_id(roots["team"]) == span_id(tool) and attr(roots["team"], "mast.conversation.parent_id") == "out"
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+class _StartAttributes(SpanProcessor):
+    """What a span processor (or a sampler) sees when a span starts."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, dict[str, Any]] = {}
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.seen[span.name] = dict(span.attributes or {})
+
+
+def test_what_is_known_when_a_span_starts_is_on_it_from_the_start() -> None:
+    """Processors and samplers see a span's attributes at its start: everything the recorder already knows then."""
+    provider = TracerProvider()
+    started = _StartAttributes()
+    provider.add_span_processor(started)
+    rec = _recorder(provider, framework="f")
+    with rec.conversation("run", task="the task", conversation_id="c", max_rounds=4), rec.agent_turn("a"):
+        with rec.tool_call("t", arguments="args", call_id="id-1"):
+            pass
+    root = started.seen["invoke_workflow run"]
+    assert {k: root.get(k) for k in ("gen_ai.conversation.id", "mast.framework", "mast.conversation.task",
+                                      "mast.conversation.max_rounds")} == {
+        "gen_ai.conversation.id": "c", "mast.framework": "f", "mast.conversation.task": "the task",
+        "mast.conversation.max_rounds": 4}  # fmt: skip
+    assert started.seen["invoke_agent a"]["gen_ai.agent.name"] == "a"
+    tool = started.seen["execute_tool t"]
+    assert (tool["gen_ai.tool.name"], tool["gen_ai.tool.call.id"], tool["gen_ai.tool.call.arguments"]) == (
+        "t", "id-1", "args")  # fmt: skip
