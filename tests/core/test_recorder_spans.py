@@ -917,3 +917,27 @@ def test_what_is_known_when_a_span_starts_is_on_it_from_the_start() -> None:
     tool = started.seen["execute_tool t"]
     assert (tool["gen_ai.tool.name"], tool["gen_ai.tool.call.id"], tool["gen_ai.tool.call.arguments"]) == (
         "t", "id-1", "args")  # fmt: skip
+
+
+def test_an_agent_that_only_took_a_turn_is_listed_among_the_agents(
+    tracer_provider: TracerProvider, span_exporter: Any
+) -> None:
+    """A silent agent (its turn produced no message: it crashed, or was skipped) still took part in the run."""
+    rec = _recorder(tracer_provider)
+    with rec.conversation("c"):
+        with rec.agent_turn("silent"):
+            pass
+        rec.message("speaker", "listener", "hello")
+    assert _attrs(Spans(span_exporter).root)["mast.conversation.agents"] == ["silent", "speaker", "listener"]
+
+
+def test_facts_the_integration_learns_at_the_end_of_selection_replace_the_opening_ones(
+    tracer_provider: TracerProvider, span_exporter: Any
+) -> None:
+    """Candidates known only once selection finished (a selector that filtered the roster) win over the roster."""
+    rec = _recorder(tracer_provider)
+    with rec.conversation("c"):
+        handoff = rec.start_handoff("manager", candidates=["a", "b", "c"])
+        assert handoff is not None
+        handoff.end("b", attributes={sc.HANDOFF_CANDIDATES: ["b", "c"]})
+    assert attr(Spans(span_exporter).handoffs[0], "mast.handoff.candidates") == ("b", "c")
