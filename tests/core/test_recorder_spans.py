@@ -231,16 +231,18 @@ def test_broadcast_copies_are_counted_on_the_root_and_listed_on_the_message(
     assert mast_otel.recording_failures() == {}
 
 
-def test_agents_are_listed_once_in_order_of_first_appearance_without_pseudo_addresses(
+def test_agents_are_listed_once_in_order_of_first_appearance_turns_included_without_pseudo_addresses(
     tracer_provider: TracerProvider, span_exporter: Any
 ) -> None:
     rec = _recorder(tracer_provider)
     with rec.conversation("c"):
+        with rec.agent_turn("silent"):  # its turn produced no message (it crashed, or was skipped): it took part
+            pass
         with rec.agent_turn("lead"):
             rec.message("lead", ["<all>"], "kick-off")
         rec.message("worker", ["lead", "critic"], "done")
         rec.message("critic", "worker", "again")
-    assert _attrs(Spans(span_exporter).root)["mast.conversation.agents"] == ["lead", "worker", "critic"]
+    assert _attrs(Spans(span_exporter).root)["mast.conversation.agents"] == ["silent", "lead", "worker", "critic"]
 
 
 def test_a_conversation_inside_a_turn_is_a_child_run_and_one_at_conversation_level_joins(
@@ -917,18 +919,6 @@ def test_what_is_known_when_a_span_starts_is_on_it_from_the_start() -> None:
     tool = started.seen["execute_tool t"]
     assert (tool["gen_ai.tool.name"], tool["gen_ai.tool.call.id"], tool["gen_ai.tool.call.arguments"]) == (
         "t", "id-1", "args")  # fmt: skip
-
-
-def test_an_agent_that_only_took_a_turn_is_listed_among_the_agents(
-    tracer_provider: TracerProvider, span_exporter: Any
-) -> None:
-    """A silent agent (its turn produced no message: it crashed, or was skipped) still took part in the run."""
-    rec = _recorder(tracer_provider)
-    with rec.conversation("c"):
-        with rec.agent_turn("silent"):
-            pass
-        rec.message("speaker", "listener", "hello")
-    assert _attrs(Spans(span_exporter).root)["mast.conversation.agents"] == ["silent", "speaker", "listener"]
 
 
 def test_facts_the_integration_learns_at_the_end_of_selection_replace_the_opening_ones(
