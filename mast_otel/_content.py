@@ -64,7 +64,7 @@ def record_error(span: Span, exc: BaseException, redactor: Redactor) -> None:
     try:
         message = safe_text(exc, redactor)
         try:
-            stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            stack = "".join(traceback.format_exception(exc))  # Python >= 3.10: the type is read from ``exc``
         except Exception:
             stack = "".join(traceback.format_tb(exc.__traceback__))
         stack = redactor.redact(stack)[0]
