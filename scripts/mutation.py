@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import hashlib
 import json
 import os
 import random
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -76,6 +78,51 @@ def equivalents(path: Path) -> dict[str, str]:
     return {m["name"]: m["why"] for m in found if m}
 
 
+_KEEP_DECORATED = frozenset({"staticmethod", "classmethod", "overload", "abstractmethod"})
+
+
+def undecorated(source: str) -> str:
+    """``source`` with each decorated function written as a plain ``def`` followed by ``name = deco(name)``.
+
+    mutmut leaves every function with a decorator other than a lone ``staticmethod``/``classmethod`` unmutated
+    (a decorator runs at definition time); the recorder's ``@guarded`` entry points and ``@contextmanager`` blocks
+    would go unmeasured. The assignment applies the same decorators in the same order, so the module behaves the
+    same. Left decorated: property setters (the plain ``def`` would hide the property they extend) and functions
+    whose decorators include a descriptor mutmut itself handles or an ``overload``/``abstractmethod`` marker."""
+    import libcst as cst
+
+    def name_of(decorator: cst.Decorator) -> str:
+        node = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        return node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
+
+    def movable(fn: cst.FunctionDef) -> bool:
+        names = [name_of(d) for d in fn.decorators]
+        return bool(names) and not any(n in _KEEP_DECORATED or n in ("setter", "getter", "deleter") for n in names)
+
+    class Undecorate(cst.CSTTransformer):
+        def _flatten(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+            out: list[cst.BaseStatement] = []
+            for statement in body:
+                if isinstance(statement, cst.FunctionDef) and movable(statement):
+                    call: cst.BaseExpression = cst.Name(statement.name.value)
+                    for decorator in reversed(statement.decorators):
+                        call = cst.Call(func=decorator.decorator, args=[cst.Arg(call)])
+                    out.append(statement.with_changes(decorators=[]))
+                    target = cst.AssignTarget(cst.Name(statement.name.value))
+                    out.append(cst.SimpleStatementLine([cst.Assign(targets=[target], value=call)]))
+                else:
+                    out.append(statement)
+            return out
+
+        def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+            return updated.with_changes(body=self._flatten(updated.body))
+
+        def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+            return updated.with_changes(body=self._flatten(updated.body))
+
+    return cst.parse_module(source).visit(Undecorate()).code
+
+
 def stage(module: str, tests: list[str], config: Settings) -> Path:
     """The module's staging folder with fresh copies of the sources and tests (mtimes kept: mutmut regenerates
     only the files that changed) and its generated mutmut configuration."""
@@ -89,6 +136,19 @@ def stage(module: str, tests: list[str], config: Settings) -> Path:
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         elif source.is_file():
             shutil.copy2(source, target)
+    # The mutated module(s), decorators applied after the def. mutmut regenerates a file's mutants (and forgets
+    # their results) when its mtime moves: a file staged as last time gets last time's mtime back.
+    record_path = folder / "staged.json"
+    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {}
+    for path in sorted(folder.glob(module)):
+        text = undecorated(path.read_text(encoding="utf-8"))
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        path.write_text(text, encoding="utf-8")
+        key = path.relative_to(folder).as_posix()
+        if key in record and record[key][0] == digest:
+            os.utime(path, ns=(record[key][1], record[key][1]))
+        record[key] = [digest, path.stat().st_mtime_ns]
+    record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     selection = [*tests, "-m", "not integration"]
     # The project's own pyproject.toml (pytest's options, the import contracts a test checks) and mutmut's section.
     (folder / "pyproject.toml").write_text(
