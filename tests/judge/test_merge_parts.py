@@ -25,7 +25,7 @@ from tests.judge.fake_openai import answer
 from tests.judge.scenarios import message_ids
 from tests.judge.test_long_traces import long_run
 
-CONFIG = JudgeConfig(model="m", token_budget=4000, max_chunks=3)
+CONFIG = JudgeConfig(model="m", token_budget=4000, max_chunks=3, price_in_per_mtok=2.0, price_out_per_mtok=10.0)
 TURNS = 30
 
 
@@ -190,8 +190,8 @@ def test_a_verdict_in_parts_records_both_parts(run: tuple[list[str], Prepared]) 
     assert verdict.task_completed is False  # the last part holds the end of the run
     compacted = f"transcript compacted to the token budget ({prepared.plan.describe()})"
     assert (verdict.status, verdict.status_reason) == (sc.JUDGE_TRUNCATED, compacted)
-    assert (verdict.tokens_in, verdict.tokens_out, verdict.model) == (1200, 300, "m")
-    assert verdict.cost_usd == CONFIG.cost(1200, 300)
+    assert (verdict.source, verdict.model, verdict.tokens_in, verdict.tokens_out) == (sc.SOURCE_LLM, "m", 1200, 300)
+    assert verdict.cost_usd == pytest.approx((1200 * 2.0 + 300 * 10.0) / 1_000_000)  # the configured prices
 
 
 def test_the_same_summary_from_both_parts_is_said_once(run: tuple[list[str], Prepared]) -> None:
@@ -208,3 +208,11 @@ def test_an_unfinished_run_in_parts_gives_both_reasons(run: tuple[list[str], Pre
     assert verdict.status == sc.JUDGE_PARTIAL
     assert verdict.status_reason == ("conversation not finished; judged on the spans seen so far; transcript "
                                      f"compacted to the token budget ({prepared.plan.describe()})")  # fmt: skip
+
+
+def test_merging_no_answers_gives_a_verdict_that_claims_nothing(run: tuple[list[str], Prepared]) -> None:
+    """No answer, no claim: no mode, no decisive step, and task completion unknown (not the last part's)."""
+    _, prepared = run
+    verdict = to_verdict(CONFIG, prepared, [], tokens=(0, 0), partial=False, extra={})
+    assert (verdict.modes, verdict.decisive, verdict.task_completed, verdict.summary) == ((), None, None, "")
+    assert "evidence_by_part" not in verdict.extra and "decisive_part" not in verdict.extra
