@@ -204,6 +204,21 @@ def test_the_random_baseline_draws_a_speaker_first_then_one_of_its_messages() ->
     assert baseline_predictions(spans, random.Random(3)) == baseline_predictions(spans, random.Random(3))
 
 
+def test_the_random_draw_is_the_documented_one_so_published_figures_reproduce_in_any_process() -> None:
+    """The module says "a speaker drawn uniformly, then one of its messages; seeded": with ``Random(seed)``,
+    ``choice`` over the speakers in order of their first message, then over that speaker's message indexes. An
+    order that depends on the process (a set of names: string hashes are salted per process) would change the
+    published figures."""
+    for i, (run, raw) in enumerate(zip(load_whowhen(SAMPLE), _raws(SAMPLE), strict=True)):
+        senders = [m["name"] for m in raw["history"]]
+        spans = spans_for_record(to_step_record(run, i))
+        for seed in range(5):
+            expected = random.Random(seed)
+            speaker = expected.choice(list(dict.fromkeys(senders)))
+            step = expected.choice([k for k, s in enumerate(senders) if s == speaker])
+            assert baseline_predictions(spans, random.Random(seed))["random_speaker"] == Prediction(speaker, step)
+
+
 # --- the table a user reads -----------------------------------------------------------------------------------------
 
 
