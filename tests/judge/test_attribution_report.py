@@ -107,6 +107,7 @@ def test_the_judge_is_scored_per_subset_with_errors_counted_apart() -> None:
 def test_without_a_judge_only_the_baselines_are_scored() -> None:
     report = evaluate(load_whowhen(SAMPLE), None, seed=5)
     assert report["seed"] == 5 and report["runs"] == 3 and report["judge_statuses"] == {}
+    assert list(report["subsets"]) == ["algorithm-generated", "all"]  # no empty hand-crafted section
     assert list(report["methods"]) == list(BASELINES)
     assert all("judge" not in row for row in report["rows"])
     assert [row["truth"] for row in report["rows"]] == [{"agent": a, "step": s} for a, s in _labels(SAMPLE)]
@@ -325,12 +326,16 @@ def test_the_command_writes_json_markdown_and_chart_and_prints_the_table(
 
 @pytest.mark.parametrize("limit", [None, 0])
 def test_without_a_limit_every_run_is_scored(
-    limit: int | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    limit: int | None, tmp_path: Path, capsys: pytest.CaptureFixture[str], charted: list[Chart]
 ) -> None:
-    """No limit, or 0 (as ``mast-otel replay --limit 0`` replays every record): all nine runs."""
+    """No limit, or 0 (as ``mast-otel replay --limit 0`` replays every record): all nine runs; the chart shows
+    the figures over all of them."""
     assert attribution.run([str(SAMPLE), str(HAND_CRAFTED)], None, None, tmp_path, limit) == 0
     saved = json.loads((tmp_path / "attribution.json").read_text(encoding="utf-8"))
     assert saved["runs"] == 9 and saved["judge"] is None
+    every = saved["subsets"]["all"]["methods"]
+    ((_, metrics, series, _),) = charted
+    assert series == {name: [every[name][k] for k in metrics] for name in BASELINES}
     assert "## all runs (9 runs)" in capsys.readouterr().out
 
 
