@@ -123,10 +123,9 @@ def undecorated(source: str) -> str:
     return cst.parse_module(source).visit(Undecorate()).code
 
 
-def stage(module: str, tests: list[str], config: Settings) -> Path:
-    """The module's staging folder with fresh copies of the sources and tests (mtimes kept: mutmut regenerates
-    only the files that changed) and its generated mutmut configuration."""
-    folder = WORK / slug(module)
+def stage(modules: list[str], tests: list[str], config: Settings, folder: Path) -> Path:
+    """``folder`` with fresh copies of the sources and tests (mtimes kept: mutmut regenerates only the files that
+    changed) and a mutmut configuration that mutates ``modules`` and selects ``tests``."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in STAGED:
         source, target = ROOT / name, folder / name
@@ -140,7 +139,7 @@ def stage(module: str, tests: list[str], config: Settings) -> Path:
     # their results) when its mtime moves: a file staged as last time gets last time's mtime back.
     record_path = folder / "staged.json"
     record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {}
-    for path in sorted(folder.glob(module)):
+    for path in sorted({p for module in modules for p in folder.glob(module)}):
         text = undecorated(path.read_text(encoding="utf-8"))
         digest = hashlib.sha256(text.encode()).hexdigest()
         path.write_text(text, encoding="utf-8")
@@ -154,7 +153,7 @@ def stage(module: str, tests: list[str], config: Settings) -> Path:
     (folder / "pyproject.toml").write_text(
         config.pyproject.rstrip("\n") + "\n\n[tool.mutmut]\n"
         'source_paths = ["mast_otel"]\n'
-        f"only_mutate = {json.dumps([module])}\n"
+        f"only_mutate = {json.dumps(modules)}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(selection)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider"]\n'
         'also_copy = ["examples", "docs", "README.md", "benchmarks"]\n',
@@ -221,7 +220,7 @@ def full(modules: list[str], config: Settings, max_children: int) -> int:
     equivalent = equivalents(config.equivalents)
     scores = []
     for module in modules:
-        folder = stage(module, config.modules[module], config)
+        folder = stage([module], config.modules[module], config, WORK / slug(module))
         mutmut(folder, [], max_children)  # new and changed mutants (mutmut keeps the results of the others)
         # mutmut keeps a survivor's result even after a test that kills it was added: check the survivors again
         again = [n for n, status in statuses(folder, module).items() if status not in CAUGHT and n not in equivalent]
@@ -262,12 +261,10 @@ def sample(modules: list[str], n: int, seed: int, config: Settings) -> int:
     and forced-fail passes would cost three full runs of each module's tests). Exit 1 when fewer than the
     threshold of them are killed, or when a module's tests fail with no mutant on."""
     equivalent = equivalents(config.equivalents)
-    pool: list[tuple[str, str]] = []
-    folders = {}
-    for module in modules:
-        folders[module] = folder = stage(module, config.modules[module], config)
-        subprocess.run([sys.executable, "-c", _GENERATE], cwd=folder, check=True, capture_output=True)
-        pool += [(module, name) for name in sorted(statuses(folder, module)) if name not in equivalent]
+    # One staging folder mutating every module: generating the mutants is one copy of the tree, not one a module.
+    folder = stage(modules, [], config, WORK / "sample")
+    subprocess.run([sys.executable, "-c", _GENERATE], cwd=folder, check=True, capture_output=True)
+    pool = [(module, name) for module in modules for name in sorted(statuses(folder, module)) if name not in equivalent]
     picked = sorted(random.Random(seed).sample(pool, min(n, len(pool))))
     scores = []
     for module in modules:
@@ -275,13 +272,13 @@ def sample(modules: list[str], n: int, seed: int, config: Settings) -> int:
         if not names:
             continue
         tests = config.modules[module]
-        code, clean = _pytest(folders[module], tests, None, timeout=1800)
+        code, clean = _pytest(folder, tests, None, timeout=1800)
         if code != 0:
             print(f"{module}: its tests fail with no mutant on (exit {code}); the sample cannot be scored")
             return 1
         found = {}
         for name in names:
-            code, _ = _pytest(folders[module], tests, name, timeout=max(60.0, 5 * clean))
+            code, _ = _pytest(folder, tests, name, timeout=max(60.0, 5 * clean))
             found[name] = "survived" if code == 0 else "timeout" if code is None else "killed"
         scores.append(score(module, found, equivalent))
     report(scores, config.threshold)
@@ -290,7 +287,7 @@ def sample(modules: list[str], n: int, seed: int, config: Settings) -> int:
     print(f"\nsample of {len(picked)} (seed {seed}): {caught} of {counted} killed ({rate:.1%})")
     for s in scores:
         for name in s.survivors:
-            print(f"  survived: {name} (mutmut show {name}, in {folders[s.module].relative_to(ROOT)})")
+            print(f"  survived: {name} (mutmut show {name}, in {folder.relative_to(ROOT)})")
     return 0 if counted and rate >= config.threshold else 1
 
 
