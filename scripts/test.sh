@@ -54,3 +54,7 @@ git -c advice.detachedHead=false clone -q --no-local "$(pwd)" "$clone_parent/mas
 echo "[test] framework tiers (nox)"
 export MAST_OTEL_MAIN_PYTHON="$VENV/bin/python"
 "$VENV/bin/nox" --no-color -f noxfile.py
+# A seeded sample of the mutation run (the whole run takes about an hour: docs/benchmarks.md, "Mutation testing"):
+# the drawn mutants must be killed as often as the threshold says, or the tests stopped pinning what they did.
+echo "[test] mutation sample (nox -s mutation -- --sample ${MAST_OTEL_MUTATION_SAMPLE:-10})"
+"$VENV/bin/nox" --no-color -f noxfile.py -s mutation -- --sample "${MAST_OTEL_MUTATION_SAMPLE:-10}"
