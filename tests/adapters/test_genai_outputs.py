@@ -19,7 +19,16 @@ from mast_otel.adapters import Adapted, NotAConversation, adapt
 from mast_otel.adapters.genai import CONTENT_SWITCHES
 from mast_otel.spans import SpanRecord
 from tests.adapters._fixtures import handoffs, messages, recipients
-from tests.adapters.test_genai import WITH_CONTENT, WITHOUT_CONTENT, _parts, _Trace, capture, conversation_of, tools
+from tests.adapters.test_genai import (
+    WITH_CONTENT,
+    WITHOUT_CONTENT,
+    _parts,
+    _Trace,
+    adk_run,
+    capture,
+    conversation_of,
+    tools,
+)
 
 RUNTIME = "<runtime>"  # who a tool-calling answer goes to: the framework runs the tool
 # The scripted run's tools, as the frameworks name them (a tool-call-only answer reads as its tool's name).
@@ -567,3 +576,72 @@ def test_a_model_call_without_its_operation_is_known_by_its_span_name(name: str)
     for agent in ("a", "b"):
         t.add(name, _agent(t, agent, root), gen_ai__output__messages=_parts("assistant", f"{agent} here"))
     assert messages(_adapted(t.spans).records) == [("a", "a here"), ("b", "b here")]
+
+
+def test_a_workflow_root_naming_its_first_agent_is_no_caller() -> None:
+    """ADK's invoke_workflow carries its first agent's name; its agents run side by side, so the last agent's
+    answer goes to the user, not back to the first agent."""
+    spans = adk_run(content=True)
+    assert spans[0].get(sc.GEN_AI_AGENT_NAME) == "triage"
+    adapted = _adapted(spans)
+    assert recipients(adapted.records)[-1] == ("billing", ("user",))
+
+
+def test_a_tool_whose_span_holds_its_own_calls_is_still_a_tool_call() -> None:
+    """A tool that makes an HTTP request (traced by the HTTP client's instrumentation, no GenAI operation): the
+    request is neither an agent nor a message."""
+    t = _Trace()
+    root = _workflow(t)
+    billing = _agent(t, "billing", root)
+    _chat(t, billing, call="lookup_order")
+    tool = _tool(t, "lookup_order", billing)
+    t.add("GET /orders/A17", tool, http__request__method="GET")
+    _chat(t, billing, "Refund due.")
+    _chat(t, _agent(t, "reviewer", root), "Approved.")
+    adapted = _adapted(t.spans)
+    assert tools(adapted.records) == [("billing", "lookup_order")]
+    assert messages(adapted.records) == [
+        ("billing", "lookup_order"),
+        ("billing", "Refund due."),
+        ("reviewer", "Approved."),
+    ]
+
+
+def test_an_operation_recorded_as_a_list_does_not_stop_the_adapter() -> None:
+    """Bad data: gen_ai.operation.name written as an array is no operation (it stopped the adapter with a
+    TypeError); the span is read by its name like one without."""
+    t = _Trace()
+    root = _workflow(t)
+    for agent in ("a", "b"):
+        t.add("chat gpt-4o-mini", _agent(t, agent, root), gen_ai__operation__name=["chat"],
+              gen_ai__output__messages=_parts("assistant", f"{agent} here"))  # fmt: skip
+    assert messages(_adapted(t.spans).records) == [("a", "a here"), ("b", "b here")]
+
+
+def test_a_handoff_call_the_model_repeated_is_one_handoff_on_its_first_answer() -> None:
+    t, root = _af_run()
+    executor = t.add("executor.process triage", root, executor__id="triage")
+    triage = _agent(t, "triage", executor)
+    first = _chat(t, triage, call="handoff_to_billing")
+    _chat(t, triage, call="handoff_to_billing")
+    _af_agent(t, root, "billing", "Refunded.")
+    adapted = _adapted(t.spans)
+    assert handoffs(adapted.records) == [("triage", "billing")]
+    assert adapted.original(adapted.handoffs[0].span_id) == first.span_id
+
+
+@pytest.mark.parametrize("recorded_as", ["the model's call", "a tool span"])
+def test_a_handoff_recorded_once_at_the_end_of_the_run_is_kept(recorded_as: str) -> None:
+    """The run stopped right after triage handed back to billing (which had spoken): the one record of it."""
+    t = _Trace()
+    root = _workflow(t)
+    _chat(t, _agent(t, "billing", root), "Refund proposed.")
+    triage = _agent(t, "triage", root)
+    if recorded_as == "the model's call":
+        record = _chat(t, triage, call="handoff_to_billing")
+    else:  # without content the model's call is not recorded; the tool's span is
+        _chat(t, triage)
+        record = _tool(t, "handoff_to_billing", triage)
+    adapted = _adapted(t.spans)
+    assert handoffs(adapted.records) == [("billing", "triage"), ("triage", "billing")]
+    assert adapted.original(adapted.handoffs[1].span_id) == record.span_id
