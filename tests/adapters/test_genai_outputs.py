@@ -125,6 +125,9 @@ def test_a_handoff_lands_on_the_span_that_records_it_with_its_reason(name: str) 
         if framework in ("google-adk", "strands"):  # the transfer tool the source ran
             assert origin.get(sc.GEN_AI_TOOL_NAME) in ("transfer_to_agent", "handoff_to_agent")
             assert origin.name.startswith("execute_tool")
+            arguments = origin.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, origin.get("gcp.vertex.agent.tool_call_args"))
+            if settings["content_captured"] and arguments is not None:  # not Strands' default: on events
+                assert json.loads(arguments)["agent_name"] == target
         elif framework == "pydantic-ai":  # the delegated agent's own run, nested in the caller's tool
             assert (origin.get(sc.GEN_AI_OPERATION_NAME), origin.get(sc.GEN_AI_AGENT_NAME)) == ("invoke_agent", target)
         elif settings["content_captured"]:  # Agent Framework: the source's answer calling handoff_to_<target>
