@@ -84,7 +84,7 @@ def _json(value: Any) -> Any:
 
 def _legacy_message(value: Any) -> Output:
     """A per-message event's content: Strands' content blocks (``[{"text"}, {"toolUse": {"name"}}]``), an
-    OpenAI-style message (``{"content", "tool_calls"}``), or plain text."""
+    OpenAI-style message (``{"content", "tool_calls"}``), a JSON-encoded string, or plain text."""
     raw = text(value)
     if raw.strip() in _REDACTED:
         return "", []
@@ -97,7 +97,9 @@ def _legacy_message(value: Any) -> Output:
         return (text(content) if not isinstance(content, list) else _blocks(content)[0]), names
     if isinstance(parsed, list):
         return _blocks(parsed)
-    return ("" if parsed is not None else raw), []
+    # Plain text, or text that reads as a JSON scalar: a JSON-encoded string is its text, an answer such as "42"
+    # stays as written.
+    return (parsed if isinstance(parsed, str) else raw), []
 
 
 def _blocks(blocks: Iterable[Any], call_key: str = "toolUse") -> Output:

@@ -88,7 +88,8 @@ def recognises(span: SpanRecord) -> bool:
 
 
 def is_root(span: SpanRecord) -> bool:
-    return (span.get(sc.GEN_AI_OPERATION_NAME) in ROOT_OPERATIONS or span.get(WORKFLOW_ID) is not None
+    # _operation: an operation written as an array (bad data) is no operation, not an unhashable set member.
+    return (_operation(span) in ROOT_OPERATIONS or span.get(WORKFLOW_ID) is not None
             or span.name in ROOT_NAMES)  # fmt: skip
 
 
