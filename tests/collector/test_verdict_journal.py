@@ -165,7 +165,10 @@ def test_a_compaction_that_cannot_write_keeps_the_old_file_and_the_journal_worki
     restarted = VerdictJournal(str(path))
     assert restarted.get(TRACE, "later") == VERDICT
     assert journal.get(TRACE, "old") is None  # forgotten in memory all the same
-    assert any(str(path) in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+    (warning,) = [r for r in caplog.records if r.name == "mast_otel.collector.verdicts"]
+    assert warning.levelname == "WARNING"
+    assert warning.getMessage().startswith(f"could not compact the verdict journal {path}: ")
+    assert "Is a directory" in warning.getMessage()  # the cause, for the operator
 
 
 def test_the_journal_file_is_private(tmp_path: Path) -> None:
@@ -202,3 +205,14 @@ def test_close_releases_the_file_and_may_be_called_again(tmp_path: Path) -> None
     journal.close()
     journal.close()
     assert set(os.listdir("/proc/self/fd")) <= before
+
+
+def test_compact_after_close_writes_nothing(tmp_path: Path) -> None:
+    # the store closes the journal at shutdown; a late garbage collection must neither fail nor reopen the file
+    path = tmp_path / "v"
+    journal = VerdictJournal(str(path))
+    journal.save(TRACE, "old", VERDICT, AT - 1)
+    journal.close()
+    journal.compact(AT)
+    assert [entry[1] for entry in lines(path)] == ["old"]
+    assert not (tmp_path / "v.tmp").exists()
