@@ -258,7 +258,7 @@ def test_a_decisive_step_that_names_no_span_labels_no_span(ref: str) -> None:
 
 SIGNALS = (
     Signal("1.3", "repeated_message", "coder sent the same message 3 times", (MSG.hex(), TOOL.hex())),
-    Signal("1.5", "round_limit", "ended by max_round=12", (OTHER.hex(), "xyz", "05" * 3)),
+    Signal("1.5", "round_limit", "ended by max_round=12", ("xyz", "05" * 3, OTHER.hex())),  # bad refs first
 )
 
 
@@ -390,3 +390,20 @@ def test_root_attributes_are_what_the_root_span_gets() -> None:
         k: tuple(v) if isinstance(v, list) else v for k, v in root_attributes(verdict, "judge-name", SIGNALS).items()
     }
     assert root == expected
+
+
+def test_a_mode_outside_the_taxonomy_is_named_unknown() -> None:
+    # a user judge (--judge MODULE:CALLABLE) may cite an id the taxonomy does not have
+    verdict = Verdict(status="ok", source="mine", modes=(ModeLabel("9.9", (MSG.hex(),), "custom"),))
+    spans = label(verdict)
+    assert values(spans[MSG])["mast.failure_mode.name"] == "unknown"
+    assert values(spans[MSG].events[0])["gen_ai.evaluation.name"] == "MAST 9.9 unknown"
+    assert values(spans[ROOT])["mast.failure_modes"] == ("9.9",) and values(spans[ROOT])["mast.fm.9_9"] is True
+
+
+def test_token_counts_a_user_judge_gives_as_floats_stay_numbers() -> None:
+    # Verdict says int, but a user judge's Verdict is not checked: a float count must still reach the backend
+    verdict = Verdict(status="ok", source="mine", tokens_in=1200.5, tokens_out=3.25)  # type: ignore[arg-type]
+    root = typed(label(verdict)[ROOT])
+    assert root["mast.judge.tokens_in"] == ("double_value", 1200.5)
+    assert root["mast.judge.tokens_out"] == ("double_value", 3.25)
