@@ -18,17 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from google.protobuf.message import DecodeError
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from mast_otel.collector.assembler import Location
+from mast_otel.collector.metrics import CollectorMetrics
 from mast_otel.collector.release import (
     Loaded,
     SegmentCache,
     commit_release,
+    is_unreadable,
     persist_claim,
     persist_verdict,
+    quarantine_release,
     verdict_from_json,
     verdict_to_json,
 )
@@ -362,3 +366,54 @@ def test_a_release_that_cannot_be_written_gives_the_spans_back(store: SQLiteStor
         commit_release(store=store, assembler=assembler, lock=threading.RLock(), cache=cache,  # type: ignore[arg-type]
                        locations=locations, outbox=[OutRow(shop, b"", 0)], tomb=Tomb(TRACE, b"", 1.0))  # fmt: skip
     assert assembler.log == [("consume", locations), ("unconsume", locations)]
+
+
+# -- spans whose stored bytes cannot be read back ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "unreadable"),
+    [
+        (DecodeError("bad protobuf"), True),
+        (ValueError("truncated varint"), True),
+        (KeyError(12), True),  # the segment is gone
+        (IndexError("span index"), True),
+        (TypeError("bad field"), True),
+        (RecursionError("nesting"), True),
+        (sqlite3.OperationalError("database is locked"), False),  # a later try can succeed
+        (OSError(28, "No space left on device"), False),
+    ],
+)
+def test_only_bytes_that_can_never_be_read_are_unreadable(error: BaseException, unreadable: bool) -> None:
+    assert is_unreadable(error) is unreadable
+
+
+def test_an_unreadable_release_is_quarantined_once_and_never_retried(
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    # prepare: spans 1 and 2 of segment A and span 4 of segment B cannot be read back
+    (a, b), _, _ = two_segments(store)
+    cache = SegmentCache(store)
+    cache.get(a)
+    metrics = CollectorMetrics()
+    assembler = RecordingAssembler(emptied=[a, b])
+    locations: tuple[Location, ...] = ((bytes([1]) * 8, a, 0), (bytes([2]) * 8, a, 1), (bytes([4]) * 8, b, 0))
+    # test
+    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.release"):
+        quarantine_release(store=store, assembler=assembler, lock=threading.RLock(), cache=cache,  # type: ignore[arg-type]
+                           metrics=metrics, locations=locations, trace_id=TRACE, exc=DecodeError("x" * 900))  # fmt: skip
+    # verify: both segments set aside with the stage and the (bounded) reason, no longer held
+    rows = sqlite3.connect(store.path).execute("SELECT segment, stage, reason FROM quarantine ORDER BY segment")
+    quarantined = rows.fetchall()
+    assert [(seg, stage) for seg, stage, _ in quarantined] == [(a, "release"), (b, "release")]
+    assert all(reason.startswith("DecodeError: xxx") and len(reason) == 500 for _, _, reason in quarantined)
+    assert list(store.segments()) == []
+    assert assembler.log == [("consume", locations)]
+    # a tombstone names every span, so a restart does not try them again
+    assert [t.ids() for t in store.tombs(TRACE)] == [{bytes([1]) * 8, bytes([2]) * 8, bytes([4]) * 8}]
+    with pytest.raises(KeyError):  # the cache forgot the segment it held
+        cache.get(a)
+    assert metrics.registry.get_sample_value("mast_collector_segments_quarantined_total", {"stage": "release"}) == 2
+    (logged,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert logged.startswith(f"3 spans of trace {TRACE.hex()} cannot be read back")
+    assert f"[{a}, {b}]" in logged
