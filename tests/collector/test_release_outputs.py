@@ -417,3 +417,13 @@ def test_an_unreadable_release_is_quarantined_once_and_never_retried(
     (logged,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert logged.startswith(f"3 spans of trace {TRACE.hex()} cannot be read back")
     assert f"[{a}, {b}]" in logged
+
+
+def test_a_quarantine_reason_is_bounded(store: SQLiteStore) -> None:
+    # an exception text can be as long as the damaged bytes it quotes: the row and the log line stay short
+    (a, _), _, _ = two_segments(store)
+    quarantine_release(store=store, assembler=RecordingAssembler(emptied=[a]), lock=threading.RLock(),  # type: ignore[arg-type]
+                       cache=SegmentCache(store), metrics=CollectorMetrics(), locations=((bytes([1]) * 8, a, 0),),
+                       trace_id=TRACE, exc=ValueError("y" * 900))  # fmt: skip
+    (reason,) = sqlite3.connect(store.path).execute("SELECT reason FROM quarantine").fetchone()
+    assert reason == ("ValueError: " + "y" * 900)[:500]
