@@ -146,9 +146,9 @@ def test_a_journal_write_that_fails_is_logged_and_the_release_goes_on(
         persist_verdict(store, TRACE, "u", FULL, 1.0)  # type: ignore[arg-type]
         persist_claim(store, TRACE, "u", 1.0)  # type: ignore[arg-type]
     assert store.calls == ["save", "claim"]
-    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(messages) == 2
-    assert all(TRACE.hex() in m and str(error) in m for m in messages)
+    saving, claiming = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert saving == f"could not save the verdict of trace {TRACE.hex()} before releasing it: {error}"
+    assert claiming == f"could not note the judge call for trace {TRACE.hex()}: {error}"
 
 
 # -- spans read back and written out -------------------------------------------------------------------------------
@@ -427,3 +427,42 @@ def test_a_quarantine_reason_is_bounded(store: SQLiteStore) -> None:
                        trace_id=TRACE, exc=ValueError("y" * 900))  # fmt: skip
     (reason,) = sqlite3.connect(store.path).execute("SELECT reason FROM quarantine").fetchone()
     assert reason == ("ValueError: " + "y" * 900)[:500]
+
+
+def test_the_cache_holds_exactly_its_bound_and_counts_what_it_evicts_and_forgets() -> None:
+    # prepare: five segments of one size; the bound is exactly three of them
+    store = CountingStore(dict.fromkeys(range(1, 7), 300))
+    size = len(store.segment(1).data)
+    store.reads.clear()
+    cache = SegmentCache(store, max_bytes=3 * size)  # type: ignore[arg-type]
+    # test / verify: three fit exactly (the bound is not exceeded)
+    cache.get(1), cache.get(2), cache.get(3)
+    cache.get(1), cache.get(2), cache.get(3)
+    assert store.reads == [1, 2, 3]
+    # a fourth evicts the least recently used (1); a fifth then evicts 2: the evicted bytes were counted off
+    cache.get(4), cache.get(5)
+    store.reads.clear()
+    cache.get(3), cache.get(4), cache.get(5)
+    assert store.reads == []
+    # forgetting 3 frees exactly one segment's bytes: one more fits (6), the next (1, read again) evicts 4
+    cache.forget([3])
+    cache.get(6)
+    cache.get(1)
+    store.reads.clear()
+    cache.get(5), cache.get(6), cache.get(1)
+    assert store.reads == []
+    cache.get(4)
+    assert store.reads == [4]
+
+
+def test_a_verdict_whose_extra_values_json_cannot_hold_is_saved_as_their_text(tmp_path: Path) -> None:
+    # a user judge's Verdict.extra is not checked: a value JSON cannot hold must not make the release fail
+    verdict = Verdict(status="ok", source="mine", extra={"seen_at": Path("/runs/7")})  # type: ignore[dict-item]
+    assert json.loads(verdict_to_json(verdict))["extra"] == {"seen_at": "/runs/7"}
+    store = SQLiteStore(str(tmp_path / "collector.db"))
+    try:
+        persist_verdict(store, TRACE, "u", verdict, 1.0)
+        saved = store.verdict(TRACE, "u")
+        assert saved is not None and verdict_from_json(saved).extra == {"seen_at": "/runs/7"}
+    finally:
+        store.close()
