@@ -330,3 +330,57 @@ def test_finishing_one_unit_keeps_the_others_of_its_trace() -> None:
     assert asm.inflight_unit(T, PLAIN, None) is None and asm.inflight_unit(T2, PLAIN, "a") is None
     asm.adopt_late(first, PLAIN)  # a finished unit adopts nothing
     assert PLAIN not in asm.inflight_members(T)
+
+
+def test_a_failed_release_that_emptied_a_segment_empties_it_again_on_retry() -> None:
+    # the store refused the release that would have deleted the segment: the retry must delete it, once
+    asm = Assembler(quiet_period=5, max_age=100)
+    asm.add(T, PLAIN, b"", 0, segment=4, index=0)
+    (out,) = asm.poll(5)
+    assert asm.consume(out.locations) == [4]
+    asm.unconsume(out.locations)
+    assert asm.held_spans == 1
+    assert asm.consume(out.locations) == [4] and asm.held_spans == 0
+
+
+def test_a_late_span_is_matched_to_its_own_conversation_by_id() -> None:
+    asm = Assembler(quiet_period=5, max_age=100)
+    asm.add(T, ROOT, b"", 0, conv_root=True, conv_id="a")
+    asm.add(T, AGENT, b"", 0, conv_root=True, conv_id="b")
+    by_conv = {u.conv_ids: u for u in units(asm.poll(5))}
+    assert asm.inflight_unit(T, PLAIN, "b") is by_conv[("b",)]
+    assert asm.inflight_unit(T, PLAIN, "a") is by_conv[("a",)]
+    assert asm.inflight_unit(T, PLAIN, "neither") is None
+
+
+def test_a_unit_finished_before_its_late_span_adopts_nothing() -> None:
+    asm = Assembler(quiet_period=5, max_age=100)
+    conversation(asm, 0)
+    (unit,) = units(asm.poll(5))
+    asm.finished(unit)
+    asm.adopt_late(unit, PLAIN)
+    assert asm.inflight_members(T) == set() and asm.inflight == 0
+
+
+def test_a_stale_check_does_not_hold_up_other_traces_due_in_the_same_poll() -> None:
+    asm = Assembler(quiet_period=5, max_age=100)
+    asm.add(T, PLAIN, b"", 10)  # due 15 ...
+    asm.add(T, M1, b"", 2)  # ... then 7: the check at 15 is stale once T leaves at 7
+    asm.add(T2, M2, b"", 11)  # due 16
+    assert {d.trace_id for d in asm.poll(7)} == {T}
+    (out,) = asm.poll(20)
+    assert out.trace_id == T2 and out.span_ids == (M2,)
+
+
+def test_limits_hold_on_wall_clock_times() -> None:
+    # the service's clock is time.time(): epoch seconds, not small numbers
+    now = 1_700_000_000.0
+    asm = Assembler(quiet_period=5, max_age=30)
+    asm.add(T, PLAIN, MISSING, now)  # a stray: its parent never arrives
+    conversation(asm, now, root=False)  # a conversation whose root never arrives
+    assert asm.poll(now + 5) == [] and asm.poll(now + 29.9) == []
+    out = asm.poll(now + 30)
+    (stray,) = untouched(out)
+    assert stray.span_ids == (PLAIN,) and stray.reason == "parent_timeout"
+    (unit,) = units(out)
+    assert unit.partial and unit.first_received == now and set(unit.span_ids) == {TURN, M1, M2}
