@@ -384,3 +384,30 @@ def test_limits_hold_on_wall_clock_times() -> None:
     assert stray.span_ids == (PLAIN,) and stray.reason == "parent_timeout"
     (unit,) = units(out)
     assert unit.partial and unit.first_received == now and set(unit.span_ids) == {TURN, M1, M2}
+
+
+def test_strays_are_checked_again_when_the_first_of_them_is_max_age_old() -> None:
+    asm = Assembler(quiet_period=5, max_age=30)
+    asm.add(T, PLAIN, MISSING, 4)
+    asm.add(T, M1, OTHER_MISSING, 2)
+    asm.add(T, M2, MISSING, 3)
+    assert asm.poll(7) == [] and asm.poll(31.9) == []
+    assert [d.span_ids for d in asm.poll(32)] == [(M1,)]
+    assert asm.poll(32.9) == []
+    assert [d.span_ids for d in asm.poll(33)] == [(M2,)]
+    assert [d.span_ids for d in asm.poll(34)] == [(PLAIN,)]
+
+
+def test_spans_of_a_conversation_whose_root_sits_in_another_conversation_wait_for_max_age() -> None:
+    # conversation x's root arrived, but under conversation c1's message; x's other spans (parent missing) cannot
+    # be judged with a root that is not theirs: they wait and go as a partial conversation without a root
+    asm = Assembler(quiet_period=5, max_age=30)
+    conversation(asm, 0)
+    asm.add(T, AGENT, M1, 0, conv_root=True, conv_id="x")
+    asm.add(T, PLAIN, MISSING, 0, conv_id="x")
+    (whole,) = units(asm.poll(5))
+    assert whole.root_id == ROOT and AGENT in whole.span_ids and PLAIN not in whole.span_ids
+    assert asm.poll(29) == []
+    (rest,) = units(asm.poll(30))
+    assert rest.span_ids == (PLAIN,) and rest.root_id is None and rest.partial
+    assert rest.key.startswith("conv:")
