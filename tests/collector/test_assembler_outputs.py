@@ -411,3 +411,12 @@ def test_spans_of_a_conversation_whose_root_sits_in_another_conversation_wait_fo
     (rest,) = units(asm.poll(30))
     assert rest.span_ids == (PLAIN,) and rest.root_id is None and rest.partial
     assert rest.key.startswith("conv:")
+
+
+def test_a_span_added_without_a_segment_is_the_first_of_segment_zero() -> None:
+    # add()'s defaults: the in-memory callers (tests, tools) that hold spans stored nowhere
+    asm = Assembler(quiet_period=5, max_age=100)
+    asm.add(T, PLAIN, b"", 0)
+    (out,) = asm.poll(5)
+    assert out.locations == ((PLAIN, 0, 0),)
+    assert asm.consume(out.locations) == [0]
