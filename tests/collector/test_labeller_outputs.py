@@ -401,9 +401,13 @@ def test_a_mode_outside_the_taxonomy_is_named_unknown() -> None:
     assert values(spans[ROOT])["mast.failure_modes"] == ("9.9",) and values(spans[ROOT])["mast.fm.9_9"] is True
 
 
-def test_token_counts_a_user_judge_gives_as_floats_stay_numbers() -> None:
-    # Verdict says int, but a user judge's Verdict is not checked: a float count must still reach the backend
+@pytest.mark.parametrize("forged", [False, True], ids=["appended", "decoded"])
+def test_token_counts_a_user_judge_gives_as_floats_stay_numbers(forged: bool) -> None:
+    # Verdict says int, but a user judge's Verdict is not checked: a float count must still reach the backend,
+    # whether the labels are appended to the bytes or set on a decoded span (a root that already had a label key)
     verdict = Verdict(status="ok", source="mine", tokens_in=1200.5, tokens_out=3.25)  # type: ignore[arg-type]
-    root = typed(label(verdict)[ROOT])
+    body = stored(ROOT, **({"mast.judge.status": "forged"} if forged else {}))
+    out = label_spans(verdict, root_id=ROOT, bodies={ROOT: body}, judge_name="j", now_ns=1)
+    root = typed(Span.FromString(out[ROOT]))
     assert root["mast.judge.tokens_in"] == ("double_value", 1200.5)
     assert root["mast.judge.tokens_out"] == ("double_value", 3.25)
