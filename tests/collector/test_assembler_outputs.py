@@ -420,3 +420,73 @@ def test_a_span_added_without_a_segment_is_the_first_of_segment_zero() -> None:
     (out,) = asm.poll(5)
     assert out.locations == ((PLAIN, 0, 0),)
     assert asm.consume(out.locations) == [0]
+
+
+def test_add_many_keeps_going_after_a_duplicate_and_keeps_conversation_ids() -> None:
+    asm = Assembler(quiet_period=5, max_age=100)
+    asm.add_many([(T, TURN, ROOT, 0, False, "c1", None), (T, TURN, ROOT, 0, False, "c1", None),  # twice
+                  (T, ROOT, b"", 1, True, "c1", None), (T, AGENT, TURN, 2, True, "inner", "c1"),
+                  (T, M1, MISSING, 3, False, "inner", None)], segment=5, received=0)  # fmt: skip
+    assert asm.held_spans == 4
+    (unit,) = units(asm.poll(5))
+    assert set(unit.span_ids) == {TURN, ROOT, AGENT, M1} and unit.root_id == ROOT
+    assert unit.conv_ids == ("c1", "inner")
+
+
+def test_add_many_adds_to_what_a_segment_already_holds() -> None:
+    asm = Assembler(quiet_period=5, max_age=100)
+    asm.add(T, PLAIN, b"", 0, segment=5, index=0)
+    asm.add_many([(T2, M1, b"", 1, False, None, None)], segment=5, received=0)
+    asm.add_many([(T2, M2, b"", 2, False, None, None)], segment=5, received=0)
+    assert asm.held_spans == 3
+    first, second = sorted(asm.poll(5), key=lambda d: d.trace_id == T2)
+    assert asm.consume(first.locations) == [] and asm.held_spans == 2
+    assert asm.consume(second.locations) == [5] and asm.held_spans == 0
+
+
+def test_a_stray_span_of_a_nested_conversation_joins_the_outer_conversation() -> None:
+    # the inner conversation's root names its parent conversation; a span of the inner one whose parent is
+    # missing is placed by conversation id, up the chain to the outer root
+    asm = Assembler(quiet_period=5, max_age=100)
+    asm.add(T, ROOT, b"", 0, conv_root=True, conv_id="outer")
+    asm.add(T, TURN, ROOT, 0, conv_id="outer")
+    asm.add(T, AGENT, TURN, 0, conv_root=True, conv_id="inner", conv_parent="outer")
+    asm.add(T, M1, MISSING, 0, conv_id="inner")
+    (unit,) = units(asm.poll(5))
+    assert unit.root_id == ROOT and set(unit.span_ids) == {ROOT, TURN, AGENT, M1} and unit.partial is False
+
+
+def test_a_nested_root_without_a_parent_span_joins_its_outer_conversation() -> None:
+    asm = Assembler(quiet_period=5, max_age=100)
+    asm.add(T, ROOT, b"", 0, conv_root=True, conv_id="outer")
+    asm.add(T, AGENT, b"", 0, conv_root=True, conv_id="inner", conv_parent="outer")
+    (unit,) = units(asm.poll(5))
+    assert unit.root_id == ROOT and set(unit.span_ids) == {ROOT, AGENT}
+
+
+def test_a_conversation_chain_that_loops_back_terminates() -> None:
+    # bad data: x -> a -> b -> a, no conversation with a root of its own
+    asm = Assembler(quiet_period=5, max_age=30)
+    asm.add(T, ROOT, MISSING, 0, conv_root=True, conv_id="x", conv_parent="a")
+    asm.add(T, AGENT, OTHER_MISSING, 0, conv_root=True, conv_id="a", conv_parent="b")
+    asm.add(T, TURN, bytes([40]) * 8, 0, conv_root=True, conv_id="b", conv_parent="a")
+    asm.add(T, M1, bytes([41]) * 8, 0, conv_id="x")
+    out = asm.poll(30)
+    assert {s for d in out for s in d.span_ids} == {ROOT, AGENT, TURN, M1}
+    assert asm.pending_traces == 0
+
+
+@pytest.mark.parametrize("rootless_first", [True, False])
+def test_a_trace_is_checked_again_for_its_earliest_waiting_conversation(rootless_first: bool) -> None:
+    # two conversations wait in one trace: one for its quiet period (due 8), one without a root (due 30)
+    asm = Assembler(quiet_period=5, max_age=30)
+    rootless = [(M1, MISSING, "b")]
+    rooted = [(ROOT, b"", "a")]
+    for sid, parent, conv in rootless + rooted if rootless_first else rooted + rootless:
+        asm.add(T, sid, parent, 0, conv_root=sid == ROOT, conv_id=conv)
+    asm.add(T, TURN, ROOT, 3, conv_id="a")
+    assert asm.poll(7.9) == []
+    (unit,) = units(asm.poll(8))
+    assert unit.root_id == ROOT and unit.trace_id == T
+    (rest,) = units(asm.poll(30))
+    assert rest.partial is True and rest.trace_id == T and rest.span_ids == (M1,)
