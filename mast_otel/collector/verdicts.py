@@ -39,15 +39,19 @@ class VerdictJournal:
         self._fd: int | None = None
         if path is None:
             return
+        torn = False
         if os.path.exists(path):
             with open(path, "rb") as f:
                 for line in f:
+                    torn = not line.endswith(b"\n")
                     try:
                         trace_hex, unit, verdict, at = json.loads(line)
                         self._kept[(bytes.fromhex(trace_hex), str(unit))] = (str(verdict), float(at))
                     except (ValueError, TypeError):
                         continue  # a line torn by a kill
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if torn:  # end the torn line, or the next verdict's line would be glued to it and lost at the next restart
+            os.write(self._fd, b"\n")
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -83,7 +87,8 @@ class VerdictJournal:
                 return
             tmp = self._path + ".tmp"
             try:
-                with open(tmp, "wb") as f:
+                # created private like the journal itself (os.replace keeps the temporary file's mode)
+                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
                     for (trace_id, unit), (verdict, at) in self._kept.items():
                         f.write(json.dumps([trace_id.hex(), unit, verdict, at]).encode() + b"\n")
                 os.replace(tmp, self._path)
