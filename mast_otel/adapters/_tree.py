@@ -70,7 +70,8 @@ class Tree:
         covered: dict[str, bool] = {}  # span id -> it or an ancestor matches
         out: set[str] = set()
         for s in self.top_down():
-            above = covered.get(s.parent_span_id or "", False)
+            # (a root's lookup must not hit a span whose id is empty: malformed OTLP hid the real root behind it)
+            above = covered.get(s.parent_span_id, False) if s.parent_span_id else False
             covered[s.span_id] = above or s.span_id in matched
             if s.span_id in matched and not above:
                 out.add(s.span_id)
