@@ -119,7 +119,13 @@ def ag2_builtin_auto(provider: TracerProvider) -> Oracle:
 TOOLS_TASK = "What is the GDP of Mars?"
 TOOLS_SCRIPT: dict[str, Any] = {
     "rules": [
-        {"match": "ROLE_RESEARCHER", "replies": [{"tool": "lookup", "args": {"q": "Mars"}}, "Mars GDP is 42."]},
+        {
+            "match": "ROLE_RESEARCHER",
+            "replies": [
+                {"tools": [{"tool": "lookup", "args": {"q": "Mars"}}, {"tool": "lookup", "args": {"q": "Venus"}}]},
+                "Mars GDP is 42.",
+            ],
+        },
         {"match": "ROLE_WRITER", "replies": ["Report: the GDP of Mars is 42. TERMINATE"]},
     ],
     "default": "unscripted",
@@ -127,8 +133,9 @@ TOOLS_SCRIPT: dict[str, Any] = {
 
 
 def ag2_builtin_tools(provider: TracerProvider) -> Oracle:
-    """AG2's own tracing on a round-robin group whose researcher's model calls a tool that the executor runs
-    (AG2's ``register_for_llm`` / ``register_for_execution`` split), against the scripted server.
+    """AG2's own tracing on a round-robin group whose researcher's model calls a tool twice in one reply (parallel
+    calls) and whose executor runs them (AG2's ``register_for_llm`` / ``register_for_execution`` split), against
+    the scripted server; the chat is started by a ``customer`` agent (the initiator is not always ``user``).
 
     Besides messages and handoffs the oracle holds, from the group's message list, ``tool_calls`` (the agent whose
     model asked, and the tool), ``tool_arguments`` (tool, the arguments the model sent) and ``tool_results`` (the
@@ -143,7 +150,7 @@ def ag2_builtin_tools(provider: TracerProvider) -> Oracle:
         return f"GDP of {q}: 42"
 
     with ScriptedOpenAI(TOOLS_SCRIPT) as server:
-        user = ConversableAgent("user", llm_config=False, human_input_mode="NEVER", default_auto_reply="")
+        user = ConversableAgent("customer", llm_config=False, human_input_mode="NEVER", default_auto_reply="")
         researcher, writer = (
             ConversableAgent(name, system_message=f"ROLE_{name.upper()}.", human_input_mode="NEVER",
                              llm_config=llm_config(name, [], base_url=server.base_url))
@@ -168,6 +175,12 @@ def ag2_builtin_tools(provider: TracerProvider) -> Oracle:
     oracle["tool_calls"] = [(str(m["name"]), c["function"]["name"]) for m in groupchat.messages
                             for c in m.get("tool_calls") or ()]  # fmt: skip
     oracle["tool_arguments"] = [(f["name"], f["arguments"]) for f in requested.values()]
+    oracle["recipients"] = sorted(
+        (agent.name, other.name)
+        for agent in (user, researcher, executor, writer)
+        for other, sent in agent.chat_messages.items()
+        if any(m.get("name") == agent.name or m.get("role") == "assistant" for m in sent)
+    )
     oracle["tool_results"] = [(str(m["name"]), str(r["content"])) for m in groupchat.messages
                               for r in m.get("tool_responses") or ()]  # fmt: skip
     return oracle
