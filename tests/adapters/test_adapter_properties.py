@@ -12,8 +12,10 @@ from mast_otel import semconv as sc
 from mast_otel.adapters import Adapted, NotAConversation, Tree, adapt, foreign_units
 from mast_otel.spans import SpanRecord
 from tests.adapters._fixtures import fixture, handoffs, messages, recipients
+from tests.adapters.runs import SUPERVISOR_SCRIPT
 
 _SELECTED = "ag2.speaker_selection.selected"  # AG2 sets it once its speaker selection returns
+_PATH = "traceloop.entity.path"  # OpenLLMetry: the LangGraph node a span runs in, first
 
 
 def test_ag2_tool_calls_are_the_calls_the_group_made() -> None:
@@ -251,3 +253,42 @@ def test_a_numeric_tool_result_is_kept_as_its_text() -> None:
     assert isinstance(adapted, Adapted)
     calls = [r for r in adapted.records if r.span_type == sc.SPAN_TYPE_TOOL_CALL]
     assert [c.get(sc.GEN_AI_TOOL_CALL_RESULT) for c in calls] == ["42", "42"]
+
+
+def _chats_of(spans: list[SpanRecord], agent: str) -> set[str]:
+    """The span ids of the model calls an OpenLLMetry LangGraph node made (its entity path starts with it)."""
+    return {s.span_id for s in spans if s.name == "ChatOpenAI.chat" and s.get(_PATH, "").split(".")[0] == agent}
+
+
+def test_a_langgraph_run_where_one_node_spoke_is_refused_with_the_count() -> None:
+    """OpenLLMetry on a LangGraph supervisor whose researcher's model calls were lost: one node spoke, so it is not
+    a multi-agent conversation, and the refusal (what the collector reports instead of a verdict) says so; with
+    no model call at all, zero."""
+    spans, _ = fixture("openllmetry_langgraph")
+    researcher = _chats_of(spans, "researcher")
+    alone = [s for s in spans if s.span_id not in researcher]
+    assert adapt(alone) == NotAConversation("openllmetry", "1 agent(s) replied; not a multi-agent conversation")
+    silent = [s for s in alone if s.span_id not in _chats_of(spans, "supervisor")]
+    assert adapt(silent) == NotAConversation("openllmetry", "0 agent(s) replied; not a multi-agent conversation")
+
+
+def test_a_langgraph_conversation_is_named_after_its_graph() -> None:
+    """The conversation is named as OpenLLMetry names the workflow (the compiled graph's name, ``LangGraph``), and
+    each message goes to the graph that routes it, or to the runtime when it only calls tools."""
+    spans, oracle = fixture("openllmetry_langgraph")
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    workflow = next(s for s in spans if s.get("traceloop.span.kind") == "workflow")
+    assert adapted.records[0].get(sc.GEN_AI_WORKFLOW_NAME) == workflow.get("traceloop.workflow.name") == "LangGraph"
+    assert adapted.records[0].get(sc.MAST_FRAMEWORK) == "langgraph"
+    replies = sorted(adapted.messages, key=lambda m: m.get(sc.MESSAGE_INDEX))[1:]
+    assert [r.get(sc.MESSAGE_RECIPIENTS) for r in replies] == [
+        ("<runtime>",) if r.get(sc.MESSAGE_KIND) == sc.KIND_TOOL_CALL else ("graph",) for r in replies
+    ]
+    # A reply is a tool call exactly when the script made the model call a tool (its text is then the tool's name).
+    tools = {
+        reply["tool"] for rule in SUPERVISOR_SCRIPT["rules"] for reply in rule["replies"] if isinstance(reply, dict)
+    }
+    called = [content in tools for _, content in oracle["messages"][1:]]
+    assert [r.get(sc.MESSAGE_KIND) == sc.KIND_TOOL_CALL for r in replies] == called
+    assert [bool(r.get(sc.MESSAGE_TOOL_CALLS)) for r in replies] == called
