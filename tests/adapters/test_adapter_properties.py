@@ -292,3 +292,44 @@ def test_a_langgraph_conversation_is_named_after_its_graph() -> None:
     called = [content in tools for _, content in oracle["messages"][1:]]
     assert [r.get(sc.MESSAGE_KIND) == sc.KIND_TOOL_CALL for r in replies] == called
     assert [bool(r.get(sc.MESSAGE_TOOL_CALLS)) for r in replies] == called
+
+
+def test_openinference_handoffs_come_from_the_agent_that_handed_off() -> None:
+    """The OpenAI Agents SDK's instrumentor records on each agent span the agent that handed it the turn
+    (``graph.node.parent_id``). When the orders agent's model calls are missing (it spoke through none the trace
+    kept), the refund specialist was still handed the turn by the orders agent, not by the triage agent that
+    spoke before it; the handoff's evidence is the receiving agent's span."""
+    spans, oracle = fixture("openinference_openai_agents")
+    tree = Tree(spans)
+    orders = next(s for s in spans if s.name == "orders_agent")
+    silent = {s.span_id for s in tree.below(orders) if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM}
+    adapted = adapt([s for s in spans if s.span_id not in silent])
+    assert isinstance(adapted, Adapted)
+    assert handoffs(adapted.records) == [(a, b) for a, b in oracle["handoffs"] if b != "orders_agent"]
+    by_id = {s.span_id: s for s in spans}
+    assert [by_id[adapted.original(h.span_id)].name for h in adapted.handoffs] == ["refund_specialist"]
+
+
+def _renumbered(span: SpanRecord, prefix: str, entries: list[dict[str, str]]) -> SpanRecord:
+    """The span with its flattened OpenInference list under ``prefix`` replaced by ``entries``."""
+    kept = {k: v for k, v in span.attributes.items() if not k.startswith(prefix)}
+    flat = {f"{prefix}{n}.{key}": value for n, entry in enumerate(entries) for key, value in entry.items()}
+    return dataclasses.replace(span, attributes={**kept, **flat})
+
+
+def test_openinference_reads_long_message_lists_to_the_end() -> None:
+    """The SDK's root carries no input: the task is the first user message a model was sent, however long the
+    preamble before it (70 instructions); and a model answer that calls 70 tools at once names all 70, in order."""
+    spans, oracle = fixture("openinference_openai_agents")
+    first, second = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM][:2]
+    task = oracle["messages"][0][1]
+    preamble = [{"message.role": "system", "message.content": f"rule {n}"} for n in range(70)]
+    asked = _renumbered(first, "llm.input_messages.", [*preamble, {"message.role": "user", "message.content": task}])
+    names = [f"lookup_{n}" for n in range(70)]
+    fanned = _renumbered(second, "llm.output_messages.0.message.tool_calls.",
+                         [{"tool_call.function.name": name} for name in names])  # fmt: skip
+    adapted = adapt([asked if s is first else fanned if s is second else s for s in spans])
+    assert isinstance(adapted, Adapted)
+    assert adapted.records[0].get(sc.CONVERSATION_TASK) == task
+    by_origin = {adapted.original(m.span_id): m for m in adapted.messages}
+    assert by_origin[second.span_id].get(sc.MESSAGE_TOOL_CALLS) == ", ".join(names)
