@@ -25,6 +25,7 @@ from tests.adapters.runs import SUPERVISOR_SCRIPT
 
 _SELECTED = "ag2.speaker_selection.selected"  # AG2 sets it once its speaker selection returns
 _PATH = "traceloop.entity.path"  # OpenLLMetry: the LangGraph node a span runs in, first
+_GOTO = "langgraph.command.goto_node"  # OpenLLMetry: the node a LangGraph Command went to
 
 
 def test_ag2_tool_calls_are_the_calls_the_group_made() -> None:
@@ -445,3 +446,96 @@ def test_the_builder_puts_what_an_adapter_knows_on_the_root() -> None:
     assert bare.records[0].name == "invoke_workflow fw"
     assert not {sc.TERMINATION_REASON, sc.TERMINATION_DETAIL, sc.CONVERSATION_ROUNDS, sc.CONVERSATION_TASK,
                 sc.GEN_AI_WORKFLOW_NAME} & set(bare.records[0].attributes)  # fmt: skip
+
+
+def _langgraph(**changes: dict[str, object]) -> Adapted:
+    """The OpenLLMetry LangGraph fixture adapted with some spans' attributes changed (span name -> attributes),
+    as another OpenLLMetry or LangChain version might write them."""
+    spans, _ = fixture("openllmetry_langgraph")
+    for name, attributes in changes.items():
+        spans = _replaced(spans, name, **attributes)
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    return adapted
+
+
+def test_langgraph_task_is_the_first_input_message_or_none() -> None:
+    """The task is the first message the workflow was started with; a start with no messages (another graph
+    state, or input that is not JSON) gives no task, rather than a made-up one."""
+    spans, oracle = fixture("openllmetry_langgraph")
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted) and adapted.records[0].get(sc.CONVERSATION_TASK) == oracle["messages"][0][1]
+    for start in ("not json", '{"inputs": {"topic": "GDP"}}', '{"inputs": {"messages": []}}', "[1]"):
+        adapted = _langgraph(**{"LangGraph.workflow": {"traceloop.entity.input": start}})
+        assert sc.CONVERSATION_TASK not in adapted.records[0].attributes
+        assert messages(adapted.records) == oracle["messages"][1:]
+
+
+def test_langgraph_tool_arguments_not_in_langchains_run_shape_are_kept_verbatim() -> None:
+    """Tool arguments are the serialized run's ``inputs``; arguments in any other shape are kept as written."""
+    for written in ('{"q": "GDP"}', "q=GDP", '["GDP"]'):
+        adapted = _langgraph(**{"execute_tool search": {sc.GEN_AI_TOOL_CALL_ARGUMENTS: written}})
+        calls = {c.get(sc.GEN_AI_TOOL_NAME): c for c in adapted.records if c.span_type == sc.SPAN_TYPE_TOOL_CALL}
+        assert calls["search"].get(sc.GEN_AI_TOOL_CALL_ARGUMENTS) == written
+
+
+def test_langgraph_tool_with_no_name_or_node_is_still_a_tool_call() -> None:
+    """A tool span without ``gen_ai.tool.name`` is named by its span; one outside any graph node has no agent."""
+    adapted = _langgraph(**{"execute_tool search": {sc.GEN_AI_TOOL_NAME: "", _PATH: ""}})
+    calls = [c for c in adapted.records if c.span_type == sc.SPAN_TYPE_TOOL_CALL]
+    unnamed = [c for c in calls if c.get(sc.GEN_AI_TOOL_NAME) == "execute_tool search"]
+    assert len(unnamed) == 1 and unnamed[0].get(sc.GEN_AI_AGENT_NAME) == "?"
+
+
+def test_langgraph_parallel_calls_and_empty_answers() -> None:
+    """A model answer that calls two tools at once names both (in order) and is a tool call; an answer with no
+    text and no call is an (empty) message."""
+    spans, _ = fixture("openllmetry_langgraph")
+    first, *_, last = [s for s in spans if s.name == "ChatOpenAI.chat"]
+    both = [{"role": "assistant", "parts": [{"type": "tool_call", "name": "search"},
+                                            {"type": "tool_call", "name": "transfer_to_researcher"}]}]  # fmt: skip
+    empty = [{"role": "assistant", "parts": [{"type": "text", "content": ""}]}]
+    changed = [
+        _replaced([s], s.name, **{sc.GEN_AI_OUTPUT_MESSAGES: json.dumps(both if s is first else empty)})[0]
+        if s in (first, last) else s
+        for s in spans
+    ]  # fmt: skip
+    adapted = adapt(changed)
+    assert isinstance(adapted, Adapted)
+    by_origin = {adapted.original(m.span_id): m for m in adapted.messages}
+    called, said = by_origin[first.span_id], by_origin[last.span_id]
+    assert [n.strip() for n in str(called.get(sc.MESSAGE_TOOL_CALLS)).split(",")] == [
+        "search",
+        "transfer_to_researcher",
+    ]
+    assert called.get(sc.MESSAGE_KIND) == sc.KIND_TOOL_CALL
+    assert (said.get(sc.MESSAGE_KIND), said.get(sc.MESSAGE_CONTENT), said.get(sc.MESSAGE_TOOL_CALLS)) == (
+        sc.KIND_MESSAGE, "", None)  # fmt: skip
+
+
+def test_langgraph_framework_is_the_provider_the_root_names() -> None:
+    """The framework is the provider OpenLLMetry names on the workflow span (LangChain's own chains say
+    ``langchain``); a root that names none (older versions) is LangGraph's, the only workflow it writes."""
+    root = "LangGraph.workflow"
+    assert _langgraph(**{root: {sc.GEN_AI_PROVIDER_NAME: "langchain"}}).framework == "langchain"
+    assert _langgraph(**{root: {sc.GEN_AI_PROVIDER_NAME: ""}}).framework == "langgraph"
+
+
+def test_a_langgraph_goto_with_no_target_passes_no_turn() -> None:
+    """A ``goto`` span that names no node (OpenLLMetry writes the target only when LangGraph's Command has one)
+    hands the turn to no one; the handoffs then come from the order in which the nodes spoke."""
+    spans, oracle = fixture("openllmetry_langgraph")
+    blind = [dataclasses.replace(s, attributes={k: v for k, v in s.attributes.items() if k != _GOTO})
+             if s.name.startswith("goto ") else s for s in spans]  # fmt: skip
+    adapted = adapt(blind)
+    assert isinstance(adapted, Adapted)
+    assert handoffs(adapted.records) == oracle["handoffs"]
+
+
+def test_a_lone_openllmetry_model_call_is_refused_as_openllmetrys() -> None:
+    """One model call OpenLLMetry traced outside any workflow (it carries ``traceloop.workflow.name`` but no span
+    kind): no conversation, and the refusal names the instrumentation that wrote it."""
+    spans, _ = fixture("openllmetry_langgraph")
+    call = next(s for s in spans if s.name == "ChatOpenAI.chat")
+    lone = dataclasses.replace(call, parent_span_id=None)
+    assert adapt([lone]) == NotAConversation("openllmetry", "no agent or workflow span to root a conversation")
