@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import json
 import random
+from collections.abc import Mapping
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import (
@@ -448,7 +449,7 @@ def test_the_builder_puts_what_an_adapter_knows_on_the_root() -> None:
                 sc.GEN_AI_WORKFLOW_NAME} & set(bare.records[0].attributes)  # fmt: skip
 
 
-def _langgraph(**changes: dict[str, object]) -> Adapted:
+def _langgraph(**changes: Mapping[str, object]) -> Adapted:
     """The OpenLLMetry LangGraph fixture adapted with some spans' attributes changed (span name -> attributes),
     as another OpenLLMetry or LangChain version might write them."""
     spans, _ = fixture("openllmetry_langgraph")
