@@ -540,3 +540,47 @@ def test_a_lone_openllmetry_model_call_is_refused_as_openllmetrys() -> None:
     call = next(s for s in spans if s.name == "ChatOpenAI.chat")
     lone = dataclasses.replace(call, parent_span_id=None)
     assert adapt([lone]) == NotAConversation("openllmetry", "no agent or workflow span to root a conversation")
+
+
+def _any_value(value: object) -> bytes:
+    """An attribute value serialized as OTLP's AnyValue (what the collector's ingest reads)."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value).SerializeToString()
+    if isinstance(value, int):
+        return AnyValue(int_value=value).SerializeToString()
+    if isinstance(value, float):
+        return AnyValue(double_value=value).SerializeToString()
+    return AnyValue(string_value=str(value)).SerializeToString()
+
+
+def test_files_hold_the_spans_the_collector_holds() -> None:
+    """``mast-otel judge FILE`` (foreign_units) holds as a conversation's root exactly the spans the collector's
+    ingest holds, whatever the attribute's type: a root kind written as a number is no root to either, and ADK's
+    legacy ``invocation`` span is one to both by its name alone."""
+    from mast_otel.collector.ingest import span_facts
+
+    keys = ["ag2.span.type", sc.OI_SPAN_KIND, "traceloop.span.kind", sc.GEN_AI_OPERATION_NAME, "workflow.id"]
+    values: list[object] = ["conversation", "AGENT", "CHAIN", "workflow", "invoke_agent", "wf-1", "LLM", 7, 1.5, True]
+    for n, (key, value, name) in enumerate(itertools.product(keys, values, ("invocation", "step"))):
+        span = SpanRecord("b" * 32, f"{n + 1:016x}", None, name, 1, 2, {key: value})
+        held = bool(foreign_units([span]))
+        assert held == span_facts({key: _any_value(value)}, name.encode())[0], (key, value, name)
+
+
+def test_files_find_the_foreign_conversation_in_every_trace() -> None:
+    """A file holding a run traced by mast-otel (judged from its own spans) and then two foreign runs: each
+    foreign trace is a unit of its own, whatever came before it."""
+    native, _ = fixture("mixed_ag2")
+    first, _ = fixture("ag2_builtin_tools")
+    second, _ = fixture("openllmetry_langgraph")
+    units = foreign_units([*native, *first, *second])
+    assert [{s.trace_id for s in unit} for unit in units] == [{first[0].trace_id}, {second[0].trace_id}]
+    assert [len(unit) for unit in units] == [len(first), len(second)]
+
+
+def test_spans_no_adapter_reads_are_refused_as_unknown() -> None:
+    """Spans from no known instrumentation are never judged, and the refusal says why."""
+    web = SpanRecord("c" * 32, "00000000000000c1", None, "GET /orders", 1, 2, {"http.request.method": "GET"})
+    assert adapt([web]) == NotAConversation("unknown", "no adapter recognises these spans")
