@@ -584,3 +584,66 @@ def test_spans_no_adapter_reads_are_refused_as_unknown() -> None:
     """Spans from no known instrumentation are never judged, and the refusal says why."""
     web = SpanRecord("c" * 32, "00000000000000c1", None, "GET /orders", 1, 2, {"http.request.method": "GET"})
     assert adapt([web]) == NotAConversation("unknown", "no adapter recognises these spans")
+
+
+def test_openinference_task_is_read_from_each_input_shape() -> None:
+    """The root's ``input.value`` as the frameworks write it: a dict keyed ``message`` (AG2), ``task``
+    (autogen-agentchat, smolagents), ``input`` or ``content``, a message list (OpenAI style or LangChain's
+    ``{"type", "data"}``), a bare message list, or plain text: the task is the text the user gave."""
+    spans, oracle = fixture("openinference_autogen_agentchat")
+    root = next(s for s in spans if s.parent_span_id is None)
+    task = "Write a haiku about tests"
+    shapes = [
+        {"message": task}, {"task": task, "cancellation_token": None}, {"input": task}, {"content": task},
+        {"task": 5, "input": task}, {"messages": [{"role": "user", "content": task}]},
+        {"messages": [{"type": "human", "data": {"content": task}}]}, [{"role": "user", "content": task}],
+    ]  # fmt: skip
+    for written in [*(json.dumps(shape) for shape in shapes), task]:
+        adapted = adapt(_replaced(spans, root.name, **{sc.OI_INPUT_VALUE: written}))
+        assert isinstance(adapted, Adapted)
+        assert adapted.records[0].get(sc.CONVERSATION_TASK) == task, written
+        assert messages(adapted.records)[0] == ("user", task)
+        assert messages(adapted.records)[1:] == oracle["messages"][1:]
+    unknown = json.dumps({"topic": "haiku"})  # no field names a task: the input as written
+    adapted = adapt(_replaced(spans, root.name, **{sc.OI_INPUT_VALUE: unknown}))
+    assert isinstance(adapted, Adapted) and adapted.records[0].get(sc.CONVERSATION_TASK) == unknown
+
+
+def test_openinference_agents_are_named_by_whatever_the_instrumentor_wrote() -> None:
+    """An agent span names its agent by ``agent.name``, ``graph.node.id`` or ``graph.node.name`` (instrumentor
+    versions differ), else by its span name's first word (``writer.on_messages_stream``): the speakers are the
+    team's members either way."""
+    spans, oracle = fixture("openinference_autogen_agentchat")
+    agents = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT]
+
+    def renamed(key: str | None) -> list[SpanRecord]:
+        out = []
+        for s in spans:
+            if s in agents:
+                attrs = {k: v for k, v in s.attributes.items() if k != sc.OI_GRAPH_NODE_ID}
+                if key:
+                    attrs[key] = s.name.split(".")[0]
+                s = dataclasses.replace(s, attributes=attrs)
+            out.append(s)
+        return out
+
+    for key in (sc.OI_AGENT_NAME, sc.OI_GRAPH_NODE_NAME, None):
+        adapted = adapt(renamed(key))
+        assert isinstance(adapted, Adapted)
+        assert messages(adapted.records) == oracle["messages"], key
+        assert handoffs(adapted.records) == oracle["handoffs"], key
+
+
+def test_openinference_framework_falls_back_to_the_model_provider() -> None:
+    """A root with none of the frameworks' marks: the framework is the model provider the LLM spans name
+    (``llm.system``), the most the trace tells; with none, "unknown"."""
+    spans, _ = fixture("openinference_openai_agents")
+    root = next(s for s in spans if s.parent_span_id is None)
+    plain = [dataclasses.replace(s, name="Support run") if s is root else s for s in spans]
+    adapted = adapt(plain)
+    assert isinstance(adapted, Adapted)
+    assert adapted.framework == next(s.get(sc.OI_LLM_SYSTEM) for s in spans if s.get(sc.OI_LLM_SYSTEM)) == "openai"
+    bare = [dataclasses.replace(s, attributes={k: v for k, v in s.attributes.items() if k != sc.OI_LLM_SYSTEM})
+            for s in plain]  # fmt: skip
+    adapted = adapt(bare)
+    assert isinstance(adapted, Adapted) and adapted.framework == "unknown"
