@@ -647,3 +647,30 @@ def test_openinference_framework_falls_back_to_the_model_provider() -> None:
             for s in plain]  # fmt: skip
     adapted = adapt(bare)
     assert isinstance(adapted, Adapted) and adapted.framework == "unknown"
+
+
+def test_the_origin_map_covers_the_synthetic_spans_and_passes_other_ids_through() -> None:
+    """Evidence the judge cites is mapped back through ``original``: every synthetic span (the root included, also
+    when the conversation is labelled on a span above the adapter's root) maps to a span the user has, and an id
+    the adapter did not make (a foreign span cited directly) comes back unchanged."""
+    for name in ("ag2_builtin_tools", "openllmetry_langgraph"):
+        spans, _ = fixture(name)
+        adapted = adapt(spans)
+        assert isinstance(adapted, Adapted)
+        assert set(adapted.origin) == {r.span_id for r in adapted.records}
+        assert adapted.original(adapted.root_span_id) == adapted.root_span_id
+        assert all(adapted.original(s.span_id) == s.span_id for s in spans if s.span_id not in adapted.origin)
+
+
+def test_events_are_not_errors_unless_their_span_failed_and_a_failed_root_fails_the_conversation() -> None:
+    """Messages and handoffs are never error spans; a conversation whose root span failed (the run raised) is an
+    error at its root, as the recorder marks a failed run."""
+    spans, _ = fixture("ag2_builtin_tools")
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    assert not any(r.error for r in (*adapted.messages, *adapted.handoffs))
+    assert not adapted.records[0].error
+    failed = [dataclasses.replace(s, error=True) if s.parent_span_id is None else s for s in spans]
+    adapted = adapt(failed)
+    assert isinstance(adapted, Adapted) and adapted.records[0].error
+    assert not any(r.error for r in (*adapted.messages, *adapted.handoffs))
