@@ -674,3 +674,59 @@ def test_events_are_not_errors_unless_their_span_failed_and_a_failed_root_fails_
     adapted = adapt(failed)
     assert isinstance(adapted, Adapted) and adapted.records[0].error
     assert not any(r.error for r in (*adapted.messages, *adapted.handoffs))
+
+
+def _with_root(name: str, *, rename: str | None = None, **attributes: object) -> Adapted:
+    """An OpenInference fixture adapted with its root renamed and some root attributes set (None: removed)."""
+    spans, _ = fixture(name)
+    root = next(s for s in spans if s.parent_span_id is None)
+    attrs = {k: v for k, v in {**root.attributes, **attributes}.items() if v is not None}
+    changed = dataclasses.replace(root, name=rename or root.name, attributes=attrs)
+    adapted = adapt([changed if s is root else s for s in spans])
+    assert isinstance(adapted, Adapted)
+    return adapted
+
+
+def test_openinference_framework_is_told_by_each_mark_alone() -> None:
+    """Each mark an instrumentor leaves tells the framework on its own: an autogen-agentchat team by its
+    ``team_id`` or by its ``.run_stream`` span; a LangGraph run by its ``LangGraph`` span or its metadata."""
+    team = "openinference_autogen_agentchat"
+    assert _with_root(team, rename="RoundRobinGroupChat.run").framework == "autogen-agentchat"
+    assert _with_root(team, team_id=None).framework == "autogen-agentchat"
+    graph = "openinference_langgraph"
+    assert _with_root(graph, rename="supervisor_graph").framework == "langgraph"
+    assert _with_root(graph, **{sc.OI_METADATA: None}).framework == "langgraph"
+
+
+def test_a_crews_task_reads_each_task_it_can() -> None:
+    """The crew's tasks as the judge's goal: a task without a role or a description still counts (``?`` for the
+    role, nothing for the description); tasks that are not a JSON list give no goal."""
+    tasks = [{"description": "Find the GDP", "agent_role": "Researcher"}, {"description": "Report it"},
+             {"agent_role": "Writer"}, "not a task"]  # fmt: skip
+    adapted = _with_root("openinference_crewai", crew_tasks=json.dumps(tasks))
+    assert adapted.records[0].get(sc.CONVERSATION_TASK) == "Researcher: Find the GDP\n?: Report it\nWriter: "
+    for written in ('{"description": "Find the GDP"}', "Find the GDP"):
+        adapted = _with_root("openinference_crewai", crew_tasks=written)
+        assert sc.CONVERSATION_TASK not in adapted.records[0].attributes
+
+
+def test_a_teams_stop_reason_is_kept_only_when_it_says_something() -> None:
+    """autogen-agentchat's ``stop_reason`` becomes the termination detail; an empty or non-text one does not."""
+    team = "openinference_autogen_agentchat"
+    for reason in ("", 5, None):
+        adapted = _with_root(team, **{sc.OI_OUTPUT_VALUE: json.dumps({"stop_reason": reason})})
+        assert sc.TERMINATION_DETAIL not in adapted.records[0].attributes
+    adapted = _with_root(team, **{sc.OI_OUTPUT_VALUE: json.dumps({"stop_reason": "Maximum number of turns 4"})})
+    assert adapted.records[0].get(sc.TERMINATION_DETAIL) == "Maximum number of turns 4"
+
+
+def test_the_task_is_the_first_user_message_of_any_model_call() -> None:
+    """The SDK's first model call may carry no user message (only instructions): the task is then the first user
+    message of a later call."""
+    spans, oracle = fixture("openinference_openai_agents")
+    first, second = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM][:2]
+    task = oracle["messages"][0][1]
+    told = _renumbered(first, "llm.input_messages.", [{"message.role": "system", "message.content": "Route."}])
+    asked = _renumbered(second, "llm.input_messages.", [{"message.role": "user", "message.content": task}])
+    adapted = adapt([told if s is first else asked if s is second else s for s in spans])
+    assert isinstance(adapted, Adapted) and adapted.records[0].get(sc.CONVERSATION_TASK) == task
