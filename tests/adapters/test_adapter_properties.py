@@ -604,9 +604,10 @@ def test_openinference_task_is_read_from_each_input_shape() -> None:
         assert adapted.records[0].get(sc.CONVERSATION_TASK) == task, written
         assert messages(adapted.records)[0] == ("user", task)
         assert messages(adapted.records)[1:] == oracle["messages"][1:]
-    unknown = json.dumps({"topic": "haiku"})  # no field names a task: the input as written
-    adapted = adapt(_replaced(spans, root.name, **{sc.OI_INPUT_VALUE: unknown}))
-    assert isinstance(adapted, Adapted) and adapted.records[0].get(sc.CONVERSATION_TASK) == unknown
+    for unknown in ({"topic": "haiku"}, {"messages": []}, {"messages": "haiku"}, {"messages": [task]}):
+        written = json.dumps(unknown)  # no field names a task: the input as written
+        adapted = adapt(_replaced(spans, root.name, **{sc.OI_INPUT_VALUE: written}))
+        assert isinstance(adapted, Adapted) and adapted.records[0].get(sc.CONVERSATION_TASK) == written
 
 
 def test_openinference_agents_are_named_by_whatever_the_instrumentor_wrote() -> None:
@@ -616,22 +617,26 @@ def test_openinference_agents_are_named_by_whatever_the_instrumentor_wrote() -> 
     spans, oracle = fixture("openinference_autogen_agentchat")
     agents = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT]
 
-    def renamed(key: str | None) -> list[SpanRecord]:
+    def renamed(key: str | None, name: str = "{}.on_messages_stream") -> list[SpanRecord]:
         out = []
         for s in spans:
             if s in agents:
+                member = s.name.split(".")[0]
                 attrs = {k: v for k, v in s.attributes.items() if k != sc.OI_GRAPH_NODE_ID}
                 if key:
-                    attrs[key] = s.name.split(".")[0]
-                s = dataclasses.replace(s, attributes=attrs)
+                    attrs[key] = member
+                s = dataclasses.replace(s, name=name.format(member), attributes=attrs)
             out.append(s)
         return out
 
-    for key in (sc.OI_AGENT_NAME, sc.OI_GRAPH_NODE_NAME, None):
-        adapted = adapt(renamed(key))
+    stream = "{}.on_messages_stream"
+    cases: list[tuple[str | None, str]] = [(sc.OI_AGENT_NAME, stream), (sc.OI_GRAPH_NODE_NAME, stream), (None, stream),
+                                           (None, "{}.team.on_messages_stream"), (None, "{} agent turn")]  # fmt: skip
+    for key, name in cases:
+        adapted = adapt(renamed(key, name))
         assert isinstance(adapted, Adapted)
-        assert messages(adapted.records) == oracle["messages"], key
-        assert handoffs(adapted.records) == oracle["handoffs"], key
+        assert messages(adapted.records) == oracle["messages"], (key, name)
+        assert handoffs(adapted.records) == oracle["handoffs"], (key, name)
 
 
 def test_openinference_framework_falls_back_to_the_model_provider() -> None:
@@ -730,3 +735,49 @@ def test_the_task_is_the_first_user_message_of_any_model_call() -> None:
     asked = _renumbered(second, "llm.input_messages.", [{"message.role": "user", "message.content": task}])
     adapted = adapt([told if s is first else asked if s is second else s for s in spans])
     assert isinstance(adapted, Adapted) and adapted.records[0].get(sc.CONVERSATION_TASK) == task
+
+
+def test_openinference_task_goes_to_whom_the_framework_sent_it() -> None:
+    """The task's recipient: the agent AG2 recorded as the chat's recipient (its group chat manager), else the
+    first agent that spoke; and the initiator is the root agent that started the chat (AG2's ``initiate_chat``
+    caller), else the user."""
+    spans, oracle = fixture("openinference_ag2")
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    assert recipients(adapted.records)[0] == ("user", ("chat_manager",))
+    assert _with_root("openinference_ag2", **{sc.OI_AGENT_NAME: "customer"}).messages[0].get(sc.MESSAGE_SENDER) == (
+        "customer"
+    )
+    for name in ("openinference_autogen_agentchat", "openinference_openai_agents", "openinference_langgraph"):
+        spans, oracle = fixture(name)
+        adapted = adapt(spans)
+        assert isinstance(adapted, Adapted)
+        assert recipients(adapted.records)[0] == ("user", (oracle["messages"][1][0],)), name
+
+
+def test_a_teams_messages_go_to_every_other_member() -> None:
+    """autogen-agentchat broadcasts in a team: each member's message goes to the team's other participants."""
+    spans, oracle = fixture("openinference_autogen_agentchat")
+    root = next(s for s in spans if s.parent_span_id is None)
+    members = [str(n) for n in root.get("participant_names") or ()]
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted) and len(members) == 2
+    assert recipients(adapted.records)[1:] == [
+        (s, tuple(m for m in members if m != s)) for s, _ in oracle["messages"][1:]
+    ]
+
+
+def test_openinference_tool_calls_are_the_tools_the_agents_ran() -> None:
+    """The OpenAI Agents SDK run's tools (not its handoffs) are tool calls, each by the agent whose model asked."""
+    spans, oracle = fixture("openinference_openai_agents")
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    calls = [(c.get(sc.GEN_AI_AGENT_NAME), c.get(sc.GEN_AI_TOOL_NAME)) for c in adapted.records
+             if c.span_type == sc.SPAN_TYPE_TOOL_CALL]  # fmt: skip
+    asked = [(s, m) for s, m in oracle["messages"][1:] if not m.startswith("transfer_to") and " " not in m]
+    assert calls == asked and calls
+
+
+def test_a_single_openinference_agent_is_refused_as_openinferences() -> None:
+    spans, _ = fixture("openinference_single_agent")
+    assert adapt(spans) == NotAConversation("openinference", "1 agent(s) replied; not a multi-agent conversation")
