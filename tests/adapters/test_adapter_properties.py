@@ -604,7 +604,8 @@ def test_openinference_task_is_read_from_each_input_shape() -> None:
         assert adapted.records[0].get(sc.CONVERSATION_TASK) == task, written
         assert messages(adapted.records)[0] == ("user", task)
         assert messages(adapted.records)[1:] == oracle["messages"][1:]
-    for unknown in ({"topic": "haiku"}, {"messages": []}, {"messages": "haiku"}, {"messages": [task]}):
+    unknowns: list[dict[str, object]] = [{"topic": "haiku"}, {"messages": []}, {"messages": "x"}, {"messages": [task]}]
+    for unknown in unknowns:
         written = json.dumps(unknown)  # no field names a task: the input as written
         adapted = adapt(_replaced(spans, root.name, **{sc.OI_INPUT_VALUE: written}))
         assert isinstance(adapted, Adapted) and adapted.records[0].get(sc.CONVERSATION_TASK) == written
