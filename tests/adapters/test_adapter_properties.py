@@ -782,3 +782,56 @@ def test_openinference_tool_calls_are_the_tools_the_agents_ran() -> None:
 def test_a_single_openinference_agent_is_refused_as_openinferences() -> None:
     spans, _ = fixture("openinference_single_agent")
     assert adapt(spans) == NotAConversation("openinference", "1 agent(s) replied; not a multi-agent conversation")
+
+
+def test_openinference_tool_calls_carry_what_the_tool_span_recorded() -> None:
+    """Each tool call carries its span's input and output (the arguments and the result the tool returned) and its
+    ``tool.name`` (else the span's name); a tool run outside any agent's span is by an agent the trace does not
+    name ("?")."""
+    spans, _ = fixture("openinference_openai_agents")
+    tools = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_TOOL and not s.name.startswith("handoff to ")]
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    calls = [c for c in adapted.records if c.span_type == sc.SPAN_TYPE_TOOL_CALL]
+    assert [(c.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS), c.get(sc.GEN_AI_TOOL_CALL_RESULT)) for c in calls] == [
+        (s.get(sc.OI_INPUT_VALUE), s.get(sc.OI_OUTPUT_VALUE)) for s in tools
+    ]
+    assert all(s.get(sc.OI_INPUT_VALUE) and s.get(sc.OI_OUTPUT_VALUE) for s in tools)
+    spans, _ = fixture("openinference_langgraph")  # its root is a CHAIN: a tool directly under it has no agent
+    root = next(s for s in spans if s.parent_span_id is None)
+    tool = next(s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_TOOL)
+    unnamed = {k: v for k, v in tool.attributes.items() if k != sc.OI_TOOL_NAME}
+    loose = dataclasses.replace(tool, parent_span_id=root.span_id, attributes=unnamed)
+    adapted = adapt([loose if s is tool else s for s in spans])
+    assert isinstance(adapted, Adapted)
+    by_origin = {adapted.original(c.span_id): c for c in adapted.records if c.span_type == sc.SPAN_TYPE_TOOL_CALL}
+    assert (by_origin[tool.span_id].get(sc.GEN_AI_AGENT_NAME), by_origin[tool.span_id].get(sc.GEN_AI_TOOL_NAME)) == (
+        "?",
+        tool.name,
+    )
+
+
+def test_openinference_message_kinds_follow_the_model_answer() -> None:
+    """A model answer that only calls tools is a tool call (its text the tools' names, sent to the runtime); any
+    other is a message, in every recorded OpenInference conversation."""
+    for name in ("openinference_openai_agents", "openinference_autogen_agentchat", "openinference_langgraph",
+                 "openinference_smolagents"):  # fmt: skip
+        spans, _ = fixture(name)
+        adapted = adapt(spans)
+        assert isinstance(adapted, Adapted)
+        for m in adapted.messages[1:]:
+            called = m.get(sc.MESSAGE_TOOL_CALLS)
+            assert (m.get(sc.MESSAGE_KIND) == sc.KIND_TOOL_CALL) == (
+                bool(called) and m.get(sc.MESSAGE_CONTENT) == called
+            )
+            assert (m.get(sc.MESSAGE_RECIPIENTS) == ("<runtime>",)) == bool(called), (name, m.attributes)
+
+
+def test_openinference_ag2_recipients_match_ag2s_own_tracing() -> None:
+    """The same AG2 group chat traced by OpenInference and by AG2's own tracing: each member's reply goes to the
+    same agent (the chat manager AG2 records as the sender of each request)."""
+    ours, _ = fixture("openinference_ag2")
+    theirs, _ = fixture("ag2_builtin")
+    by_oi, by_ag2 = adapt(ours), adapt(theirs)
+    assert isinstance(by_oi, Adapted) and isinstance(by_ag2, Adapted)
+    assert recipients(by_oi.records) == recipients(by_ag2.records)
