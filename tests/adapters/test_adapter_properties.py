@@ -613,8 +613,8 @@ def test_openinference_task_is_read_from_each_input_shape() -> None:
 
 def test_openinference_agents_are_named_by_whatever_the_instrumentor_wrote() -> None:
     """An agent span names its agent by ``agent.name``, ``graph.node.id`` or ``graph.node.name`` (instrumentor
-    versions differ), else by its span name's first word (``writer.on_messages_stream``): the speakers are the
-    team's members either way."""
+    versions differ; the attribute wins over the span's name), else by its span name's first word
+    (``writer.on_messages_stream``): the speakers are the team's members either way."""
     spans, oracle = fixture("openinference_autogen_agentchat")
     agents = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT]
 
@@ -632,7 +632,8 @@ def test_openinference_agents_are_named_by_whatever_the_instrumentor_wrote() -> 
 
     stream = "{}.on_messages_stream"
     cases: list[tuple[str | None, str]] = [(sc.OI_AGENT_NAME, stream), (sc.OI_GRAPH_NODE_NAME, stream), (None, stream),
-                                           (None, "{}.team.on_messages_stream"), (None, "{} agent turn")]  # fmt: skip
+                                           (None, "{}.team.on_messages_stream"), (None, "{} agent turn"),
+                                           (sc.OI_AGENT_NAME, "worker.on_messages_stream")]  # fmt: skip
     for key, name in cases:
         adapted = adapt(renamed(key, name))
         assert isinstance(adapted, Adapted)
