@@ -836,3 +836,43 @@ def test_openinference_ag2_recipients_match_ag2s_own_tracing() -> None:
     by_oi, by_ag2 = adapt(ours), adapt(theirs)
     assert isinstance(by_oi, Adapted) and isinstance(by_ag2, Adapted)
     assert recipients(by_oi.records) == recipients(by_ag2.records)
+
+
+def test_openinference_ag2_replies_go_to_the_agent_that_asked() -> None:
+    """AG2's OpenInference spans name who sent the request each reply answers (``ag2.sender.name``): the reply goes
+    to that agent; where a version does not record it, to the agent whose span holds the reply (the manager)."""
+    spans, _ = fixture("openinference_ag2")
+    replies = [s for s in spans if s.get("ag2.sender.name")]
+    asked = dataclasses.replace(replies[0], attributes={**replies[0].attributes, "ag2.sender.name": "critic"})
+    adapted = adapt([asked if s is replies[0] else s for s in spans])
+    assert isinstance(adapted, Adapted)
+    by_origin = {adapted.original(m.span_id): m for m in adapted.messages}
+    assert by_origin[asked.span_id].get(sc.MESSAGE_RECIPIENTS) == ("critic",)
+    unrecorded = [dataclasses.replace(s, attributes={k: v for k, v in s.attributes.items() if k != "ag2.sender.name"})
+                  for s in spans]  # fmt: skip
+    adapted = adapt(unrecorded)
+    assert isinstance(adapted, Adapted)
+    assert {r for _, rs in recipients(adapted.records)[1:] for r in rs} == {"chat_manager"}
+
+
+def test_openinference_tool_name_and_empty_answers() -> None:
+    """A tool span's ``tool.name`` names the tool whatever the span is called; a model answer with no text and no
+    tool call is an (empty) message; a tool-call-only answer reads as the tools' names."""
+    spans, _ = fixture("openinference_openai_agents")
+    tool = next(s for s in spans if s.get(sc.OI_TOOL_NAME))
+    llms = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM]
+    last = llms[-1]
+    empty = _renumbered(last, "llm.output_messages.", [{"message.role": "assistant", "message.content": ""}])
+    fanned = _renumbered(llms[0], "llm.output_messages.0.message.tool_calls.",
+                         [{"tool_call.function.name": n} for n in ("lookup_order", "refund")])  # fmt: skip
+    swapped = {tool.span_id: dataclasses.replace(tool, name="function_call"), last.span_id: empty,
+               llms[0].span_id: fanned}  # fmt: skip
+    adapted = adapt([swapped.get(s.span_id, s) for s in spans])
+    assert isinstance(adapted, Adapted)
+    calls = {adapted.original(c.span_id): c for c in adapted.records if c.span_type == sc.SPAN_TYPE_TOOL_CALL}
+    assert calls[tool.span_id].get(sc.GEN_AI_TOOL_NAME) == tool.get(sc.OI_TOOL_NAME) != "function_call"
+    by_origin = {adapted.original(m.span_id): m for m in adapted.messages}
+    said = by_origin[last.span_id]
+    assert (said.get(sc.MESSAGE_KIND), said.get(sc.MESSAGE_CONTENT), said.get(sc.MESSAGE_TOOL_CALLS)) == (
+        sc.KIND_MESSAGE, "", None)  # fmt: skip
+    assert by_origin[llms[0].span_id].get(sc.MESSAGE_CONTENT) == "lookup_order, refund"
