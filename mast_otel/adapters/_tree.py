@@ -78,11 +78,16 @@ class Tree:
         return [s for s in self.spans if s.span_id in out]
 
     def below(self, root: SpanRecord) -> list[SpanRecord]:
-        """Every span under ``root`` (not ``root`` itself), in start order."""
+        """Every span under ``root`` (not ``root`` itself), each id once, in start order. (Bad data can make a
+        span its own parent, or deliver it twice: without the ids seen, that walk never ended.)"""
         out: list[SpanRecord] = []
+        seen = {root.span_id}
         stack = list(self.children.get(root.span_id, ()))
         while stack:
             node = stack.pop()
+            if node.span_id in seen:
+                continue
+            seen.add(node.span_id)
             out.append(node)
             stack.extend(self.children.get(node.span_id, ()))
         return sorted(out, key=lambda s: (s.start_ns, s.span_id))

@@ -216,7 +216,10 @@ def test_tree_walks_agree_with_the_parent_chain() -> None:
         outer = [s for s in starts if match(s) and not any(match(a) for a in _chain(s, by_id))]
         assert tree.outermost(match) == outer
         for root in spans:
-            assert tree.below(root) == [s for s in starts if root in _chain(s, by_id)]
+            under = [s for s in starts if root in _chain(s, by_id)]
+            assert tree.below(root) == [
+                s for n, s in enumerate(under) if s.span_id not in {u.span_id for u in under[:n]}
+            ]
 
 
 def test_a_span_with_no_id_does_not_hide_the_conversation_root() -> None:
@@ -876,3 +879,14 @@ def test_openinference_tool_name_and_empty_answers() -> None:
     assert (said.get(sc.MESSAGE_KIND), said.get(sc.MESSAGE_CONTENT), said.get(sc.MESSAGE_TOOL_CALLS)) == (
         sc.KIND_MESSAGE, "", None)  # fmt: skip
     assert by_origin[llms[0].span_id].get(sc.MESSAGE_CONTENT) == "lookup_order, refund"
+
+
+def test_a_span_that_is_its_own_parent_does_not_hang_the_adapters() -> None:
+    """Malformed OTLP can name a span as its own parent: an AG2 conversation span of that kind is a unit of one
+    span (no conversation), and reading it ends (the walk below it never did)."""
+    spans, _ = fixture("ag2_builtin_tools")
+    root = next(s for s in spans if s.parent_span_id is None)
+    looped = dataclasses.replace(root, span_id="00000000000000d1", parent_span_id="00000000000000d1")
+    assert Tree([looped]).below(looped) == []
+    assert foreign_units([looped]) == [[looped]]
+    assert adapt([looped]) == NotAConversation("ag2-builtin", "0 agent(s) replied; not a multi-agent conversation")
