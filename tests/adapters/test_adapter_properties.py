@@ -890,3 +890,42 @@ def test_a_span_that_is_its_own_parent_does_not_hang_the_adapters() -> None:
     assert Tree([looped]).below(looped) == []
     assert foreign_units([looped]) == [[looped]]
     assert adapt([looped]) == NotAConversation("ag2-builtin", "0 agent(s) replied; not a multi-agent conversation")
+
+
+def test_a_langgraph_node_that_speaks_again_after_the_supervisor_was_handed_the_turn() -> None:
+    """After the supervisor's last answer, the researcher speaks again (a second round): that is a handoff from
+    the supervisor to the researcher, even though an earlier ``goto`` had already sent the turn there once."""
+    spans, oracle = fixture("openllmetry_langgraph")
+    chats = [s for s in spans if s.name == "ChatOpenAI.chat"]
+    researcher = next(s for s in chats if s.get(_PATH, "").startswith("researcher"))
+    end = max(s.end_ns for s in spans)
+    again = dataclasses.replace(researcher, span_id="00000000000000e1", start_ns=end + 1, end_ns=end + 2)
+    adapted = adapt([*spans, again])
+    assert isinstance(adapted, Adapted)
+    assert handoffs(adapted.records) == [*oracle["handoffs"], ("supervisor", "researcher")]
+
+
+def test_langgraph_task_is_the_first_of_several_input_messages() -> None:
+    """A workflow started with several messages: the task is the first one (the later ones follow it up)."""
+    _, oracle = fixture("openllmetry_langgraph")
+    task = oracle["messages"][0][1]
+    start = json.dumps(
+        {"inputs": {"messages": [{"role": "user", "content": task}, {"role": "user", "content": "Be brief."}]}}
+    )
+    adapted = _langgraph(**{"LangGraph.workflow": {"traceloop.entity.input": start}})
+    assert adapted.records[0].get(sc.CONVERSATION_TASK) == task
+
+
+def test_the_conversation_is_labelled_on_the_outermost_span_the_collector_holds() -> None:
+    """An application span from another GenAI instrumentation above OpenLLMetry's ``invoke_agent LangGraph``: the
+    collector holds the unit from that outermost span, so the conversation's root labels go on it."""
+    spans, oracle = fixture("openllmetry_langgraph")
+    top = next(s for s in spans if s.parent_span_id is None)
+    app = SpanRecord(top.trace_id, "00000000000000f1", None, "invoke_agent assistant", top.start_ns - 1,
+                     top.end_ns + 1, {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT})  # fmt: skip
+    nested = [dataclasses.replace(s, parent_span_id=app.span_id) if s is top else s for s in spans]
+    (unit,) = foreign_units([app, *nested])
+    adapted = adapt(unit)
+    assert isinstance(adapted, Adapted) and adapted.source == "openllmetry"
+    assert unit[0] is app and adapted.root_span_id == app.span_id == adapted.records[0].span_id
+    assert messages(adapted.records) == oracle["messages"]
