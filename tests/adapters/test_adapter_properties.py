@@ -427,10 +427,12 @@ def test_the_builder_puts_what_an_adapter_knows_on_the_root() -> None:
     conv.agent("carol")
     conv.handoff("alice", "bob", origin=step, reason="needs review", detail='["bob"]')
     conv.handoff("bob", "alice", origin=step)
+    conv.handoff("alice", "carol", origin=step)  # a third event from the same span: its clock passes the span's end
     assert conv.message_count == 1
     adapted = conv.build(task="t", name="n", termination="max_turns", termination_detail="10 rounds", rounds=0,
                          no_content="capture is off")  # fmt: skip
-    top, message, first, second = adapted.records
+    top, message, first, second, third = adapted.records
+    assert third.start_ns == step.end_ns + 1 == third.end_ns  # never ending before it starts
     assert (top.get(sc.TERMINATION_REASON), top.get(sc.TERMINATION_DETAIL)) == ("max_turns", "10 rounds")
     assert (top.get(sc.CONVERSATION_ROUNDS), top.get(sc.CONVERSATION_TASK)) == (0, "t")
     assert (top.get(sc.MAST_FRAMEWORK), top.get(SOURCE_ATTRIBUTE), adapted.no_content) == (
@@ -566,7 +568,7 @@ def test_files_hold_the_spans_the_collector_holds() -> None:
 
     keys = ["ag2.span.type", sc.OI_SPAN_KIND, "traceloop.span.kind", sc.GEN_AI_OPERATION_NAME, "workflow.id"]
     values: list[object] = ["conversation", "AGENT", "CHAIN", "workflow", "invoke_agent", "wf-1", "LLM", 7, 1.5, True]
-    for n, (key, value, name) in enumerate(itertools.product(keys, values, ("invocation", "step"))):
+    for n, (key, value, name) in enumerate(itertools.product(keys, values, ("invocation", "invocation.step", "step"))):
         span = SpanRecord("b" * 32, f"{n + 1:016x}", None, name, 1, 2, {key: value})
         held = bool(foreign_units([span]))
         assert held == span_facts({key: _any_value(value)}, name.encode())[0], (key, value, name)
@@ -929,3 +931,38 @@ def test_the_conversation_is_labelled_on_the_outermost_span_the_collector_holds(
     assert isinstance(adapted, Adapted) and adapted.source == "openllmetry"
     assert unit[0] is app and adapted.root_span_id == app.span_id == adapted.records[0].span_id
     assert messages(adapted.records) == oracle["messages"]
+
+
+def test_a_native_conversation_whose_root_has_not_arrived_is_still_mast_otels() -> None:
+    """A run traced by mast-otel and OpenInference whose mast-otel root span is missing (not exported yet): its
+    turns and messages are mast-otel's, judged as they are, never adapted from the OpenInference spans."""
+    spans, _ = fixture("mixed_ag2")
+    rootless = [s for s in spans if s.span_type != sc.SPAN_TYPE_CONVERSATION]
+    assert any(s.span_type == sc.SPAN_TYPE_MESSAGE for s in rootless)
+    assert adapt(rootless) is None and foreign_units(rootless) == []
+
+
+def test_langgraph_task_goes_to_the_first_node_that_spoke_not_the_last() -> None:
+    """Without the supervisor's closing answer the researcher speaks last; the task still went to the supervisor."""
+    spans, oracle = fixture("openllmetry_langgraph")
+    last = [s for s in spans if s.name == "ChatOpenAI.chat"][-1]
+    adapted = adapt([s for s in spans if s is not last])
+    assert isinstance(adapted, Adapted)
+    assert recipients(adapted.records)[0] == ("user", (oracle["messages"][1][0],))
+
+
+def test_openinference_keeps_a_long_answer_and_generic_node_names() -> None:
+    """A model answer is kept whole (long, with its line breaks), and a LangGraph ReAct node named ``call_agent``
+    (as generic as ``agent``) speaks for the graph node that encloses it."""
+    spans, oracle = fixture("openinference_openai_agents")
+    last = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM][-1]
+    answer = "Refund issued.\n" + "x" * 300 + "\n"
+    long = _renumbered(last, "llm.output_messages.", [{"message.role": "assistant", "message.content": answer}])
+    adapted = adapt([long if s is last else s for s in spans])
+    assert isinstance(adapted, Adapted) and messages(adapted.records)[-1][1] == answer
+    spans, oracle = fixture("openinference_langgraph")
+    generic = [s for s in spans if s.name == "agent" and s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT]
+    assert generic
+    renamed = [dataclasses.replace(s, name="call_agent") if s in generic else s for s in spans]
+    adapted = adapt(renamed)
+    assert isinstance(adapted, Adapted) and messages(adapted.records) == oracle["messages"]
