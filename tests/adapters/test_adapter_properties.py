@@ -567,7 +567,19 @@ def test_files_hold_the_spans_the_collector_holds() -> None:
     from mast_otel.collector.ingest import span_facts
 
     keys = ["ag2.span.type", sc.OI_SPAN_KIND, "traceloop.span.kind", sc.GEN_AI_OPERATION_NAME, "workflow.id"]
-    values: list[object] = ["conversation", "AGENT", "CHAIN", "workflow", "invoke_agent", "wf-1", "LLM", 7, 1.5, True]
+    values: list[object] = [
+        "conversation",
+        "AGENT",
+        "CHAIN",
+        "workflow",
+        "invoke_agent",
+        "wf-1",
+        "LLM",
+        "",
+        7,
+        1.5,
+        True,
+    ]
     for n, (key, value, name) in enumerate(itertools.product(keys, values, ("invocation", "invocation.step", "step"))):
         span = SpanRecord("b" * 32, f"{n + 1:016x}", None, name, 1, 2, {key: value})
         held = bool(foreign_units([span]))
@@ -966,3 +978,33 @@ def test_openinference_keeps_a_long_answer_and_generic_node_names() -> None:
     renamed = [dataclasses.replace(s, name="call_agent") if s in generic else s for s in spans]
     adapted = adapt(renamed)
     assert isinstance(adapted, Adapted) and messages(adapted.records) == oracle["messages"]
+
+
+def test_each_event_keeps_the_service_that_recorded_it() -> None:
+    """Agents in different services (a distributed run): each event carries the service of the span it came from,
+    so per-service views count it where it happened."""
+    spans, _ = fixture("ag2_builtin_tools")
+    moved = [
+        dataclasses.replace(s, service_name="tools-svc") if s.name.startswith("execute_tool") else s for s in spans
+    ]
+    adapted = adapt(moved)
+    assert isinstance(adapted, Adapted)
+    by_id = {s.span_id: s for s in moved}
+    assert all(r.service_name == by_id[adapted.original(r.span_id)].service_name for r in adapted.records[1:])
+    assert {r.service_name for r in adapted.records if r.span_type == sc.SPAN_TYPE_TOOL_CALL} == {"tools-svc"}
+
+
+def test_langgraph_goto_before_anyone_spoke_and_calls_outside_any_node() -> None:
+    """A ``goto`` before any node spoke hands the turn from no one (no handoff is made up); a model call outside
+    any graph node (no entity path) is no agent's message."""
+    spans, oracle = fixture("openllmetry_langgraph")
+    first = next(s for s in spans if s.name == "ChatOpenAI.chat")
+    workflow = next(s for s in spans if s.get("traceloop.span.kind") == "workflow")
+    early = SpanRecord(first.trace_id, "00000000000000e2", workflow.span_id, "goto researcher", workflow.start_ns,
+                       workflow.start_ns, {sc.GEN_AI_OPERATION_NAME: "goto", _GOTO: "researcher"})  # fmt: skip
+    stray = dataclasses.replace(first, span_id="00000000000000e3", parent_span_id=workflow.span_id,
+                                attributes={**first.attributes, _PATH: ""})  # fmt: skip
+    adapted = adapt([*spans, early, stray])
+    assert isinstance(adapted, Adapted)
+    assert handoffs(adapted.records) == oracle["handoffs"]
+    assert messages(adapted.records) == oracle["messages"]
