@@ -70,18 +70,24 @@ class Tree:
         covered: dict[str, bool] = {}  # span id -> it or an ancestor matches
         out: set[str] = set()
         for s in self.top_down():
-            above = covered.get(s.parent_span_id or "", False)
+            # (a root's lookup must not hit a span whose id is empty: malformed OTLP hid the real root behind it)
+            above = covered.get(s.parent_span_id, False) if s.parent_span_id else False
             covered[s.span_id] = above or s.span_id in matched
             if s.span_id in matched and not above:
                 out.add(s.span_id)
         return [s for s in self.spans if s.span_id in out]
 
     def below(self, root: SpanRecord) -> list[SpanRecord]:
-        """Every span under ``root`` (not ``root`` itself), in start order."""
+        """Every span under ``root`` (not ``root`` itself), each id once, in start order. (Bad data can make a
+        span its own parent, or deliver it twice: without the ids seen, that walk never ended.)"""
         out: list[SpanRecord] = []
+        seen = {root.span_id}
         stack = list(self.children.get(root.span_id, ()))
         while stack:
             node = stack.pop()
+            if node.span_id in seen:
+                continue
+            seen.add(node.span_id)
             out.append(node)
             stack.extend(self.children.get(node.span_id, ()))
         return sorted(out, key=lambda s: (s.start_ns, s.span_id))

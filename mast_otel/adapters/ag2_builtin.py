@@ -38,11 +38,10 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     selection = tree.nearest(_is_selection)  # one pass: linear in the spans
     below = [s for s in tree.below(root) if selection.get(s.span_id) is None]
     agents = [s for s in below if s.get(SPAN_TYPE) == "agent"]
-    # The root itself speaks when it is the only agent (one agent answering one request).
-    speaking = agents or [s for s in (root,) if s.get(SPAN_TYPE) == "agent"]
-    # A reply is an agent span with no agent span under it (a manager's span holds its members' replies).
+    # A reply is an agent span with no agent span under it (a manager's span holds its members' replies). (The
+    # root never speaks: it is a conversation span, is_root's test.)
     holding = tree.holding(_is_agent)
-    replies = [s for s in speaking if s.span_id not in holding]
+    replies = [s for s in agents if s.span_id not in holding]
     reply_ids = {s.span_id for s in replies}
     owners = tree.nearest(_is_agent)
     speakers = {text(s.get(sc.GEN_AI_AGENT_NAME)) for s in replies}

@@ -14,6 +14,7 @@ Content is there only when the instrumentor captures it (``OPENINFERENCE_HIDE_*`
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -185,7 +186,7 @@ def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
     prefix = f"{sc.OI_LLM_OUTPUT_MESSAGES}.0."
     content = text(span.get(prefix + sc.OI_MESSAGE_CONTENT))
     calls = []
-    for n in range(64):
+    for n in itertools.count():  # (the flattened list ends at its first missing index)
         name = span.get(f"{prefix}{sc.OI_MESSAGE_TOOL_CALLS}.{n}.{sc.OI_TOOL_CALL_FUNCTION_NAME}")
         if name is None:
             break
@@ -198,7 +199,7 @@ def _first_user_message(spans: list[SpanRecord]) -> str:
     for s in spans:
         if not _is_llm(s):
             continue
-        for n in range(64):
+        for n in itertools.count():
             role = s.get(f"{sc.OI_LLM_INPUT_MESSAGES}.{n}.{sc.OI_MESSAGE_ROLE}")
             if role is None:
                 break

@@ -116,6 +116,76 @@ def ag2_builtin_auto(provider: TracerProvider) -> Oracle:
     }
 
 
+TOOLS_TASK = "What is the GDP of Mars?"
+TOOLS_SCRIPT: dict[str, Any] = {
+    "rules": [
+        {
+            "match": "ROLE_RESEARCHER",
+            "replies": [
+                {"tools": [{"tool": "lookup", "args": {"q": "Mars"}}, {"tool": "lookup", "args": {"q": "Venus"}}]},
+                "Mars GDP is 42.",
+            ],
+        },
+        {"match": "ROLE_WRITER", "replies": ["Report: the GDP of Mars is 42. TERMINATE"]},
+    ],
+    "default": "unscripted",
+}
+
+
+def ag2_builtin_tools(provider: TracerProvider) -> Oracle:
+    """AG2's own tracing on a round-robin group whose researcher's model calls a tool twice in one reply (parallel
+    calls) and whose executor runs them (AG2's ``register_for_llm`` / ``register_for_execution`` split), against
+    the scripted server; the chat is started by a ``customer`` agent (the initiator is not always ``user``).
+
+    Besides messages and handoffs the oracle holds, from the group's message list, ``tool_calls`` (the agent whose
+    model asked, and the tool), ``tool_arguments`` (tool, the arguments the model sent) and ``tool_results`` (the
+    agent that ran it, the result it returned)."""
+    from autogen import ConversableAgent, GroupChat, GroupChatManager
+    from autogen.opentelemetry import instrument_agent
+
+    from examples._scripted import is_terminate, llm_config
+    from examples.scripted_openai import ScriptedOpenAI
+
+    def lookup(q: str) -> str:
+        return f"GDP of {q}: 42"
+
+    with ScriptedOpenAI(TOOLS_SCRIPT) as server:
+        user = ConversableAgent("customer", llm_config=False, human_input_mode="NEVER", default_auto_reply="")
+        researcher, writer = (
+            ConversableAgent(name, system_message=f"ROLE_{name.upper()}.", human_input_mode="NEVER",
+                             llm_config=llm_config(name, [], base_url=server.base_url))
+            for name in ("researcher", "writer")
+        )  # fmt: skip
+        executor = ConversableAgent("executor", llm_config=False, human_input_mode="NEVER")
+        researcher.register_for_llm(description="Looks up a planet's GDP.")(lookup)
+        executor.register_for_execution()(lookup)
+        groupchat = GroupChat(agents=[researcher, executor, writer], messages=[], max_round=5,
+                              speaker_selection_method="round_robin")  # fmt: skip
+        manager = GroupChatManager(groupchat, llm_config=False, is_termination_msg=is_terminate)
+        for agent in (user, manager, *groupchat.agents):
+            instrument_agent(agent, tracer_provider=provider)
+        user.initiate_chat(manager, message=TOOLS_TASK, silent=True)
+    oracle = _messages(groupchat)
+    # A reply that only calls a tool has no text: AG2 stores its None content as the string "None".
+    pairs = zip(oracle["messages"], groupchat.messages, strict=True)
+    oracle["messages"] = [
+        (sender, "" if m.get("tool_calls") and text == "None" else text) for (sender, text), m in pairs
+    ]
+    requested = {c["id"]: c["function"] for m in groupchat.messages for c in m.get("tool_calls") or ()}
+    oracle["tool_calls"] = [(str(m["name"]), c["function"]["name"]) for m in groupchat.messages
+                            for c in m.get("tool_calls") or ()]  # fmt: skip
+    oracle["tool_arguments"] = [(f["name"], f["arguments"]) for f in requested.values()]
+    oracle["recipients"] = sorted(
+        (agent.name, other.name)
+        for agent in (user, researcher, executor, writer)
+        for other, sent in agent.chat_messages.items()
+        if any(m.get("name") == agent.name or m.get("role") == "assistant" for m in sent)
+    )
+    oracle["tool_results"] = [(str(m["name"]), str(r["content"])) for m in groupchat.messages
+                              for r in m.get("tool_responses") or ()]  # fmt: skip
+    return oracle
+
+
 def openinference_ag2(provider: TracerProvider) -> Oracle:
     """``openinference-instrumentation-ag2`` (global patches, removed again after the run)."""
     from openinference.instrumentation.ag2 import AG2Instrumentor
@@ -429,6 +499,7 @@ AG2_RUNS = tuple(RUNS)
 # Not in AG2_RUNS (the real-collector test) yet: through a collector, the selector's internal chats (nested
 # ``conversation checking_agent`` roots) came out as extra judged conversations; the adapter itself is right.
 RUNS["ag2_builtin_auto"] = ag2_builtin_auto
+RUNS["ag2_builtin_tools"] = ag2_builtin_tools
 RUNS["openinference_openai_agents"] = openinference_openai_agents
 RUNS["openinference_autogen_agentchat"] = openinference_autogen_agentchat
 RUNS["openinference_langgraph"] = openinference_langgraph
