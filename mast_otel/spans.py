@@ -160,11 +160,12 @@ def conversation_roots(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
         if not s.is_conversation_root:
             continue
         parent = by_id.get(s.parent_span_id) if s.parent_span_id else None
-        nested = False
-        while parent is not None:
+        nested, seen = False, set()
+        while parent is not None and parent.span_id not in seen:  # a parent cycle (hostile input) ends the walk
             if parent.is_conversation_root:
                 nested = True
                 break
+            seen.add(parent.span_id)
             parent = by_id.get(parent.parent_span_id) if parent.parent_span_id else None
         if not nested:
             roots.append(s)
@@ -172,15 +173,18 @@ def conversation_roots(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
 
 
 def subtree(spans: Iterable[SpanRecord], root: SpanRecord) -> list[SpanRecord]:
-    """The root and every span below it, in start order."""
+    """The root and every span below it, in start order. Each span id is walked once: a span that is its own
+    parent, or an id used twice, is a cycle in hostile input, not a reason to loop."""
     children: dict[str | None, list[SpanRecord]] = {}
     for s in spans:
         children.setdefault(s.parent_span_id, []).append(s)
     out: list[SpanRecord] = []
-    stack = [root]
+    stack, walked = [root], {root.span_id}
     while stack:
         node = stack.pop()
         out.append(node)
-        stack.extend(children.get(node.span_id, ()))
+        below = [c for c in children.get(node.span_id, ()) if c.span_id not in walked]
+        walked.update(c.span_id for c in below)
+        stack.extend(below)
     out.sort(key=lambda s: (s.start_ns, s.attributes.get(sc.MESSAGE_INDEX, -1)))
     return out

@@ -88,11 +88,13 @@ def _subtree(spans: Sequence[Span], root: Span) -> list[Span]:
     children: dict[str | None, list[Span]] = {}
     for s in spans:
         children.setdefault(s.parent_span_id, []).append(s)
-    out, stack = [], [root]
-    while stack:
+    out, stack, walked = [], [root], {root.span_id}
+    while stack:  # each span id once: a span that is its own parent, or an id used twice, must not loop
         node = stack.pop()
         out.append(node)
-        stack.extend(children.get(node.span_id, ()))
+        below = [c for c in children.get(node.span_id, ()) if c.span_id not in walked]
+        walked.update(c.span_id for c in below)
+        stack.extend(below)
     return out
 
 
