@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from mast_otel.collector import labeller
 from mast_otel.collector.labeller import label_spans, root_attributes, verdict_span, verdict_span_id
 from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 from mast_otel.judge.signals import Signal
@@ -23,6 +24,13 @@ JUDGED = ("ok", "partial", "truncated")
 # the attributes docs/collector.md says a conversation carries only when it was actually judged
 FAILURE_KEYS = ("mast.failed", "mast.failure_modes", "mast.task_completed", "mast.verdict.summary")
 
+
+
+@pytest.fixture(autouse=True)
+def _encoded_labels_computed_afresh() -> None:
+    """Labels appended to a span's bytes come from a cache of encoded attributes: each test checks the encoding
+    made for it, not one an earlier test (or the process that forked this one) left there."""
+    labeller._attribute_field.cache_clear()
 
 def typed(span_or_attrs: Any) -> dict[str, tuple[str, object]]:
     """key -> (AnyValue kind, value) of a span's, event's or link's attributes; arrays as tuples of strings."""
