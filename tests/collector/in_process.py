@@ -6,7 +6,7 @@ receives). Each test costs milliseconds, not a gRPC server's start and stop, so 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from mast_otel.collector import CollectorService
 from mast_otel.collector.exporter import SendResult
+from mast_otel.collector.store import SpanStore
 from mast_otel.spans import any_value
 from tests.collector.conftest import FakeClock, FakeJudge, collector_config
 
@@ -92,15 +93,22 @@ class InProcess:
 
 
 @contextmanager
-def in_process(tmp_path: Path, *, judge: Any = None, clock: FakeClock | None = None,
-               **overrides: Any) -> Iterator[InProcess]:  # fmt: skip
-    """A collector on a store file in ``tmp_path`` (``mast-otel report --store`` can read it), quiet period 1 s."""
+def in_process(
+    tmp_path: Path,
+    *,
+    judge: Any = None,
+    clock: FakeClock | None = None,
+    make_store: Callable[[str], SpanStore] | None = None,
+    **overrides: Any,
+) -> Iterator[InProcess]:
+    """A collector on a store file in ``tmp_path`` (``mast-otel report --store`` can read it; a second collector
+    made on the same ``tmp_path`` after this one stopped is a restart), quiet period 1 s, max age 60 s."""
     clock = clock or FakeClock()
     downstream = Downstream()
     store = tmp_path / "in-process.db"
     config = collector_config(tmp_path, None, store=str(store), metrics="off", store_reserve=0, **overrides)
     service = CollectorService(config, judge=judge if judge is not None else FakeJudge(), clock=clock,
-                               sender=downstream)  # fmt: skip
+                               sender=downstream, store=make_store(str(store)) if make_store else None)  # fmt: skip
     try:
         yield InProcess(service, downstream, clock, store)
     finally:

@@ -1,0 +1,351 @@
+"""What the judge pool promises (docs/collector.md, Judging and Durability), on an in-process collector with an
+injected clock: a judge that fails, answers garbage or overruns ``judge_timeout`` (queueing included) never holds
+spans longer; its late answer is ignored but paid for; a partial conversation is reported partial; a paid call a
+stop cut short is released as interrupted after the restart, never billed twice; queued calls are not started.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+
+from mast_otel import semconv as sc
+from mast_otel.collector.judges import NoJudgeAvailable, SkipAllJudge
+from mast_otel.judge.model import Verdict
+from mast_otel.judge.rules import NoModelJudge
+from mast_otel.spans import SpanRecord
+from tests.collector.conftest import FakeJudge, flag_messages, recorded, wait_until
+from tests.collector.in_process import Delivered, InProcess, in_process
+
+Behaviour = Callable[[Sequence[SpanRecord], bool], Verdict]
+
+
+class Gate:
+    """A judge behaviour that waits until opened (a model still thinking), then answers as ``answer`` does."""
+
+    def __init__(self, answer: Behaviour | None = None) -> None:
+        self.started = threading.Event()
+        self.opened = threading.Event()
+        self._answer = answer or flag_messages("1.3")
+
+    def __call__(self, spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+        self.started.set()
+        assert self.opened.wait(10), "the test never opened the gate"
+        return self._answer(spans, partial)
+
+
+@contextmanager
+def opened_at_exit(gate: Gate) -> Iterator[Gate]:
+    """The gate, opened when the test ends, so no judge thread outlives it blocked."""
+    try:
+        yield gate
+    finally:
+        gate.opened.set()
+
+
+def roots(got: Sequence[Delivered]) -> list[Delivered]:
+    return [d for d in got if d.attributes.get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_CONVERSATION]
+
+
+def the_root(got: Sequence[Delivered]) -> dict[str, object]:
+    (root,) = roots(got)
+    return root.attributes
+
+
+def raising(exc: Exception) -> Behaviour:
+    def judge(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+        raise exc
+
+    return judge
+
+
+def submit(c: InProcess, spans: Sequence[ReadableSpan]) -> float:
+    """Send ``spans`` and step the pipeline past the quiet period: their conversations go to the judge. Returns
+    the time they were submitted (their deadlines run from there)."""
+    c.send(spans)
+    c.clock.advance(1)
+    c.service.tick()
+    return c.clock.now
+
+
+# -- a judge that fails ------------------------------------------------------------------------------------------
+
+
+def test_a_judge_that_raises_releases_the_conversation_with_status_error(tmp_path: Path) -> None:
+    spans = recorded(1)
+    with in_process(tmp_path, judge=FakeJudge(on_judge=raising(RuntimeError("model exploded")))) as c:
+        c.send(spans)
+        c.release()
+        got = c.downstream.spans()
+        assert c.metric("mast_judge_errors_total", {"reason": "exception"}) == 1
+        assert c.metric("mast_judge_in_flight") == 0
+    assert len(got) == len(spans)
+    root = the_root(got)
+    assert root[sc.JUDGE_STATUS] == sc.JUDGE_ERROR
+    assert root[sc.JUDGE_STATUS_REASON] == "judge failed: RuntimeError: model exploded"
+    assert root[sc.LABEL_SOURCE] == sc.SOURCE_LLM  # the kind of judge that failed
+    assert sc.FAILED not in root  # no invented "no failure"
+
+
+def test_a_judges_error_text_is_capped(tmp_path: Path) -> None:
+    spans = recorded(1)
+    with in_process(tmp_path, judge=FakeJudge(on_judge=raising(ValueError("x" * 5000)))) as c:
+        c.send(spans)
+        c.release()
+        reason = the_root(c.downstream.spans())[sc.JUDGE_STATUS_REASON]
+    assert isinstance(reason, str) and reason.startswith("judge failed: ValueError: xxx") and len(reason) == 500
+
+
+def test_a_judge_that_answers_no_verdict_is_a_failed_judge(tmp_path: Path) -> None:
+    def garbage(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+        return {"status": "ok"}  # type: ignore[return-value]
+
+    spans = recorded(1)
+    with in_process(tmp_path, judge=FakeJudge(on_judge=garbage)) as c:
+        c.send(spans)
+        c.release()
+        root = the_root(c.downstream.spans())
+        assert c.metric("mast_judge_errors_total", {"reason": "exception"}) == 1
+    assert root[sc.JUDGE_STATUS] == sc.JUDGE_ERROR
+    assert root[sc.JUDGE_STATUS_REASON] == "judge failed: TypeError: judge returned dict, not a Verdict"
+
+
+@pytest.mark.parametrize("name", [NoModelJudge.name, SkipAllJudge.name, NoJudgeAvailable.name])
+def test_a_model_free_judge_that_fails_reports_no_model_as_the_source(tmp_path: Path, name: str) -> None:
+    spans = recorded(1)
+    with in_process(tmp_path, judge=FakeJudge(name=name, on_judge=raising(RuntimeError("bug")))) as c:
+        c.send(spans)
+        c.release()
+        root = the_root(c.downstream.spans())
+    assert root[sc.JUDGE_STATUS] == sc.JUDGE_ERROR and root[sc.LABEL_SOURCE] == sc.SOURCE_NONE
+
+
+# -- deadlines -----------------------------------------------------------------------------------------------------
+
+
+def test_a_judge_that_overruns_the_timeout_never_holds_the_spans_longer(tmp_path: Path) -> None:
+    spans = recorded(1)
+    with opened_at_exit(Gate()) as gate, in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_timeout=5) as c:
+        submit(c, spans)
+        assert gate.started.wait(10)
+        c.clock.advance(4.5)
+        c.service.tick()  # within the deadline: held
+        assert c.metric("mast_judge_in_flight") == 1 and c.downstream.spans() == []
+        c.clock.advance(0.5)
+        c.service.tick()  # the deadline: released with status error at once
+        assert c.service.flush(timeout=10)
+        got = c.downstream.spans()
+        assert c.metric("mast_judge_errors_total", {"reason": "timeout"}) == 1
+        assert c.metric("mast_judge_in_flight") == 0
+    assert len(got) == len(spans)
+    root = the_root(got)
+    assert root[sc.JUDGE_STATUS] == sc.JUDGE_ERROR and root[sc.JUDGE_STATUS_REASON] == "judge timed out after 5s"
+
+
+def test_the_deadline_includes_the_time_spent_queueing(tmp_path: Path) -> None:
+    spans = recorded(2)  # two conversations, one judge worker
+    gate = Gate()
+    judge = FakeJudge(on_judge=gate)
+    with opened_at_exit(gate), in_process(tmp_path, judge=judge, judge_timeout=5, judge_concurrency=1) as c:
+        submit(c, spans)
+        assert gate.started.wait(10)
+        c.clock.advance(5)
+        c.service.tick()
+        assert c.service.flush(timeout=10)
+        got = c.downstream.spans()
+        assert c.metric("mast_judge_errors_total", {"reason": "timeout"}) == 2
+        gate.opened.set()
+        assert c.service.flush(timeout=10)
+        assert len(c.downstream.spans()) == len(spans)  # the late answer releases nothing again
+    assert len(got) == len(spans)
+    assert {r.attributes[sc.JUDGE_STATUS] for r in roots(got)} == {sc.JUDGE_ERROR}
+    assert len(judge.calls) == 1  # the queued conversation's judge call was never started
+
+
+def test_a_late_answer_is_ignored_but_its_tokens_count(tmp_path: Path) -> None:
+    first, second = recorded(1), recorded(1)
+    with (
+        opened_at_exit(Gate()) as gate,
+        in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_timeout=5, judge_token_budget_per_hour=100) as c,
+    ):
+        submit(c, first)
+        assert gate.started.wait(10)
+        c.clock.advance(5)
+        c.service.tick()
+        assert c.service.flush(timeout=10)
+        gate.opened.set()  # the judge answers after the deadline: 100 tokens in, 20 out, paid for
+        wait_until(lambda: c.metric("mast_judge_tokens_total", {"direction": "in"}) == 100, timeout=10)
+        assert c.metric("mast_judge_tokens_total", {"direction": "out"}) == 20
+        c.send(second)
+        c.release()  # the budget is spent: the next conversation is not judged
+        got = c.downstream.spans()
+    assert len(got) == len(first) + len(second)
+    statuses = sorted(str(r.attributes[sc.JUDGE_STATUS]) for r in roots(got))
+    assert statuses == [sc.JUDGE_ERROR, sc.JUDGE_SKIPPED]
+    (skipped,) = (r for r in roots(got) if r.attributes[sc.JUDGE_STATUS] == sc.JUDGE_SKIPPED)
+    assert skipped.attributes[sc.JUDGE_STATUS_REASON] == "judge token budget exhausted (100 tokens per hour)"
+
+
+def test_tokens_a_judge_reports_fill_the_budget(tmp_path: Path) -> None:
+    first, second = recorded(1), recorded(1)
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3")), judge_token_budget_per_hour=120) as c:
+        c.send(first)
+        c.release()  # 100 + 20 tokens: the hour's budget
+        c.send(second)
+        c.release()
+        got = c.downstream.spans()
+    statuses = [r.attributes[sc.JUDGE_STATUS] for r in roots(got)]
+    assert sorted(map(str, statuses)) == [sc.JUDGE_OK, sc.JUDGE_SKIPPED]
+
+
+# -- partial conversations -----------------------------------------------------------------------------------------
+
+
+def test_a_conversation_without_its_root_is_judged_partial_and_says_why(tmp_path: Path) -> None:
+    spans = recorded(1)
+    judge = FakeJudge(on_judge=lambda spans, partial: Verdict(status=sc.JUDGE_OK, source=sc.SOURCE_LLM))
+    with in_process(tmp_path, judge=judge) as c:
+        c.send([s for s in spans if (s.attributes or {}).get(sc.MAST_SPAN_TYPE) != sc.SPAN_TYPE_CONVERSATION])
+        c.release(61)  # past max_trace_age
+        (verdict,) = (d for d in c.downstream.spans() if d.name == sc.VERDICT_SPAN_NAME)
+    ((_, partial),) = judge.calls
+    assert partial is True  # the judge is told
+    assert verdict.attributes[sc.JUDGE_STATUS] == sc.JUDGE_PARTIAL  # an "ok" on part of a conversation is partial
+    assert verdict.attributes[sc.JUDGE_STATUS_REASON] == "conversation not finished; judged on the spans seen so far"
+
+
+def test_a_judge_that_itself_answers_partial_gets_the_reason_too(tmp_path: Path) -> None:
+    spans = recorded(1)
+    judge = FakeJudge()  # answers "partial", without a reason, when told the conversation is partial
+    with in_process(tmp_path, judge=judge) as c:
+        c.send([s for s in spans if (s.attributes or {}).get(sc.MAST_SPAN_TYPE) != sc.SPAN_TYPE_CONVERSATION])
+        c.release(61)
+        (verdict,) = (d for d in c.downstream.spans() if d.name == sc.VERDICT_SPAN_NAME)
+    assert verdict.attributes[sc.JUDGE_STATUS] == sc.JUDGE_PARTIAL
+    assert verdict.attributes[sc.JUDGE_STATUS_REASON] == "conversation not finished; judged on the spans seen so far"
+
+
+def test_a_partial_verdict_keeps_the_judges_own_reason_and_an_error_stays_an_error(tmp_path: Path) -> None:
+    answers = iter([
+        Verdict(status=sc.JUDGE_OK, source=sc.SOURCE_LLM, status_reason="only the planner's turn was readable"),
+        Verdict.error(sc.SOURCE_LLM, "model refused"),
+    ])  # fmt: skip
+    judge = FakeJudge(on_judge=lambda spans, partial: next(answers))
+    spans = recorded(1)
+    without_root = [s for s in spans if (s.attributes or {}).get(sc.MAST_SPAN_TYPE) != sc.SPAN_TYPE_CONVERSATION]
+    with in_process(tmp_path, judge=judge) as c:
+        c.send(without_root)
+        c.release(61)
+        c.send([s for s in recorded(1) if (s.attributes or {}).get(sc.MAST_SPAN_TYPE) != sc.SPAN_TYPE_CONVERSATION])
+        c.release(61)
+        verdicts = [d.attributes for d in c.downstream.spans() if d.name == sc.VERDICT_SPAN_NAME]
+    assert [(v[sc.JUDGE_STATUS], v[sc.JUDGE_STATUS_REASON]) for v in verdicts] == [
+        (sc.JUDGE_PARTIAL, "only the planner's turn was readable"),
+        (sc.JUDGE_ERROR, "model refused"),
+    ]
+
+
+def test_a_root_that_recorded_more_messages_than_arrived_is_judged_partial(tmp_path: Path) -> None:
+    spans = recorded(1)  # four messages
+    lost = next(s for s in spans if (s.attributes or {}).get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_MESSAGE)
+    judge = FakeJudge()
+    with in_process(tmp_path, judge=judge) as c:
+        c.send([s for s in spans if s is not lost])
+        c.release()
+        root = the_root(c.downstream.spans())
+    ((_, partial),) = judge.calls
+    assert partial is True
+    assert root[sc.JUDGE_STATUS] == sc.JUDGE_PARTIAL
+    assert root[sc.JUDGE_STATUS_REASON] == (
+        "3 of the 4 messages the conversation recorded arrived here; judged on those"
+    )
+
+
+def test_a_whole_conversation_is_judged_as_whole(tmp_path: Path) -> None:
+    judge = FakeJudge()
+    with in_process(tmp_path, judge=judge) as c:
+        c.send(recorded(1))
+        c.release()
+        root = the_root(c.downstream.spans())
+    ((_, partial),) = judge.calls
+    assert partial is False and root[sc.JUDGE_STATUS] == sc.JUDGE_OK and sc.JUDGE_STATUS_REASON not in root
+
+
+# -- stop and restart ----------------------------------------------------------------------------------------------
+
+
+def test_a_paid_call_a_stop_cut_short_is_released_as_interrupted_and_not_billed_again(tmp_path: Path) -> None:
+    spans = recorded(1)
+    with opened_at_exit(Gate()) as gate:
+        with in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_shutdown_grace=0.2) as first:
+            submit(first, spans)
+            assert gate.started.wait(10)
+        # stopped with the call running: its spans stay held
+        assert first.downstream.spans() == []
+        judge = FakeJudge(on_judge=flag_messages("1.3"))
+        with in_process(tmp_path, judge=judge) as second:
+            second.release()
+            got = second.downstream.spans()
+            assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 1
+    assert judge.calls == []
+    assert len(got) == len(spans)
+    root = the_root(got)
+    assert root[sc.JUDGE_STATUS] == sc.JUDGE_ERROR
+    assert "never billed twice" in str(root[sc.JUDGE_STATUS_REASON])
+
+
+def test_judge_interrupted_again_judges_a_cut_short_call_again(tmp_path: Path) -> None:
+    spans = recorded(1)
+    with opened_at_exit(Gate()) as gate:
+        with in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_shutdown_grace=0.2) as first:
+            submit(first, spans)
+            assert gate.started.wait(10)
+        judge = FakeJudge(on_judge=flag_messages("1.3"))
+        with in_process(tmp_path, judge=judge, judge_interrupted="again") as second:
+            second.release()
+            root = the_root(second.downstream.spans())
+            assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 0
+    assert len(judge.calls) == 1 and root[sc.JUDGE_STATUS] == sc.JUDGE_OK
+
+
+def test_a_model_free_judge_cut_short_simply_runs_again(tmp_path: Path) -> None:
+    spans = recorded(1)
+    with opened_at_exit(Gate()) as gate:
+        with in_process(tmp_path, judge=FakeJudge(name="signals", on_judge=gate), judge_shutdown_grace=0.2) as first:
+            submit(first, spans)
+            assert gate.started.wait(10)
+        judge = FakeJudge(name="signals")
+        with in_process(tmp_path, judge=judge) as second:
+            second.release()
+            root = the_root(second.downstream.spans())
+            assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 0
+    assert len(judge.calls) == 1 and root[sc.JUDGE_STATUS] == sc.JUDGE_OK
+
+
+def test_queued_conversations_are_not_started_at_a_stop_and_are_judged_after_the_restart(tmp_path: Path) -> None:
+    spans = recorded(3)  # three conversations, one worker: one running, two queued at the stop
+    gate = Gate()
+    judge = FakeJudge(on_judge=gate)
+    with opened_at_exit(gate):
+        with in_process(tmp_path, judge=judge, judge_concurrency=1, judge_shutdown_grace=0.2) as first:
+            submit(first, spans)
+            assert gate.started.wait(10)
+        gate.opened.set()
+        assert len(judge.calls) == 1
+        again = FakeJudge(on_judge=flag_messages("1.3"))
+        with in_process(tmp_path, judge=again) as second:
+            second.release()
+            got = second.downstream.spans()
+            assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 1
+    assert len(again.calls) == 2 and len(got) == len(spans)
+    assert sorted(str(r.attributes[sc.JUDGE_STATUS]) for r in roots(got)) == [
+        sc.JUDGE_ERROR,
+        sc.JUDGE_OK,
+        sc.JUDGE_OK,
+    ]
+    assert len(judge.calls) == 1  # no queued call started after the stop
