@@ -147,7 +147,7 @@ def test_the_root_carries_the_structural_signals_and_each_span_they_point_at_is_
 
 
 def test_a_detector_failure_costs_the_signals_never_the_release(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def broken(spans: Sequence[SpanRecord]) -> list[object]:
         raise RuntimeError("detector bug")
@@ -163,6 +163,10 @@ def test_a_detector_failure_costs_the_signals_never_the_release(
     (root,) = (d for d in got if d.span.span_id == span_id(root_of(spans)))
     assert root.attributes[sc.FAILURE_MODES] == ("1.3",)  # the verdict is there
     assert not any(k.startswith(sc.SIGNAL_PREFIX) or k == sc.SIGNALS for d in got for k in d.attributes)
+    # the operator's one line names the trace and what was lost
+    trace = f"{root_of(spans).context.trace_id:032x}"
+    (line,) = [r.getMessage() for r in caplog.records if "structural signals" in r.getMessage()]
+    assert trace in line and "without them" in line
 
 
 def test_a_conversation_judged_without_its_root_gets_a_verdict_span_where_the_root_will_be(tmp_path: Path) -> None:
@@ -232,6 +236,23 @@ def test_the_verdict_span_has_the_roots_resource_when_the_conversation_spans_ser
         assert counted(c, "mast_conversations_judged_total", status=sc.JUDGE_OK, service="orchestrator") == 1
         assert counted(c, "mast_conversations_judged_total", service="worker") == 0
     assert verdict.service == "orchestrator" and verdict.span.parent_span_id == span_id(root)
+
+
+def test_a_conversation_is_counted_under_its_roots_service_even_when_that_names_none(tmp_path: Path) -> None:
+    # The root's resource is the conversation's; one without service.name is "unknown", never borrowed from an agent
+    spans = recorded(1)
+    root = root_of(spans)
+    orchestrator = encode_spans([root])
+    for rs in orchestrator.resource_spans:
+        kept = [kv for kv in rs.resource.attributes if kv.key != "service.name"]
+        del rs.resource.attributes[:]
+        rs.resource.attributes.extend(kept)
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3"))) as c:
+        c.send(with_service(encode_spans([s for s in spans if s is not root]), "worker"))
+        c.send(orchestrator)
+        c.release()
+        assert counted(c, "mast_conversations_judged_total", status=sc.JUDGE_OK, service="unknown") == 1
+        assert counted(c, "mast_conversations_judged_total", service="worker") == 0
 
 
 # -- other instrumentations' traces ------------------------------------------------------------------------------
