@@ -6,6 +6,7 @@ stop cut short is released as interrupted after the restart, never billed twice;
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -15,12 +16,14 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 from mast_otel import semconv as sc
+from mast_otel.collector.annotations import PhoenixAnnotationSink
 from mast_otel.collector.judges import NoJudgeAvailable, SkipAllJudge
 from mast_otel.judge.model import Verdict
 from mast_otel.judge.rules import NoModelJudge
 from mast_otel.spans import SpanRecord
 from tests.collector.conftest import FakeJudge, flag_messages, recorded, wait_until
 from tests.collector.in_process import Delivered, InProcess, in_process
+from tests.collector.test_annotations import phoenix
 
 Behaviour = Callable[[Sequence[SpanRecord], bool], Verdict]
 
@@ -349,3 +352,90 @@ def test_queued_conversations_are_not_started_at_a_stop_and_are_judged_after_the
         sc.JUDGE_OK,
     ]
     assert len(judge.calls) == 1  # no queued call started after the stop
+
+
+def test_a_stop_waits_for_the_running_calls_only_and_says_how_many_are_left(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spans = recorded(3)  # one call running, two queued (cancelled at the stop, not waited for)
+    with opened_at_exit(Gate()) as gate:
+        with in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_concurrency=1,
+                        judge_shutdown_grace=0.3) as first:  # fmt: skip
+            submit(first, spans)
+            assert gate.started.wait(10)
+    (line,) = [r.getMessage() for r in caplog.records if "still being judged" in r.getMessage()]
+    assert line.startswith("stopping with 1 conversations still being judged")
+
+
+def test_a_call_that_finishes_within_the_grace_is_released_before_the_stop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spans = recorded(1)
+    gate = Gate()
+    with opened_at_exit(gate):
+        with in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_shutdown_grace=5) as first:
+            submit(first, spans)
+            assert gate.started.wait(10)
+            threading.Timer(0.2, gate.opened.set).start()  # the model answers while the collector stops
+            first.service.stop(grace=0.2)
+            assert first.service.judges.in_flight == 0
+        # the released conversation waits in the outbox for the next start, which sends it without judging
+        judge = FakeJudge()
+        with in_process(tmp_path, judge=judge) as second:
+            second.release()
+            root = the_root(second.downstream.spans())
+    assert judge.calls == [] and root[sc.FAILURE_MODES] == ("1.3",)
+    assert not [r for r in caplog.records if "still being judged" in r.getMessage()]
+
+
+# -- what else a release touches ---------------------------------------------------------------------------------
+
+
+def test_stored_bytes_that_cannot_be_read_back_are_quarantined_not_retried(tmp_path: Path) -> None:
+    spans = recorded(1)
+    judge = FakeJudge()
+    with in_process(tmp_path, judge=judge) as c:
+        c.send(spans)
+        with sqlite3.connect(c.store) as db:  # a damaged row
+            db.execute("UPDATE segment SET data = ?", (b"\x0a\x05abc",))
+        c.release()
+        c.release()
+        assert c.metric("mast_collector_segments_quarantined_total", {"stage": "release"}) == 1
+        assert c.metric("mast_judge_errors_total", {"reason": "store"}) == 0  # not retried as a store error
+        assert c.metric("mast_judge_in_flight") == 0 and c.service.assembler.held_spans == 0
+        assert c.downstream.spans() == []
+    assert judge.calls == []
+
+
+def test_each_verdict_is_posted_to_phoenix_on_its_root_and_evidence(tmp_path: Path) -> None:
+    spans = recorded(1)
+    root = next(s for s in spans if (s.attributes or {}).get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_CONVERSATION)
+    evidence = {f"{s.context.span_id:016x}" for s in spans if (s.attributes or {}).get(sc.MAST_SPAN_TYPE) == "message"}
+    with phoenix([200]) as (fake, url), in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3")),
+                                                   phoenix_url=url) as c:  # fmt: skip
+        assert c.service.annotations is not None
+        c.service.annotations.start()
+        c.send(spans)
+        c.release()
+        wait_until(lambda: bool(fake.posts), timeout=10)
+    posted = {(r["span_id"], r["name"]) for _, _, body in fake.posts for r in body["data"]}
+    assert (f"{root.context.span_id:016x}", "MAST verdict") in posted
+    assert {sid for sid, name in posted if name == "MAST 1.3 Step repetition"} >= evidence
+
+
+def test_a_failing_verdict_sink_never_fails_a_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(self: PhoenixAnnotationSink, verdict: Verdict, trace_id: str, root_span_id: str | None) -> None:
+        raise RuntimeError("sink bug")
+
+    monkeypatch.setattr(PhoenixAnnotationSink, "submit", broken)
+    spans = recorded(1)
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3")), phoenix_url="http://127.0.0.1:9") as c:
+        c.send(spans)
+        c.release()
+        got = c.downstream.spans()
+        assert c.metric("mast_judge_in_flight") == 0
+    assert len(got) == len(spans) and the_root(got)[sc.FAILURE_MODES] == ("1.3",)
+    trace = f"{spans[0].context.trace_id:032x}"
+    assert [r for r in caplog.records if "sink" in r.getMessage() and trace in r.getMessage()]
