@@ -6,11 +6,13 @@ stop cut short is released as interrupted after the restart, never billed twice;
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -24,6 +26,7 @@ from mast_otel.spans import SpanRecord
 from tests.collector.conftest import FakeJudge, flag_messages, recorded, wait_until
 from tests.collector.in_process import Delivered, InProcess, in_process
 from tests.collector.test_annotations import phoenix
+from tests.collector.test_store import FlakyStore
 
 Behaviour = Callable[[Sequence[SpanRecord], bool], Verdict]
 
@@ -439,3 +442,42 @@ def test_a_failing_verdict_sink_never_fails_a_release(
     assert len(got) == len(spans) and the_root(got)[sc.FAILURE_MODES] == ("1.3",)
     trace = f"{spans[0].context.trace_id:032x}"
     assert [r for r in caplog.records if "sink" in r.getMessage() and trace in r.getMessage()]
+
+
+def refusing_releases(path: str) -> FlakyStore:
+    """A real store that refuses every release (a write with a tombstone), as a full disk would."""
+
+    def refuse(kw: dict[str, Sequence[Any]]) -> None:
+        if kw.get("tombs"):
+            raise OSError("disk full")
+
+    store = FlakyStore(path)
+    store.on_write = refuse  # type: ignore[method-assign]
+    return store
+
+
+def unpaid(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+    """A user judge's verdict that reports no tokens (kept only when its release fails)."""
+    return dataclasses.replace(flag_messages("1.3")(spans, partial), tokens_in=0, tokens_out=0)
+
+
+@pytest.mark.parametrize("answer", [flag_messages("1.3"), unpaid], ids=["tokens reported", "no tokens reported"])
+def test_a_verdict_the_store_refused_is_kept_and_released_after_a_restart_without_judging_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, answer: Behaviour
+) -> None:
+    spans = recorded(1)
+    with in_process(tmp_path, judge=FakeJudge(on_judge=answer), make_store=refusing_releases,
+                    judge_shutdown_grace=0.3) as first:  # fmt: skip
+        submit(first, spans)
+        wait_until(lambda: first.metric("mast_judge_errors_total", {"reason": "store"}) == 1, timeout=10)
+        first.service.tick()  # retried, refused again: still one conversation waiting
+        assert first.metric("mast_judge_errors_total", {"reason": "store"}) == 2
+        assert first.metric("mast_judge_in_flight") == 1
+    # awaiting a retry is not being judged: the stop does not wait for it
+    assert not [r for r in caplog.records if "still being judged" in r.getMessage()]
+    judge = FakeJudge()
+    with in_process(tmp_path, judge=judge) as second:
+        second.release()
+        root = the_root(second.downstream.spans())
+        assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 0
+    assert judge.calls == [] and root[sc.FAILURE_MODES] == ("1.3",)
