@@ -16,16 +16,19 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mast_otel import semconv as sc
 from mast_otel.collector.annotations import PhoenixAnnotationSink
 from mast_otel.collector.judges import NoJudgeAvailable, SkipAllJudge
 from mast_otel.judge.model import Verdict
 from mast_otel.judge.rules import NoModelJudge
+from mast_otel.recorder import Recorder
 from mast_otel.spans import SpanRecord
-from tests.collector.conftest import FakeJudge, flag_messages, recorded, wait_until
+from tests.collector.conftest import FakeJudge, flag_messages, provider, recorded, wait_until
 from tests.collector.in_process import Delivered, InProcess, in_process
 from tests.collector.test_annotations import phoenix
+from tests.collector.test_release_contents import looping
 from tests.collector.test_store import FlakyStore
 
 Behaviour = Callable[[Sequence[SpanRecord], bool], Verdict]
@@ -173,10 +176,15 @@ def test_the_deadline_includes_the_time_spent_queueing(tmp_path: Path) -> None:
     assert len(judge.calls) == 1  # the queued conversation's judge call was never started
 
 
-def test_a_late_answer_is_ignored_but_its_tokens_count(tmp_path: Path) -> None:
+def priced(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+    """A model's verdict with its price: 100 tokens in, 20 out, 2 cents."""
+    return dataclasses.replace(flag_messages("1.3")(spans, partial), cost_usd=0.02)
+
+
+def test_a_late_answer_is_ignored_but_its_tokens_and_cost_count(tmp_path: Path) -> None:
     first, second = recorded(1), recorded(1)
     with (
-        opened_at_exit(Gate()) as gate,
+        opened_at_exit(Gate(priced)) as gate,
         in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_timeout=5, judge_token_budget_per_hour=100) as c,
     ):
         submit(c, first)
@@ -187,6 +195,7 @@ def test_a_late_answer_is_ignored_but_its_tokens_count(tmp_path: Path) -> None:
         gate.opened.set()  # the judge answers after the deadline: 100 tokens in, 20 out, paid for
         wait_until(lambda: c.metric("mast_judge_tokens_total", {"direction": "in"}) == 100, timeout=10)
         assert c.metric("mast_judge_tokens_total", {"direction": "out"}) == 20
+        assert c.metric("mast_judge_cost_usd_total") == 0.02
         c.send(second)
         c.release()  # the budget is spent: the next conversation is not judged
         got = c.downstream.spans()
@@ -207,6 +216,30 @@ def test_tokens_a_judge_reports_fill_the_budget(tmp_path: Path) -> None:
         got = c.downstream.spans()
     statuses = [r.attributes[sc.JUDGE_STATUS] for r in roots(got)]
     assert sorted(map(str, statuses)) == [sc.JUDGE_OK, sc.JUDGE_SKIPPED]
+
+
+def quiet_conversation() -> list[ReadableSpan]:
+    """One short message and a normal end: no error, no confident signal, so sampling may leave it out."""
+    memory = InMemorySpanExporter()
+    tp = provider(memory)
+    rec = Recorder(tracer_provider=tp, framework="custom")
+    with rec.conversation("quiet"), rec.agent_turn("planner"):
+        rec.message("planner", ["coder"], "ok")
+        rec.terminate(sc.TERMINATION_COMPLETED)
+    tp.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def test_only_judge_calls_are_timed_and_a_sampled_out_conversation_costs_no_call(tmp_path: Path) -> None:
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    with in_process(tmp_path, judge=judge, judge_fraction=0.0) as c:
+        c.send(quiet_conversation())  # sampled out
+        c.send(looping())  # two agents repeating themselves: a confident signal, always judged
+        c.release()
+        statuses = sorted(str(r.attributes[sc.JUDGE_STATUS]) for r in roots(c.downstream.spans()))
+        assert c.metric("mast_judge_duration_seconds_count", {"source": sc.SOURCE_LLM}) == 1
+        assert c.metric("mast_judge_duration_seconds_count", {"source": sc.SOURCE_NONE}) == 0
+    assert statuses == [sc.JUDGE_OK, sc.JUDGE_SKIPPED] and len(judge.calls) == 1
 
 
 # -- partial conversations -----------------------------------------------------------------------------------------
@@ -278,6 +311,9 @@ def test_a_whole_conversation_is_judged_as_whole(tmp_path: Path) -> None:
         c.send(recorded(1))
         c.release()
         root = the_root(c.downstream.spans())
+        # nothing is left behind: no job, no held span, no conversation the assembler still tracks as in flight
+        assert c.metric("mast_judge_in_flight") == 0 and c.service.assembler.held_spans == 0
+        assert c.service.assembler.inflight == 0
     ((_, partial),) = judge.calls
     assert partial is False and root[sc.JUDGE_STATUS] == sc.JUDGE_OK and sc.JUDGE_STATUS_REASON not in root
 

@@ -137,6 +137,9 @@ def test_the_root_carries_the_structural_signals_and_each_span_they_point_at_is_
         c.send(spans)
         c.release()
         got = {d.span.span_id.hex(): d for d in c.downstream.spans()}
+        for s in expected:  # each signal counted once for the conversation, under its service and framework
+            labels = {"signal": s.name, "mode": s.mode_id, "service": "shop", "framework": "custom"}
+            assert c.metric("mast_signal_total", labels) == 1
     root = got[span_id(root_of(spans)).hex()].attributes
     assert root[sc.JUDGE_STATUS] == sc.JUDGE_OK  # the fake judge's clean verdict
     assert root[sc.SIGNALS] == tuple(dict.fromkeys(s.name for s in expected))
