@@ -169,7 +169,7 @@ def test_a_detector_failure_costs_the_signals_never_the_release(
     # the operator's one line names the trace and what was lost
     trace = f"{root_of(spans).context.trace_id:032x}"
     (line,) = [r.getMessage() for r in caplog.records if "structural signals" in r.getMessage()]
-    assert trace in line and "without them" in line
+    assert line.startswith("structural signals failed on trace ") and trace in line and "without them" in line
 
 
 def test_a_conversation_judged_without_its_root_gets_a_verdict_span_where_the_root_will_be(tmp_path: Path) -> None:
@@ -258,6 +258,21 @@ def test_a_conversation_is_counted_under_its_roots_service_even_when_that_names_
         assert counted(c, "mast_conversations_judged_total", service="worker") == 0
 
 
+def test_a_conversation_without_its_root_or_a_service_name_is_released_under_unknown(tmp_path: Path) -> None:
+    spans = recorded(1)
+    root = root_of(spans)
+    request = encode_spans([s for s in spans if s is not root])
+    for rs in request.resource_spans:
+        del rs.resource.attributes[:]  # a client that names no service
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3"))) as c:
+        c.send(request)
+        c.release(61)
+        (verdict,) = verdict_spans(c.downstream.spans())
+        assert counted(c, "mast_conversations_judged_total", status=sc.JUDGE_PARTIAL, service="unknown") == 1
+        assert c.metric("mast_judge_in_flight") == 0
+    assert verdict.span.parent_span_id == span_id(root) and verdict.service is None
+
+
 # -- other instrumentations' traces ------------------------------------------------------------------------------
 
 
@@ -269,6 +284,9 @@ def test_a_trace_another_instrumentation_wrote_gets_no_span_it_did_not_send(tmp_
         c.release()
         got = c.downstream.spans()
         (stored,) = load_store(c.store)
+        # and in the metrics, under the framework the adapter recognised
+        labels = {"status": sc.JUDGE_OK, "service": "adk-desk", "framework": "google-adk"}
+        assert c.metric("mast_conversations_judged_total", labels) == 1
     assert sorted(d.span.span_id for d in got) == ids(spans)
     assert stored.status == sc.JUDGE_OK and stored.framework == "google-adk"  # the verdict is in the store
 
@@ -294,6 +312,10 @@ def test_spans_that_hold_no_conversation_leave_as_they_came_and_store_no_verdict
         got = c.downstream.spans()
         assert c.metric("mast_collector_spans_unassigned_total", {"reason": "not_a_conversation"}) == len(spans)
         assert load_store(c.store) == []
+        c.send(spans)  # a client's retry after the release: known, dropped as duplicates
+        c.release(61)
+        assert len(c.downstream.spans()) == len(spans)
+        assert c.metric("mast_collector_spans_duplicated_total") == len(spans)
     assert {d.span.span_id: d.span for d in got} == sent  # byte for byte the spans sent
     assert judge.calls == []
 
