@@ -226,6 +226,52 @@ def test_passthrough_sends_one_verdict_span_under_the_root_spanning_the_judging(
         assert v.span.end_time_unix_nano - v.span.start_time_unix_nano in {int(2.5e9), int(5e9)}
 
 
+def test_the_verdict_span_names_the_outer_conversation_when_a_nested_one_ran_inside(tmp_path: Path) -> None:
+    memory = InMemorySpanExporter()
+    tp = provider(memory)
+    rec = Recorder(tracer_provider=tp, framework="custom")
+    with rec.conversation("outer", conversation_id="z-outer"):  # the inner id sorts first
+        with rec.agent_turn("planner"):
+            rec.message("planner", ["coder"], "Delegate the sum to the math team.")
+            # a nested chat: a conversation started during the planner's turn
+            with rec.conversation("inner", conversation_id="a-inner"), rec.agent_turn("math"):
+                rec.message("math", ["checker"], "2 + 3 = 5")
+        rec.terminate(sc.TERMINATION_COMPLETED)
+    tp.shutdown()
+    spans = list(memory.get_finished_spans())
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3")), mode="passthrough") as c:
+        c.send(spans)
+        c.release()
+        (verdict,) = verdict_spans(c.downstream.spans())  # one conversation, judged once
+    assert {(s.attributes or {}).get(sc.GEN_AI_CONVERSATION_ID) for s in spans} == {"z-outer", "a-inner"}
+    assert verdict.attributes[sc.GEN_AI_CONVERSATION_ID] == "z-outer"
+
+
+def test_spans_that_only_pretend_to_be_mast_otels_are_released_once(tmp_path: Path) -> None:
+    # A root candidate over a span typed as a message, with no conversation id anywhere: judged, released once,
+    # never retried (nothing is retried forever).
+    memory = InMemorySpanExporter()
+    tp = provider(memory)
+    tracer = tp.get_tracer("crafted")
+    with (
+        tracer.start_as_current_span(
+            "invoke_workflow crafted", attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW}
+        ),
+        tracer.start_as_current_span("message", attributes={sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_MESSAGE}),
+    ):
+        pass
+    tp.shutdown()
+    spans = list(memory.get_finished_spans())
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3")), mode="passthrough") as c:
+        c.send(spans)
+        c.release()
+        got = c.downstream.spans()
+        assert c.metric("mast_judge_errors_total", {"reason": "store"}) == 0
+        assert c.metric("mast_judge_in_flight") == 0
+    (verdict,) = verdict_spans(got)
+    assert sc.GEN_AI_CONVERSATION_ID not in verdict.attributes and len(got) == len(spans) + 1
+
+
 def test_the_verdict_span_has_the_roots_resource_when_the_conversation_spans_services(tmp_path: Path) -> None:
     spans = recorded(1)
     root = root_of(spans)
