@@ -272,6 +272,20 @@ def test_spans_that_only_pretend_to_be_mast_otels_are_released_once(tmp_path: Pa
     assert sc.GEN_AI_CONVERSATION_ID not in verdict.attributes and len(got) == len(spans) + 1
 
 
+def test_the_verdict_span_carries_the_root_attributes_signals_and_judge_name_included(tmp_path: Path) -> None:
+    spans = looping()
+    expected = release_builder.compute_signals_of(records(spans))
+    with in_process(tmp_path, judge=FakeJudge(), mode="passthrough") as c:  # its verdict names no model
+        c.send(spans)
+        c.release()
+        (verdict,) = verdict_spans(c.downstream.spans())
+        # one span more than arrived left, and the exporter counted it as one
+        assert c.metric("mast_collector_spans_exported_total") == len(spans) + 1
+    assert verdict.attributes[sc.JUDGE_MODEL] == "fake"  # the judge's name stands in for the model
+    assert verdict.attributes[sc.SIGNALS] == tuple(dict.fromkeys(s.name for s in expected))
+    assert all(verdict.attributes[sc.signal_attribute(s.name)] is True for s in expected)
+
+
 def test_the_verdict_span_has_the_roots_resource_when_the_conversation_spans_services(tmp_path: Path) -> None:
     spans = recorded(1)
     root = root_of(spans)
