@@ -226,7 +226,8 @@ def test_passthrough_sends_one_verdict_span_under_the_root_spanning_the_judging(
         assert v.span.end_time_unix_nano - v.span.start_time_unix_nano in {int(2.5e9), int(5e9)}
 
 
-def test_the_verdict_span_names_the_outer_conversation_when_a_nested_one_ran_inside(tmp_path: Path) -> None:
+def nested() -> list[ReadableSpan]:
+    """A conversation ("z-outer") with a nested chat ("a-inner", its id sorting first) run during a turn."""
     memory = InMemorySpanExporter()
     tp = provider(memory)
     rec = Recorder(tracer_provider=tp, framework="custom")
@@ -238,7 +239,11 @@ def test_the_verdict_span_names_the_outer_conversation_when_a_nested_one_ran_ins
                 rec.message("math", ["checker"], "2 + 3 = 5")
         rec.terminate(sc.TERMINATION_COMPLETED)
     tp.shutdown()
-    spans = list(memory.get_finished_spans())
+    return list(memory.get_finished_spans())
+
+
+def test_the_verdict_span_names_the_outer_conversation_when_a_nested_one_ran_inside(tmp_path: Path) -> None:
+    spans = nested()
     with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3")), mode="passthrough") as c:
         c.send(spans)
         c.release()
@@ -333,6 +338,15 @@ def test_a_conversation_without_its_root_or_a_service_name_is_released_under_unk
     assert verdict.span.parent_span_id == span_id(root) and verdict.service is None
 
 
+def test_a_stored_verdict_names_no_framework_it_does_not_know(tmp_path: Path) -> None:
+    spans = recorded(1)  # without its root, nothing says which framework recorded it
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3"))) as c:
+        c.send([s for s in spans if s is not root_of(spans)])
+        c.release(61)
+        (stored,) = load_store(c.store)
+    assert stored.status == sc.JUDGE_PARTIAL and stored.framework == "unknown"
+
+
 # -- other instrumentations' traces ------------------------------------------------------------------------------
 
 
@@ -389,15 +403,26 @@ def test_the_stored_verdict_names_the_framework_for_report(tmp_path: Path) -> No
         c.send(spans)
         c.release()
         (stored,) = load_store(c.store)
+        c.send(spans)  # a client's retry after the release: every span known, dropped as a duplicate
+        c.release()
+        assert len(c.downstream.spans()) == len(spans)
+        assert c.metric("mast_collector_spans_duplicated_total") == len(spans)
     assert stored.trace_id == f"{root_of(spans).context.trace_id:032x}"
     assert stored.framework == "custom" and stored.status == sc.JUDGE_OK and stored.modes == ("1.3",)
 
 
-def test_a_late_span_of_a_released_conversation_is_not_judged_again(tmp_path: Path) -> None:
-    # A span whose parent never arrived, carrying the conversation's id: the tombstone's conversation ids place it.
-    spans = recorded(1)
+@pytest.mark.parametrize("conversation", ["z-outer", "a-inner"])
+def test_a_late_span_of_a_released_conversation_is_not_judged_again(tmp_path: Path, conversation: str) -> None:
+    # A span whose parent never arrived, carrying the id of the conversation (or of the chat nested in it): the
+    # tombstone's conversation ids place it.
+    spans = nested()
     request = encode_spans(spans)
-    (message,) = [s for s in request.resource_spans[0].scope_spans[0].spans if s.span_id in messages(spans)][:1]
+    (message,) = [
+        s
+        for s in request.resource_spans[0].scope_spans[0].spans
+        if s.span_id in messages(spans)
+        and any(kv.key == sc.GEN_AI_CONVERSATION_ID and kv.value.string_value == conversation for kv in s.attributes)
+    ][:1]
     late = ExportTraceServiceRequest()
     late.CopyFrom(request)
     scope = late.resource_spans[0].scope_spans[0]
