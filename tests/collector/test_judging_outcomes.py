@@ -243,6 +243,7 @@ def test_only_judge_calls_are_timed_and_a_sampled_out_conversation_costs_no_call
         statuses = sorted(str(r.attributes[sc.JUDGE_STATUS]) for r in roots(c.downstream.spans()))
         assert c.metric("mast_judge_duration_seconds_count", {"source": sc.SOURCE_LLM}) == 1
         assert c.metric("mast_judge_duration_seconds_count", {"source": sc.SOURCE_NONE}) == 0
+        assert 0 <= c.metric("mast_judge_duration_seconds_sum", {"source": sc.SOURCE_LLM}) < 30  # a fake's call
     assert statuses == [sc.JUDGE_OK, sc.JUDGE_SKIPPED] and len(judge.calls) == 1
 
 
@@ -556,3 +557,69 @@ def test_judge_calls_run_on_the_named_judge_workers(tmp_path: Path) -> None:
         c.send(recorded(3))
         c.release()
     assert len(threads) == 3 and all(re.fullmatch(r"judge_[01]", name) for name in threads), threads
+
+
+@pytest.mark.parametrize(
+    "price",
+    [{"tokens_in": 100}, {"tokens_out": 20}, {"cost_usd": 0.02}],
+    ids=["tokens in", "tokens out", "cost"],
+)
+def test_a_paid_verdict_survives_a_crash_before_its_release(tmp_path: Path, price: dict[str, Any]) -> None:
+    """The collector dies while writing the release (here: the write never returns, and a second collector
+    opens the same store, as a restart after ``kill -9`` would): the verdict the judge was paid for is used,
+    and the judge is not called (billed) again."""
+    writing, gone = threading.Event(), threading.Event()
+
+    def dies_writing(path: str) -> FlakyStore:
+        def hang(kw: dict[str, Sequence[Any]]) -> None:
+            if kw.get("tombs"):
+                writing.set()
+                gone.wait(10)
+                raise OSError("the process is gone")
+
+        store = FlakyStore(path)
+        store.on_write = hang  # type: ignore[method-assign]
+        return store
+
+    def paid(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+        answer = dataclasses.replace(flag_messages("1.3")(spans, partial), tokens_in=0, tokens_out=0)
+        return dataclasses.replace(answer, **price)
+
+    spans = recorded(1)
+    try:
+        with in_process(tmp_path, judge=FakeJudge(on_judge=paid), make_store=dies_writing,
+                        judge_shutdown_grace=0.2) as first:  # fmt: skip
+            submit(first, spans)
+            assert writing.wait(10)
+            judge = FakeJudge()
+            with in_process(tmp_path, judge=judge) as restarted:
+                restarted.release()
+                root = the_root(restarted.downstream.spans())
+            gone.set()
+    finally:
+        gone.set()
+    assert judge.calls == [] and root[sc.FAILURE_MODES] == ("1.3",)
+
+
+def test_a_conversation_awaiting_a_store_retry_is_never_timed_out(tmp_path: Path) -> None:
+    refused: list[int] = []
+
+    def refuse_once(path: str) -> FlakyStore:
+        def refuse(kw: dict[str, Sequence[Any]]) -> None:
+            if kw.get("tombs") and not refused:
+                refused.append(1)
+                raise OSError("disk full")
+
+        store = FlakyStore(path)
+        store.on_write = refuse  # type: ignore[method-assign]
+        return store
+
+    spans = recorded(1)
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3")), make_store=refuse_once,
+                    judge_timeout=5) as c:  # fmt: skip
+        submit(c, spans)
+        wait_until(lambda: bool(refused), timeout=10)
+        c.release(10)  # past the judge's deadline: the retry still carries the verdict the judge gave
+        root = the_root(c.downstream.spans())
+        assert c.metric("mast_judge_errors_total", {"reason": "timeout"}) == 0
+    assert root[sc.JUDGE_STATUS] == sc.JUDGE_OK and root[sc.FAILURE_MODES] == ("1.3",)
