@@ -69,6 +69,16 @@ def the_root(got: Sequence[Delivered]) -> dict[str, object]:
     return root.attributes
 
 
+def logged(caplog: pytest.LogCaptureFixture, *parts: str) -> str:
+    """The one log line that names every one of ``parts`` (what an operator greps for)."""
+    (line,) = [r.getMessage() for r in caplog.records if all(p in r.getMessage() for p in parts)]
+    return line
+
+
+def trace_of(spans: Sequence[ReadableSpan]) -> str:
+    return f"{spans[0].context.trace_id:032x}"
+
+
 def raising(exc: Exception) -> Behaviour:
     def judge(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
         raise exc
@@ -88,7 +98,9 @@ def submit(c: InProcess, spans: Sequence[ReadableSpan]) -> float:
 # -- a judge that fails ------------------------------------------------------------------------------------------
 
 
-def test_a_judge_that_raises_releases_the_conversation_with_status_error(tmp_path: Path) -> None:
+def test_a_judge_that_raises_releases_the_conversation_with_status_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     spans = recorded(1)
     with in_process(tmp_path, judge=FakeJudge(on_judge=raising(RuntimeError("model exploded")))) as c:
         c.send(spans)
@@ -102,6 +114,7 @@ def test_a_judge_that_raises_releases_the_conversation_with_status_error(tmp_pat
     assert root[sc.JUDGE_STATUS_REASON] == "judge failed: RuntimeError: model exploded"
     assert root[sc.LABEL_SOURCE] == sc.SOURCE_LLM  # the kind of judge that failed
     assert sc.FAILED not in root  # no invented "no failure"
+    assert logged(caplog, "judge fake failed on trace", trace_of(spans), "RuntimeError: model exploded")
 
 
 def test_a_judges_error_text_is_capped(tmp_path: Path) -> None:
@@ -140,7 +153,9 @@ def test_a_model_free_judge_that_fails_reports_no_model_as_the_source(tmp_path: 
 # -- deadlines -----------------------------------------------------------------------------------------------------
 
 
-def test_a_judge_that_overruns_the_timeout_never_holds_the_spans_longer(tmp_path: Path) -> None:
+def test_a_judge_that_overruns_the_timeout_never_holds_the_spans_longer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     spans = recorded(1)
     with opened_at_exit(Gate()) as gate, in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_timeout=5) as c:
         submit(c, spans)
@@ -157,6 +172,7 @@ def test_a_judge_that_overruns_the_timeout_never_holds_the_spans_longer(tmp_path
     assert len(got) == len(spans)
     root = the_root(got)
     assert root[sc.JUDGE_STATUS] == sc.JUDGE_ERROR and root[sc.JUDGE_STATUS_REASON] == "judge timed out after 5s"
+    assert logged(caplog, "judge fake overran judge_timeout on trace", trace_of(spans))
 
 
 def test_the_deadline_includes_the_time_spent_queueing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -532,6 +548,7 @@ def test_a_verdict_the_store_refused_is_kept_and_released_after_a_restart_withou
                     judge_shutdown_grace=0.3) as first:  # fmt: skip
         submit(first, spans)
         wait_until(lambda: first.metric("mast_judge_errors_total", {"reason": "store"}) == 1, timeout=10)
+        assert "retrying" in logged(caplog, "could not store the verdict for trace", trace_of(spans))
         first.service.tick()  # retried, refused again: still one conversation waiting
         assert first.metric("mast_judge_errors_total", {"reason": "store"}) == 2
         assert first.metric("mast_judge_in_flight") == 1
