@@ -70,8 +70,9 @@ def the_root(got: Sequence[Delivered]) -> dict[str, object]:
 
 
 def logged(caplog: pytest.LogCaptureFixture, *parts: str) -> str:
-    """The one log line that names every one of ``parts`` (what an operator greps for)."""
-    (line,) = [r.getMessage() for r in caplog.records if all(p in r.getMessage() for p in parts)]
+    """The one log line that starts with ``parts[0]`` and names every other part (what an operator greps for)."""
+    lines = [r.getMessage() for r in caplog.records]
+    (line,) = [m for m in lines if m.startswith(parts[0]) and all(p in m for p in parts[1:])]
     return line
 
 
