@@ -364,14 +364,19 @@ def test_a_whole_conversation_is_judged_as_whole(tmp_path: Path) -> None:
 # -- stop and restart ----------------------------------------------------------------------------------------------
 
 
+def stop_while_judging(tmp_path: Path, spans: Sequence[ReadableSpan], gate: Gate, name: str = "fake") -> InProcess:
+    """A collector stopped (0.2 s grace) while its judge call on ``spans`` still runs: what a restart finds."""
+    with in_process(tmp_path, judge=FakeJudge(name=name, on_judge=gate), judge_shutdown_grace=0.2) as first:
+        submit(first, spans)
+        assert gate.started.wait(10)
+    return first
+
+
 def test_a_paid_call_a_stop_cut_short_is_released_as_interrupted_and_not_billed_again(tmp_path: Path) -> None:
     spans = recorded(1)
     with opened_at_exit(Gate()) as gate:
-        with in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_shutdown_grace=0.2) as first:
-            submit(first, spans)
-            assert gate.started.wait(10)
-        # stopped with the call running: its spans stay held
-        assert first.downstream.spans() == []
+        first = stop_while_judging(tmp_path, spans, gate)
+        assert first.downstream.spans() == []  # stopped with the call running: its spans stay held
         judge = FakeJudge(on_judge=flag_messages("1.3"))
         with in_process(tmp_path, judge=judge) as second:
             second.release()
@@ -387,9 +392,7 @@ def test_a_paid_call_a_stop_cut_short_is_released_as_interrupted_and_not_billed_
 def test_judge_interrupted_again_judges_a_cut_short_call_again(tmp_path: Path) -> None:
     spans = recorded(1)
     with opened_at_exit(Gate()) as gate:
-        with in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_shutdown_grace=0.2) as first:
-            submit(first, spans)
-            assert gate.started.wait(10)
+        stop_while_judging(tmp_path, spans, gate)
         judge = FakeJudge(on_judge=flag_messages("1.3"))
         with in_process(tmp_path, judge=judge, judge_interrupted="again") as second:
             second.release()
@@ -401,9 +404,7 @@ def test_judge_interrupted_again_judges_a_cut_short_call_again(tmp_path: Path) -
 def test_a_model_free_judge_cut_short_simply_runs_again(tmp_path: Path) -> None:
     spans = recorded(1)
     with opened_at_exit(Gate()) as gate:
-        with in_process(tmp_path, judge=FakeJudge(name="signals", on_judge=gate), judge_shutdown_grace=0.2) as first:
-            submit(first, spans)
-            assert gate.started.wait(10)
+        stop_while_judging(tmp_path, spans, gate, name="signals")
         judge = FakeJudge(name="signals")
         with in_process(tmp_path, judge=judge) as second:
             second.release()
