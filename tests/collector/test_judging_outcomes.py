@@ -11,6 +11,7 @@ import logging
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from mast_otel import semconv as sc
 from mast_otel.collector.annotations import PhoenixAnnotationSink
 from mast_otel.collector.judges import NoJudgeAvailable, SkipAllJudge
+from mast_otel.collector.verdicts import CLAIMED
 from mast_otel.judge.model import Verdict
 from mast_otel.judge.rules import NoModelJudge
 from mast_otel.recorder import Recorder
@@ -74,6 +76,11 @@ def logged(caplog: pytest.LogCaptureFixture, *parts: str) -> str:
     lines = [r.getMessage() for r in caplog.records]
     (line,) = [m for m in lines if m.startswith(parts[0]) and all(p in m for p in parts[1:])]
     return line
+
+
+def root_id(spans: Sequence[ReadableSpan]) -> int:
+    (root,) = (s for s in spans if (s.attributes or {}).get(sc.MAST_SPAN_TYPE) == sc.SPAN_TYPE_CONVERSATION)
+    return int(root.context.span_id)
 
 
 def trace_of(spans: Sequence[ReadableSpan]) -> str:
@@ -642,3 +649,31 @@ def test_a_conversation_awaiting_a_store_retry_is_never_timed_out(tmp_path: Path
         root = the_root(c.downstream.spans())
         assert c.metric("mast_judge_errors_total", {"reason": "timeout"}) == 0
     assert root[sc.JUDGE_STATUS] == sc.JUDGE_OK and root[sc.FAILURE_MODES] == ("1.3",)
+
+
+@pytest.mark.parametrize("where", ["after the grace", "at the pipeline lock"])
+def test_an_answer_that_arrives_once_the_grace_is_over_is_kept_for_the_next_start(tmp_path: Path, where: str) -> None:
+    """The grace is over (nothing more is released), but the store is still open: the judge's answer is kept, and
+    the next start releases it without calling the judge again (not as interrupted)."""
+    spans = recorded(1)
+    with opened_at_exit(Gate(unpaid)) as gate:  # no tokens reported: kept only by the stop's own bookkeeping
+        with in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_shutdown_grace=0.1) as first:
+            submit(first, spans)
+            assert gate.started.wait(10)
+            if where == "after the grace":
+                first.service.judges.shutdown(0.1)
+                gate.opened.set()
+            else:  # the answer's release waits for the pipeline lock while the grace ends
+                with first.service.lock:
+                    gate.opened.set()
+                    time.sleep(0.3)
+                    first.service.judges.shutdown(0.1)
+            trace, key = spans[0].context.trace_id.to_bytes(16, "big"), f"{root_id(spans):016x}"
+            wait_until(lambda: first.service.store.verdict(trace, key) not in (None, CLAIMED), timeout=10)
+            assert first.downstream.spans() == []  # nothing released after the grace
+        judge = FakeJudge()
+        with in_process(tmp_path, judge=judge) as second:
+            second.release()
+            root = the_root(second.downstream.spans())
+            assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 0
+    assert judge.calls == [] and root[sc.FAILURE_MODES] == ("1.3",)
