@@ -481,7 +481,9 @@ def test_a_call_that_finishes_within_the_grace_is_released_before_the_stop(
 # -- what else a release touches ---------------------------------------------------------------------------------
 
 
-def test_stored_bytes_that_cannot_be_read_back_are_quarantined_not_retried(tmp_path: Path) -> None:
+def test_stored_bytes_that_cannot_be_read_back_are_quarantined_not_retried(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     spans = recorded(1)
     judge = FakeJudge()
     with in_process(tmp_path, judge=judge) as c:
@@ -494,7 +496,11 @@ def test_stored_bytes_that_cannot_be_read_back_are_quarantined_not_retried(tmp_p
         assert c.metric("mast_judge_errors_total", {"reason": "store"}) == 0  # not retried as a store error
         assert c.metric("mast_judge_in_flight") == 0 and c.service.assembler.held_spans == 0
         assert c.downstream.spans() == []
+        with sqlite3.connect(c.store) as db:
+            ((reason,),) = db.execute("SELECT reason FROM quarantine").fetchall()
     assert judge.calls == []
+    assert reason.startswith(("ValueError", "DecodeError", "IndexError")), reason  # why the bytes are unreadable
+    assert reason in logged(caplog, f"{len(spans)} spans of trace {trace_of(spans)} cannot be read back")
 
 
 def test_each_verdict_is_posted_to_phoenix_on_its_root_and_evidence(tmp_path: Path) -> None:
