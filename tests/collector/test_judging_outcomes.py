@@ -495,6 +495,7 @@ def test_stored_bytes_that_cannot_be_read_back_are_quarantined_not_retried(
         assert c.metric("mast_collector_segments_quarantined_total", {"stage": "release"}) == 1
         assert c.metric("mast_judge_errors_total", {"reason": "store"}) == 0  # not retried as a store error
         assert c.metric("mast_judge_in_flight") == 0 and c.service.assembler.held_spans == 0
+        assert c.service.assembler.inflight == 0  # nothing of it left behind
         assert c.downstream.spans() == []
         with sqlite3.connect(c.store) as db:
             ((reason,),) = db.execute("SELECT reason FROM quarantine").fetchall()
