@@ -542,6 +542,16 @@ def test_a_failing_verdict_sink_never_fails_a_release(
     assert logged(caplog, "verdict sink failed for trace", trace)
 
 
+def restart_releases_the_kept_verdict(tmp_path: Path) -> None:
+    """A restart on the same store releases the verdict kept there (1.3): no judge call, not as interrupted."""
+    judge = FakeJudge()
+    with in_process(tmp_path, judge=judge) as second:
+        second.release()
+        root = the_root(second.downstream.spans())
+        assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 0
+    assert judge.calls == [] and root[sc.FAILURE_MODES] == ("1.3",)
+
+
 def refusing_releases(path: str) -> FlakyStore:
     """A real store that refuses every release (a write with a tombstone), as a full disk would."""
 
@@ -574,12 +584,7 @@ def test_a_verdict_the_store_refused_is_kept_and_released_after_a_restart_withou
         assert first.metric("mast_judge_in_flight") == 1
     # awaiting a retry is not being judged: the stop does not wait for it
     assert not [r for r in caplog.records if "still being judged" in r.getMessage()]
-    judge = FakeJudge()
-    with in_process(tmp_path, judge=judge) as second:
-        second.release()
-        root = the_root(second.downstream.spans())
-        assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 0
-    assert judge.calls == [] and root[sc.FAILURE_MODES] == ("1.3",)
+    restart_releases_the_kept_verdict(tmp_path)
 
 
 def test_judge_calls_run_on_the_named_judge_workers(tmp_path: Path) -> None:
@@ -682,12 +687,7 @@ def test_an_answer_that_arrives_once_the_grace_is_over_is_kept_for_the_next_star
             trace, key = spans[0].context.trace_id.to_bytes(16, "big"), f"{root_id(spans):016x}"
             wait_until(lambda: first.service.store.verdict(trace, key) not in (None, CLAIMED), timeout=10)
             assert first.downstream.spans() == []  # nothing released after the grace
-        judge = FakeJudge()
-        with in_process(tmp_path, judge=judge) as second:
-            second.release()
-            root = the_root(second.downstream.spans())
-            assert second.metric("mast_judge_errors_total", {"reason": "interrupted"}) == 0
-    assert judge.calls == [] and root[sc.FAILURE_MODES] == ("1.3",)
+        restart_releases_the_kept_verdict(tmp_path)
 
 
 def test_a_rootless_conversation_goes_to_phoenix_without_an_error(
