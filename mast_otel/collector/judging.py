@@ -95,7 +95,6 @@ class JudgePool:
         assembler: Assembler,
         lock: threading.RLock,
         metrics: CollectorMetrics,
-        hold: bool,
         concurrency: int,
         timeout: float,
         fraction: float,
@@ -116,7 +115,6 @@ class JudgePool:
         self._assembler = assembler
         self._lock = lock
         self._metrics = metrics
-        self._hold = hold
         self._timeout = timeout
         self._costs = CostControls(fraction=fraction, token_budget_per_hour=token_budget_per_hour, clock=clock)
         self._clock = clock

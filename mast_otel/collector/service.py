@@ -81,7 +81,7 @@ class CollectorService:
         ) if config.phoenix_url else None  # fmt: skip
         self.judges = JudgePool(
             judge=self.judge, store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics,
-            hold=self.hold, concurrency=config.judge_concurrency, timeout=config.judge_timeout,
+            concurrency=config.judge_concurrency, timeout=config.judge_timeout,
             fraction=config.judge_fraction, token_budget_per_hour=config.judge_token_budget_per_hour, clock=clock,
             cache=self.cache, on_released=self.exporter.wake,
             rejudge_interrupted=config.judge_interrupted == "again",
