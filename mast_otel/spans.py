@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from . import semconv as sc
 
@@ -172,13 +172,26 @@ def conversation_roots(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
     return roots
 
 
-def subtree(spans: Iterable[SpanRecord], root: SpanRecord) -> list[SpanRecord]:
-    """The root and every span below it, in start order. Each span id is walked once: a span that is its own
+class TreeNode(Protocol):
+    """What a walk down a span tree reads: :class:`SpanRecord` here, the report's own span type there."""
+
+    @property
+    def span_id(self) -> str: ...
+
+    @property
+    def parent_span_id(self) -> str | None: ...
+
+
+NodeT = TypeVar("NodeT", bound=TreeNode)
+
+
+def walk_down(spans: Iterable[NodeT], root: NodeT) -> list[NodeT]:
+    """The root and every span below it, depth first. Each span id is walked once: a span that is its own
     parent, or an id used twice, is a cycle in hostile input, not a reason to loop."""
-    children: dict[str | None, list[SpanRecord]] = {}
+    children: dict[str | None, list[NodeT]] = {}
     for s in spans:
         children.setdefault(s.parent_span_id, []).append(s)
-    out: list[SpanRecord] = []
+    out: list[NodeT] = []
     stack, walked = [root], {root.span_id}
     while stack:
         node = stack.pop()
@@ -186,5 +199,9 @@ def subtree(spans: Iterable[SpanRecord], root: SpanRecord) -> list[SpanRecord]:
         below = [c for c in children.get(node.span_id, ()) if c.span_id not in walked]
         walked.update(c.span_id for c in below)
         stack.extend(below)
-    out.sort(key=lambda s: (s.start_ns, s.attributes.get(sc.MESSAGE_INDEX, -1)))
     return out
+
+
+def subtree(spans: Iterable[SpanRecord], root: SpanRecord) -> list[SpanRecord]:
+    """The root and every span below it (:func:`walk_down`), in start order."""
+    return sorted(walk_down(spans, root), key=lambda s: (s.start_ns, s.attributes.get(sc.MESSAGE_INDEX, -1)))

@@ -15,6 +15,7 @@ from typing import Any
 
 from mast_otel import semconv as sc
 from mast_otel.collector.report.otlp import Span
+from mast_otel.spans import walk_down
 
 __all__ = ["JUDGED", "UNKNOWN", "UNLABELLED", "Conversation", "as_modes", "conversations_from_spans"]
 
@@ -84,20 +85,6 @@ def _outer_roots(spans: Sequence[Span]) -> list[Span]:
     return roots
 
 
-def _subtree(spans: Sequence[Span], root: Span) -> list[Span]:
-    children: dict[str | None, list[Span]] = {}
-    for s in spans:
-        children.setdefault(s.parent_span_id, []).append(s)
-    out, stack, walked = [], [root], {root.span_id}
-    while stack:  # each span id once: a span that is its own parent, or an id used twice, must not loop
-        node = stack.pop()
-        out.append(node)
-        below = [c for c in children.get(node.span_id, ()) if c.span_id not in walked]
-        walked.update(c.span_id for c in below)
-        stack.extend(below)
-    return out
-
-
 def _conversation(root: Span | None, verdict: Span | None, members: Sequence[Span], by_id: Mapping[str, Span]) -> (
         Conversation):  # fmt: skip
     labels = root.attributes if root is not None and sc.JUDGE_STATUS in root.attributes else None
@@ -165,7 +152,7 @@ def conversations_from_spans(spans: Iterable[Span]) -> list[Conversation]:
             )  # fmt: skip
             if verdict is not None:
                 used.add(verdict.span_id)
-            out.append(_conversation(root, verdict, _subtree(trace_spans, root), by_id))
+            out.append(_conversation(root, verdict, walk_down(trace_spans, root), by_id))
         for verdict in verdicts:  # a verdict whose root never arrived (hold mode, partial conversation)
             if verdict.span_id not in used:
                 out.append(_conversation(None, verdict, trace_spans, by_id))

@@ -24,9 +24,9 @@ from typing import Any
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import Adapted, adapt, foreign_units
-from mast_otel.collector.report.conversations import _outer_roots, _subtree, as_modes
+from mast_otel.collector.report.conversations import _outer_roots, as_modes
 from mast_otel.collector.report.otlp import Span
-from mast_otel.spans import SpanEvent, SpanRecord
+from mast_otel.spans import SpanEvent, SpanRecord, walk_down
 from mast_otel.taxonomy import mode
 
 __all__ = ["ConversationPicture", "Event", "picture_of", "pictures_in_trace", "render_svg"]
@@ -161,10 +161,10 @@ def pictures_in_trace(spans: Sequence[Span], trace_id: str) -> list[Conversation
     out = []
     for root in roots:
         if root.attributes.get(sc.MAST_SPAN_TYPE) != sc.SPAN_TYPE_CONVERSATION:  # a labelled foreign root
-            out.extend(_foreign_pictures(_subtree(trace_spans, root), verdicts))
+            out.extend(_foreign_pictures(walk_down(trace_spans, root), verdicts))
             continue
         verdict = next((v for v in verdicts if v.parent_span_id == root.span_id), None)
-        out.append(picture_of(root, _subtree(trace_spans, root), verdict))
+        out.append(picture_of(root, walk_down(trace_spans, root), verdict))
     return out
 
 
