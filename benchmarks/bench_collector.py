@@ -413,9 +413,16 @@ class CountingSink(BareReceiver):
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (its threads included)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time so far of a process, its threads and its running child processes (a collector
+    with ``--processes N`` is a front and N shards), plus what its exited children used."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        total += sum(_cpu_seconds(int(child)) for child in task.read_text().split())
+    return total
 
 
 _OTELCOL_CONFIG = """
@@ -491,13 +498,15 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2) -> None:
     endpoint = f"http://127.0.0.1:{sink.port}"
     results: dict[str, tuple[float, float]] = {}
 
-    def mast(name: str, cores: str | None) -> None:
+    def mast(name: str, cores: set[int], *extra: str) -> None:
         slug = "".join(c if c.isalnum() else "-" for c in name)
-        proc, port, _ = _collector_process(tmp, slug, endpoint, "--quiet-period", "1", "--store-reserve", "1MiB")
-        if cores is not None:
-            os.sched_setaffinity(proc.pid, {int(c) for c in cores.split(",")})
-            for task in Path(f"/proc/{proc.pid}/task").iterdir():  # threads started before the pinning too
-                os.sched_setaffinity(int(task.name), {int(c) for c in cores.split(",")})
+        mine = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, cores)  # this thread's: the collector and its shards inherit it
+        try:
+            proc, port, _ = _collector_process(tmp, slug, endpoint, "--quiet-period", "1", "--store-reserve", "1MiB",
+                                               *extra)  # fmt: skip
+        finally:
+            os.sched_setaffinity(0, mine)
         try:
             results[name] = _run_load(proc, port, sink, batches, clients)
         finally:
@@ -517,19 +526,20 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2) -> None:
             _stop(proc)
         show(name)
 
-    cores = sorted(os.sched_getaffinity(0))
+    cores = os.sched_getaffinity(0)
+    n = len(cores)
     otelcol("otelcol groupbytrace + file_storage queue", True)
-    mast("mast-otel", None)
+    mast("mast-otel, 1 process", cores)
+    mast(f"mast-otel, {n} cores (processes auto)", cores, "--processes", "auto")
     otelcol("otelcol groupbytrace, memory queue", False)
-    mast("mast-otel, 1 core", str(cores[0]))
-    mast(f"mast-otel, {len(cores)} cores", ",".join(map(str, cores)))
+    mast("mast-otel, 1 core (processes auto)", {min(cores)}, "--processes", "auto")
     base = results["otelcol groupbytrace + file_storage queue"][0]
     print("   summary:")
     for name, (cpu, wall) in results.items():
         print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s ({cpu / base:.2f} x otelcol durable), "
               f"{wall:>9,.0f} spans/s wall")  # fmt: skip
-    one, all_ = results["mast-otel, 1 core"][1], results[f"mast-otel, {len(cores)} cores"][1]
-    print(f"   mast-otel wall throughput, {len(cores)} cores / 1 core: {all_ / one:.2f}x; "
+    one, all_ = results["mast-otel, 1 core (processes auto)"][1], results[f"mast-otel, {n} cores (processes auto)"][1]
+    print(f"   mast-otel wall throughput, {n} cores / 1 core: {all_ / one:.2f}x; "
           f"load average now {os.getloadavg()[0]:.2f}")  # fmt: skip
     sink.server.stop(0)
 

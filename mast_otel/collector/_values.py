@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
-    "ConfigError", "choice", "endpoint", "headers", "integer", "number", "optional_text", "parse_hostport", "seconds",
-    "size", "text", "text_list",
+    "ConfigError", "choice", "endpoint", "headers", "integer", "number", "optional_text", "parse_hostport", "processes",
+    "seconds", "size", "text", "text_list",
 ]  # fmt: skip
 
 
@@ -61,6 +61,16 @@ def integer(value: Any) -> int:
         return int(str(value).strip().replace("_", ""))
     except ValueError:
         raise ConfigError(f"{value!r} is not an integer") from None
+
+
+def processes(value: Any) -> int:
+    """A process count, or ``auto`` (stored as 0: one per core the collector may use; 0 reads as auto too)."""
+    if str(value).strip().lower() == "auto":
+        return 0
+    n = integer(value)
+    if n < 0:
+        raise ConfigError(f"{value!r} is not auto or a count >= 1")
+    return n
 
 
 def number(value: Any) -> float:

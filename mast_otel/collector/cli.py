@@ -97,15 +97,22 @@ def run(args: argparse.Namespace) -> int:
     log = logging.getLogger("mast_otel.collector")
     import prometheus_client
 
+    from .front import FrontService
     from .service import CollectorService
+    from .shards import ShardStartError, leftover_stores
     from .store import StoreError
 
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series are noise
 
+    service: CollectorService | FrontService
     try:
-        service = CollectorService(config)
+        # One process, unless asked for more or a run with more left shard stores to drain (see .front).
+        if config.process_count > 1 or leftover_stores(config.store, 1):
+            service = FrontService(config)
+        else:
+            service = CollectorService(config)
         service.start()
-    except (ConfigError, OSError, StoreError) as exc:
+    except (ConfigError, OSError, StoreError, ShardStartError) as exc:
         print(f"mast-otel collector: cannot start: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
@@ -118,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     log.info("configuration: %s", config.describe())
     log.info("listening: %s; exporting to %s (%s); mode %s; judge %s", service.addresses(),
-             config.export_endpoint, config.export_protocol, config.mode, service.judges.judge_name)  # fmt: skip
+             config.export_endpoint, config.export_protocol, config.mode, service.judge_name)  # fmt: skip
     print(f"mast-otel collector ready {service.addresses()}", file=sys.stderr, flush=True)
     stop.wait()
     service.stop()

@@ -28,6 +28,7 @@ from ._values import (
     number,
     optional_text,
     parse_hostport,
+    processes,
     seconds,
     size,
     text,
@@ -110,6 +111,11 @@ class CollectorConfig:
                                          metavar="N")  # fmt: skip
     retry_after: float = _opt(1.0, seconds, "Delay suggested to clients refused by backpressure (Retry-After / "
                               "RetryInfo).", metavar="SECONDS")  # fmt: skip
+
+    processes: int = _opt(1, processes, "Collector processes: 1 runs one process; N > 1 (or auto, one per core "
+                          "this process may use) runs a front process that receives and routes each trace, by its "
+                          "id, to one of N shard processes, each with its own store (STORE, STORE.shard1, ...).",
+                          metavar="N|auto")  # fmt: skip
 
     # --- assembly and delivery ------------------------------------------------------------------------------------
     mode: str = _opt("hold", choice(*MODES), "hold: spans wait for the verdict and leave once, labelled; "
@@ -220,6 +226,7 @@ class CollectorConfig:
         need(self.max_request_bytes >= 1024, "max_request_bytes", "must be at least 1KiB")
         need(self.max_pending_traces >= 1, "max_pending_traces", "must be >= 1")
         need(self.max_pending_bytes >= self.max_request_bytes, "max_pending_bytes", "must be >= max_request_bytes")
+        need(self.processes >= 0, "processes", "must be auto or >= 1")
         need(self.receiver_threads >= 1, "receiver_threads", "must be >= 1")
         need(self.max_request_spans >= 1, "max_request_spans", "must be >= 1")
         need(self.memory_limit >= 0, "memory_limit", "must be >= 0")
@@ -249,6 +256,11 @@ class CollectorConfig:
             raise ConfigError(f"judge: must be signals, llm, none or MODULE:CALLABLE (got {self.judge!r})")
         if self.export_endpoint is not None:
             export_target(self.export_endpoint)
+
+    @property
+    def process_count(self) -> int:
+        """How many shard processes: ``processes``, or with auto (0) one per core this process may run on."""
+        return self.processes or len(os.sched_getaffinity(0))
 
     @property
     def export_protocol(self) -> str:

@@ -69,6 +69,7 @@ REFUSE_MEMORY_LIMIT = "memory_limit"  # bytes in flight over memory_limit: retry
 REFUSE_DISK_FULL = "disk_full"  # the store's disk is full: retryable
 REFUSE_TIMEOUT = "timeout"  # a client too slow to send its request (HTTP)
 REFUSE_CONNECTION_LIMIT = "connection_limit"  # HTTP connections over the cap, closed at once
+REFUSE_SHARD_UNAVAILABLE = "shard_unavailable"  # processes > 1: a shard restarting or not answering: retryable
 REFUSE_REASONS = (
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
@@ -81,6 +82,7 @@ REFUSE_REASONS = (
     REFUSE_DISK_FULL,
     REFUSE_TIMEOUT,
     REFUSE_CONNECTION_LIMIT,
+    REFUSE_SHARD_UNAVAILABLE,
 )
 # Why a decoded span was refused (the client is told; backpressure ones are retried by the SDK).
 SPAN_REFUSE_REASONS = (REFUSE_BACKPRESSURE, "invalid_id")

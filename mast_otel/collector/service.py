@@ -27,7 +27,7 @@ from .assembler import Assembler, Unit, Untouched
 from .config import CollectorConfig, parse_hostport
 from .encoding import RawScopeSpans
 from .exporter import Exporter, Sender, make_sender
-from .ingest import Ingestor, span_facts
+from .ingest import Ingestor, IngestResult, span_facts
 from .judges import build_judge
 from .judging import JudgePool
 from .limits import DECODE_AMPLIFICATION, MemoryLimiter, default_memory_limit
@@ -37,7 +37,7 @@ from .receiver_http import HttpReceiver
 from .release import Loaded, SegmentCache, commit_release, is_unreadable, quarantine_release
 from .store import SpanStore, SQLiteStore, Tomb
 
-__all__ = ["CollectorService"]
+__all__ = ["CollectorService", "addresses_of", "build_receivers", "configured_limits"]
 
 _log = logging.getLogger(__name__)
 _GC_INTERVAL_S = 60.0
@@ -54,8 +54,11 @@ class CollectorService:
         store: SpanStore | None = None,
         sender: Sender | None = None,
         clock: Callable[[], float] = time.time,
+        behind_front: bool = False,
     ) -> None:
+        """``behind_front``: one shard of a collector run as several processes (:mod:`.front` forwards to it)."""
         self.config = config
+        self._behind_front = behind_front
         self.clock = clock
         self.hold = config.mode == "hold"
         self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services)
@@ -114,13 +117,7 @@ class CollectorService:
         m.judge_in_flight.set_function(lambda: self.judges.in_flight)
         m.memory_in_flight.set_function(lambda: self.limiter.in_flight)
         m.store_disk_full.set_function(lambda: float(self.store.disk_full))
-        m.set_limits({
-            "max_pending_traces": c.max_pending_traces, "max_pending_bytes": c.max_pending_bytes,
-            "max_request_bytes": c.max_request_bytes, "quiet_period_seconds": c.quiet_period,
-            "max_trace_age_seconds": c.max_trace_age, "judge_concurrency": c.judge_concurrency,
-            "judge_timeout_seconds": c.judge_timeout, "judge_fraction": c.judge_fraction,
-            "memory_limit": self.limiter.limit, "max_request_spans": c.max_request_spans,
-        })  # fmt: skip
+        m.set_limits(configured_limits(c, self.limiter.limit))
 
     def _recover(self) -> None:
         """Reload held segments into the assembler, skipping spans a tombstone says were released. A segment that
@@ -168,20 +165,8 @@ class CollectorService:
         ``pipeline=False`` leaves the threads off: tests then drive :meth:`tick` and :meth:`flush` themselves.
         """
         c = self.config
-        if c.otlp_grpc:
-            host, port = parse_hostport(c.otlp_grpc)
-            self.grpc = GrpcReceiver(
-                host, port, ingest=self.ingestor.ingest, metrics=self.metrics, token=c.auth_token,
-                max_request_bytes=c.max_request_bytes, threads=c.receiver_threads, limiter=self.limiter,
-                retry_after=c.retry_after,
-            )  # fmt: skip
-        if c.otlp_http:
-            host, port = parse_hostport(c.otlp_http)
-            self.http = HttpReceiver(
-                host, port, ingest=self.ingestor.ingest, metrics=self.metrics, token=c.auth_token,
-                max_request_bytes=c.max_request_bytes, limiter=self.limiter, threads=c.receiver_threads,
-                max_connections=c.receiver_max_connections, timeout=c.receiver_timeout, retry_after=c.retry_after,
-            )  # fmt: skip
+        self.grpc, self.http = build_receivers(c, self.ingestor.ingest, self.metrics, self.limiter,
+                                               forwarded=self._behind_front)  # fmt: skip
         if c.metrics:
             host, port = parse_hostport(c.metrics)
             self.metrics_server = MetricsServer(host, port, self.metrics.registry)
@@ -314,13 +299,61 @@ class CollectorService:
         if removed:
             _log.debug("forgot %d tombstones older than %gs", removed, self.config.tombstone_ttl)
 
+    @property
+    def judge_name(self) -> str:
+        return self.judges.judge_name
+
     # -- addresses ---------------------------------------------------------------------------------------------
     def addresses(self) -> dict[str, str]:
-        out = {}
-        if self.grpc is not None:
-            out["otlp_grpc"] = f"{self.grpc.host}:{self.grpc.port}"
-        if self.http is not None:
-            out["otlp_http"] = f"http://{self.http.host}:{self.http.port}/v1/traces"
-        if self.metrics_server is not None:
-            out["metrics"] = f"http://{self.metrics_server.host}:{self.metrics_server.port}/metrics"
-        return out
+        return addresses_of(self.grpc, self.http, self.metrics_server)
+
+
+def build_receivers(
+    c: CollectorConfig,
+    ingest: Callable[[bytes, str], IngestResult],
+    metrics: CollectorMetrics,
+    limiter: MemoryLimiter,
+    *,
+    forwarded: bool = False,
+) -> tuple[GrpcReceiver | None, HttpReceiver | None]:
+    """The OTLP receivers ``c`` enables, bound (not started), each handing requests to ``ingest``."""
+    grpc_receiver = http_receiver = None
+    if c.otlp_grpc:
+        host, port = parse_hostport(c.otlp_grpc)
+        grpc_receiver = GrpcReceiver(
+            host, port, ingest=ingest, metrics=metrics, token=c.auth_token, max_request_bytes=c.max_request_bytes,
+            threads=c.receiver_threads, limiter=limiter, retry_after=c.retry_after, forwarded=forwarded,
+        )  # fmt: skip
+    if c.otlp_http:
+        host, port = parse_hostport(c.otlp_http)
+        http_receiver = HttpReceiver(
+            host, port, ingest=ingest, metrics=metrics, token=c.auth_token, max_request_bytes=c.max_request_bytes,
+            limiter=limiter, threads=c.receiver_threads, max_connections=c.receiver_max_connections,
+            timeout=c.receiver_timeout, retry_after=c.retry_after,
+        )  # fmt: skip
+    return grpc_receiver, http_receiver
+
+
+def configured_limits(c: CollectorConfig, memory_limit: int) -> dict[str, float]:
+    """The ``mast_collector_limit`` series: what was configured."""
+    return {
+        "max_pending_traces": c.max_pending_traces, "max_pending_bytes": c.max_pending_bytes,
+        "max_request_bytes": c.max_request_bytes, "quiet_period_seconds": c.quiet_period,
+        "max_trace_age_seconds": c.max_trace_age, "judge_concurrency": c.judge_concurrency,
+        "judge_timeout_seconds": c.judge_timeout, "judge_fraction": c.judge_fraction,
+        "memory_limit": memory_limit, "max_request_spans": c.max_request_spans,
+    }  # fmt: skip
+
+
+def addresses_of(
+    grpc: GrpcReceiver | None, http: HttpReceiver | None, metrics: MetricsServer | None
+) -> dict[str, str]:
+    """Where a collector listens, as printed in its ready line."""
+    out = {}
+    if grpc is not None:
+        out["otlp_grpc"] = f"{grpc.host}:{grpc.port}"
+    if http is not None:
+        out["otlp_http"] = f"http://{http.host}:{http.port}/v1/traces"
+    if metrics is not None:
+        out["metrics"] = f"http://{metrics.host}:{metrics.port}/metrics"
+    return out

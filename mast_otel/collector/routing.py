@@ -1,0 +1,121 @@
+"""Splitting one Export request by trace id, for a collector that runs as several processes (see :mod:`.front`).
+
+A conversation is assembled, judged and released by the one process that holds all its spans, so every span of a
+trace must reach the same shard: shard = ``crc32(trace_id) mod N``. The split works on the wire format and never
+re-encodes a span: each span's bytes, and each ScopeSpans' scope and schema, are copied as they arrived into one
+request per shard. A request whose spans all belong to one shard is forwarded as the bytes that arrived.
+
+A span whose trace id is not 16 bytes goes to shard 0, which rejects it exactly as a single process would (and
+says so in its partial-success answer); the split itself refuses only what no shard could read (:class:`Malformed`)
+and requests over ``max_items`` (:class:`TooLarge`), counted before any per-span work.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
+
+from .encoding import ScopeSpansView, ShallowRequest, ShallowResourceSpans, field, scope_spans, walk
+from .ingest import Malformed, TooLarge
+
+__all__ = ["Part", "shard_of", "split_request"]
+
+
+def shard_of(trace_id: bytes, shards: int) -> int:
+    """The shard that owns a trace: stable across restarts and processes (crc32, not Python's salted hash)."""
+    if shards <= 1 or len(trace_id) != 16:
+        return 0
+    return zlib.crc32(trace_id) % shards
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One shard's share of a request: a serialized ExportTraceServiceRequest and how many spans it holds."""
+
+    shard: int
+    request: bytes
+    spans: int
+
+
+def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
+    """``raw`` (a serialized ExportTraceServiceRequest) as one part per shard that owns some of its spans.
+
+    Raises :class:`Malformed` for bytes that are not an OTLP request and :class:`TooLarge` past ``max_items``
+    (ResourceSpans + ScopeSpans + spans, as ingest counts them)."""
+    try:
+        request = ShallowRequest.FromString(raw)
+    except DecodeError as exc:
+        raise Malformed(f"the body is not an OTLP protobuf request: {exc}") from None
+    items = _count(0, len(request.resource_spans), max_items)
+    # shard -> resource_spans fields (bytes) and span count
+    out: dict[int, tuple[list[bytes], int]] = {}
+    for rs_data in request.resource_spans:
+        if not rs_data:
+            continue
+        try:
+            rs = ShallowResourceSpans.FromString(rs_data)
+        except DecodeError as exc:
+            raise Malformed(f"a ResourceSpans is not valid protobuf: {exc}") from None
+        items = _count(items, len(rs.scope_spans), max_items)
+        per_shard: dict[int, list[bytes]] = {}
+        counts: dict[int, int] = {}
+        for data in rs.scope_spans:
+            if not data:
+                continue
+            try:
+                view = ScopeSpansView.parse(data)
+            except ValueError as exc:
+                raise Malformed(f"a ScopeSpans is not valid protobuf: {exc}") from None
+            items = _count(items, len(view.spans), max_items)
+            bodies: dict[int, list[bytes]] = {}
+            for start, end in view.spans:
+                body = data[start:end]
+                bodies.setdefault(shard_of(_trace_id(body), shards), []).append(body)
+            if len(bodies) == 1:  # the whole ScopeSpans belongs to one shard: its bytes as they came
+                ((shard, spans),) = bodies.items()
+                per_shard.setdefault(shard, []).append(data)
+                counts[shard] = counts.get(shard, 0) + len(spans)
+                continue
+            for shard, spans in bodies.items():
+                per_shard.setdefault(shard, []).append(scope_spans(view, spans))
+                counts[shard] = counts.get(shard, 0) + len(spans)
+        if len(per_shard) == 1 and len(rs.scope_spans) == len(next(iter(per_shard.values()))):
+            ((shard, _),) = per_shard.items()
+            blobs, n = out.get(shard, ([], 0))
+            out[shard] = ([*blobs, field(1, rs_data)], n + counts[shard])
+            continue
+        head = field(1, rs.resource) if rs.resource else b""
+        tail = field(3, rs.schema_url.encode()) if rs.schema_url else b""
+        for shard, blobs_of_shard in per_shard.items():
+            body = head + b"".join(field(2, b) for b in blobs_of_shard) + tail
+            blobs, n = out.get(shard, ([], 0))
+            out[shard] = ([*blobs, field(1, body)], n + counts[shard])
+    if len(out) == 1:
+        ((shard, (_, n)),) = out.items()
+        return [Part(shard, raw, n)]
+    return [Part(shard, b"".join(blobs), n) for shard, (blobs, n) in sorted(out.items())]
+
+
+def _trace_id(span: bytes) -> bytes:
+    """A serialized Span's trace_id (field 1); b"" when absent. SDKs write it first, so that is tried first."""
+    if len(span) >= 18 and span[0] == 0x0A and span[1] == 16:
+        return span[2:18]
+    try:
+        fields = walk(span)
+    except (ValueError, RecursionError):
+        return b""  # shard 0's ingest refuses the ScopeSpans with the reason
+    trace_id = b""
+    for number, _, body, end in fields:
+        if number == 1 and body >= 0:
+            trace_id = span[body:end]  # protobuf keeps the last occurrence
+    return trace_id
+
+
+def _count(items: int, more: int, max_items: int) -> int:
+    items += more
+    if items > max_items:
+        raise TooLarge(f"the request holds more than max_request_spans={max_items} spans, ScopeSpans and "
+                       "ResourceSpans; send smaller batches")  # fmt: skip
+    return items

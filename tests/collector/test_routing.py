@@ -1,0 +1,316 @@
+"""A collector run as several processes, its in-process parts: splitting a request by trace id, the front's answer
+from its shards' answers, and the merged /metrics. Oracles: the decoded OTLP parts against the request sent, and
+the outcomes a single collector gives for the same failures."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf.duration_pb2 import Duration
+from google.rpc import error_details_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from mast_otel.collector.front import Router
+from mast_otel.collector.ingest import Backpressure, Malformed, TooLarge
+from mast_otel.collector.metrics import REFUSE_DISK_FULL, REFUSE_SHARD_UNAVAILABLE
+from mast_otel.collector.receiver_grpc import REFUSAL_REASON_KEY, RETRY_INFO_KEY
+from mast_otel.collector.routing import shard_of, split_request
+from mast_otel.collector.shard_metrics import ShardMetrics, merge_families
+from mast_otel.collector.shards import leftover_stores, shard_config, shard_store
+from tests.collector.conftest import collector_config
+
+# -- splitting -----------------------------------------------------------------------------------------------------
+
+
+def _request(rng: random.Random, traces: int = 12, resources: int = 2, scopes: int = 2) -> ExportTraceServiceRequest:
+    """Spans of ``traces`` traces spread over resources and scopes, each with a resource and scope of its own name."""
+    tids = [rng.randbytes(16) for _ in range(traces)]
+    request = ExportTraceServiceRequest()
+    for r in range(resources):
+        rs = request.resource_spans.add(schema_url=f"https://schema/{r}")
+        rs.resource.attributes.add(key="service.name").value.string_value = f"svc-{r}"
+        for s in range(scopes):
+            ss = rs.scope_spans.add(schema_url=f"https://scope-schema/{r}/{s}")
+            ss.scope.name = f"scope-{r}-{s}"
+            for i in range(rng.randint(1, 9)):
+                span = ss.spans.add(trace_id=rng.choice(tids), span_id=rng.randbytes(8), name=f"s{r}{s}{i}")
+                span.attributes.append(KeyValue(key="k", value={"string_value": f"{r}/{s}/{i}"}))
+    return request
+
+
+def _spans(request: ExportTraceServiceRequest) -> list[tuple[bytes, str, str, str, str]]:
+    """Every span with where it came from: (bytes, service, resource schema, scope name, scope schema)."""
+    out = []
+    for rs in request.resource_spans:
+        service = rs.resource.attributes[0].value.string_value if rs.resource.attributes else ""
+        for ss in rs.scope_spans:
+            out.extend((s.SerializeToString(), service, rs.schema_url, ss.scope.name, ss.schema_url) for s in ss.spans)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("shards", [2, 3])
+def test_split_puts_every_span_once_in_its_traces_shard_with_its_resource_and_scope(seed: int, shards: int) -> None:
+    request = _request(random.Random(seed))
+    parts = split_request(request.SerializeToString(), shards, max_items=10_000)
+    got: list[tuple[bytes, str, str, str, str]] = []
+    owner: dict[bytes, int] = {}
+    for part in parts:
+        decoded = ExportTraceServiceRequest.FromString(part.request)
+        spans = _spans(decoded)
+        assert part.spans == len(spans)
+        for span in decoded.resource_spans:
+            for ss in span.scope_spans:
+                for s in ss.spans:
+                    assert owner.setdefault(s.trace_id, part.shard) == part.shard  # a trace never spans two shards
+        got.extend(spans)
+    assert sorted(got) == sorted(_spans(request))
+    assert len({p.shard for p in parts}) == len(parts)  # one part per shard
+    assert all(0 <= p.shard < shards for p in parts)
+
+
+def test_split_spreads_traces_over_the_shards_and_is_stable() -> None:
+    rng = random.Random(7)
+    tids = [rng.randbytes(16) for _ in range(400)]
+    counts = [sum(shard_of(t, 2) == k for t in tids) for k in range(2)]
+    assert min(counts) > 150  # crc32 of random ids: close to half each
+    assert [shard_of(t, 2) for t in tids] == [shard_of(bytes(t), 2) for t in tids]
+    assert shard_of(tids[0], 1) == 0
+
+
+def test_a_request_of_one_shard_is_forwarded_as_the_bytes_that_arrived() -> None:
+    rng = random.Random(3)
+    request = _request(rng, traces=1)
+    raw = request.SerializeToString()
+    (part,) = split_request(raw, 2, max_items=10_000)
+    assert part.request is raw
+    assert part.spans == len(_spans(request))
+
+
+def test_a_span_whose_trace_id_is_not_first_on_the_wire_is_routed_by_it() -> None:
+    rng = random.Random(5)
+    tids = [rng.randbytes(16) for _ in range(40)]
+    request = ExportTraceServiceRequest()
+    ss = request.resource_spans.add().scope_spans.add()
+    for tid in tids:  # name (field 5) written before trace_id (field 1): valid protobuf, any order is allowed
+        body = b"\x2a\x01x" + b"\x0a\x10" + tid + b"\x12\x08" + rng.randbytes(8)
+        ss.spans.add().MergeFromString(body)
+    parts = split_request(request.SerializeToString(), 2, max_items=10_000)
+    for part in parts:
+        for s in ExportTraceServiceRequest.FromString(part.request).resource_spans[0].scope_spans[0].spans:
+            assert shard_of(s.trace_id, 2) == part.shard
+
+
+def test_spans_with_invalid_trace_ids_go_to_shard_0_which_rejects_them() -> None:
+    request = ExportTraceServiceRequest()
+    ss = request.resource_spans.add().scope_spans.add()
+    ss.spans.add(trace_id=b"short", span_id=b"12345678")
+    ss.spans.add(span_id=b"12345678")
+    (part,) = split_request(request.SerializeToString(), 3, max_items=100)
+    assert part.shard == 0 and part.spans == 2
+
+
+def test_split_refuses_what_no_shard_could_read_and_counts_items_first() -> None:
+    with pytest.raises(Malformed):
+        split_request(b"\x0a\x05abc", 2, max_items=100)  # a length past the end
+    with pytest.raises(Malformed, match="ScopeSpans"):
+        split_request(b"\x0a\x04\x12\x02\x12\x05", 2, max_items=100)  # a span field cut short
+    request = ExportTraceServiceRequest()
+    ss = request.resource_spans.add().scope_spans.add()
+    for _ in range(50):
+        ss.spans.add()
+    with pytest.raises(TooLarge, match="max_request_spans=40"):
+        split_request(request.SerializeToString(), 2, max_items=40)
+    assert split_request(request.SerializeToString(), 2, max_items=52)[0].spans == 50  # 1 + 1 + 50 items
+
+
+# -- the front's answer ----------------------------------------------------------------------------------------------
+
+
+class _RpcError(grpc.RpcError):
+    def __init__(self, code: grpc.StatusCode, details: str, trailers: Sequence[tuple[str, Any]] = ()) -> None:
+        self._code, self._details, self._trailers = code, details, tuple(trailers)
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def trailing_metadata(self) -> tuple[tuple[str, Any], ...]:
+        return self._trailers
+
+
+class _Call:
+    def __init__(self, answer: bytes | Exception) -> None:
+        self._answer = answer
+
+    def result(self) -> bytes:
+        if isinstance(self._answer, Exception):
+            raise self._answer
+        return self._answer
+
+
+class _Shard:
+    """A shard's Export callable answering each part with a fixed outcome, recording what it was sent."""
+
+    def __init__(self, answer: bytes | Exception) -> None:
+        self.answer = answer
+        self.sent: list[tuple[bytes, dict[str, str]]] = []
+
+    def future(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> _Call:
+        self.sent.append((request, dict(metadata)))
+        return _Call(self.answer)
+
+
+def _two_shard_request() -> bytes:
+    rng = random.Random(11)
+    for _ in range(100):
+        raw = _request(rng).SerializeToString()
+        if len(split_request(raw, 2, max_items=10_000)) == 2:
+            return raw
+    raise AssertionError("no request with traces on both shards")
+
+
+def _router(shards: list[Any]) -> Router:
+    return Router(shards=len(shards), export_of=lambda k: shards[k], token="tok", max_items=10_000, retry_after=2.5)
+
+
+OK = ExportTraceServiceResponse().SerializeToString()
+
+
+def test_the_front_acknowledges_once_every_shard_committed_its_part_and_says_the_transport() -> None:
+    raw = _two_shard_request()
+    shards = [_Shard(OK), _Shard(OK)]
+    result = _router(shards).route(raw, "http")
+    parts = split_request(raw, 2, max_items=10_000)
+    assert (result.accepted, result.rejected) == (sum(p.spans for p in parts), 0)
+    for shard, part in zip(shards, parts, strict=True):
+        ((sent, metadata),) = shard.sent
+        assert sent == part.request
+        assert metadata["authorization"] == "Bearer tok" and metadata["mast-otel-protocol"] == "http"
+
+
+def test_a_part_refused_for_now_makes_the_whole_request_retryable_with_the_shards_delay_and_reason() -> None:
+    info = error_details_pb2.RetryInfo(retry_delay=Duration(seconds=4, nanos=500_000_000))
+    full = _RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, "the store's disk is full",
+                     [(RETRY_INFO_KEY, info.SerializeToString()), (REFUSAL_REASON_KEY, REFUSE_DISK_FULL)])  # fmt: skip
+    with pytest.raises(Backpressure) as caught:
+        _router([_Shard(OK), _Shard(full)]).route(_two_shard_request(), "grpc")
+    assert caught.value.retry_after == 4.5 and caught.value.reason == REFUSE_DISK_FULL
+    assert "disk is full" in str(caught.value)
+
+
+@pytest.mark.parametrize("failure", [_RpcError(grpc.StatusCode.UNAVAILABLE, "connection refused"), None])
+def test_a_shard_down_or_restarting_makes_the_request_retryable(failure: Exception | None) -> None:
+    second: Any = _Shard(failure) if failure is not None else None  # None: the front knows it is restarting
+    with pytest.raises(Backpressure) as caught:
+        _router([_Shard(OK), second]).route(_two_shard_request(), "grpc")
+    assert caught.value.reason == REFUSE_SHARD_UNAVAILABLE and caught.value.retry_after == 2.5
+    assert "shard 1" in str(caught.value)
+
+
+def test_a_part_refused_for_good_is_told_as_rejected_spans_and_all_parts_as_malformed() -> None:
+    raw = _two_shard_request()
+    parts = split_request(raw, 2, max_items=10_000)
+    bad = _RpcError(grpc.StatusCode.INVALID_ARGUMENT, "a ScopeSpans is not valid protobuf")
+    result = _router([_Shard(OK), _Shard(bad)]).route(raw, "grpc")
+    assert result.rejected == parts[1].spans and "not valid protobuf" in result.message
+    partial = ExportTraceServiceResponse()
+    partial.partial_success.rejected_spans = 2
+    partial.partial_success.error_message = "2 span(s) with invalid trace or span ids"
+    result = _router([_Shard(partial.SerializeToString()), _Shard(bad)]).route(raw, "grpc")
+    assert result.rejected == parts[1].spans + 2 and "invalid trace" in result.message
+    with pytest.raises(Malformed, match="not valid protobuf"):
+        _router([_Shard(bad), _Shard(bad)]).route(raw, "grpc")
+
+
+# -- shards' options and stores ------------------------------------------------------------------------------------
+
+
+def test_each_shard_gets_its_share_of_the_collector_wide_bounds(tmp_path: Any) -> None:
+    config = collector_config(tmp_path, None, max_pending_traces=101, max_pending_bytes="64MiB",
+                              judge_token_budget_per_hour=1001, memory_limit="1GiB", max_request_bytes="1MiB")  # fmt: skip
+    one = shard_config(config, 1, 2, "secret")
+    assert one["max_pending_traces"] == 51 and one["max_pending_bytes"] == 32 << 20
+    assert one["judge_token_budget_per_hour"] == 501 and one["memory_limit"] == 512 << 20
+    assert one["store"] == str(tmp_path / "collector.db") + ".shard1" and one["auth_token"] == "secret"
+    assert one["otlp_http"] is None and one["otlp_grpc"] == "127.0.0.1:0" and one["processes"] == 1
+
+
+def test_shard_0_keeps_the_store_and_leftover_shard_stores_are_found(tmp_path: Any) -> None:
+    store = str(tmp_path / "c.db")
+    assert shard_store(store, 0) == store and shard_store(":memory:", 3) == ":memory:"
+    for name in ("c.db.shard1", "c.db.shard2", "c.db.shard2-wal", "c.db.shard10", "other.db.shard5"):
+        (tmp_path / name).write_bytes(b"")
+    assert leftover_stores(store, 1) == [1, 2, 10]
+    assert leftover_stores(store, 3) == [10]
+    assert leftover_stores(":memory:", 1) == []
+
+
+# -- one /metrics -------------------------------------------------------------------------------------------------
+
+
+def _registry(received: float, refused: float, pending: float) -> CollectorRegistry:
+    r = CollectorRegistry()
+    Counter("mast_collector_spans_received", "d", ["protocol"], registry=r).labels("grpc").inc(received)
+    Counter("mast_collector_requests_refused", "d", ["reason"], registry=r).labels("backpressure").inc(refused)
+    Gauge("mast_collector_traces_pending", "d", registry=r).set(pending)
+    return r
+
+
+def test_metrics_of_front_and_shards_are_summed_and_refusals_counted_by_the_front_only() -> None:
+    from prometheus_client import generate_latest
+
+    front = _registry(0, 1, 0)
+    shards = [generate_latest(_registry(5, 7, 2)).decode(), generate_latest(_registry(3, 9, 4)).decode()]
+    served: list[str] = []
+
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = shards[int(self.path.strip("/"))].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            served.append(self.path)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        urls = [f"http://127.0.0.1:{port}/0", f"http://127.0.0.1:{port}/1", "http://127.0.0.1:1/gone"]
+        families = {f.name: f for f in ShardMetrics(front, lambda: urls).collect()}
+    finally:
+        server.shutdown()
+    values = {(f.name, s.name): s.value for f in families.values() for s in f.samples}
+    assert values[("mast_collector_spans_received", "mast_collector_spans_received_total")] == 8
+    assert values[("mast_collector_traces_pending", "mast_collector_traces_pending")] == 6
+    assert values[("mast_collector_requests_refused", "mast_collector_requests_refused_total")] == 1
+    assert len(served) == 2
+
+
+def test_merge_keeps_label_sets_apart() -> None:
+    a, b = CollectorRegistry(), CollectorRegistry()
+    Counter("c", "d", ["p"], registry=a).labels("grpc").inc(2)
+    cb = Counter("c", "d", ["p"], registry=b)
+    cb.labels("grpc").inc(3)
+    cb.labels("http").inc(4)
+    (family,) = merge_families([a.collect(), b.collect()])
+    totals = {s.labels["p"]: s.value for s in family.samples if s.name == "c_total"}
+    assert totals == {"grpc": 5, "http": 4}
