@@ -50,6 +50,13 @@ def _own_store(store: str, timeout: float = 30.0) -> int | None:
             time.sleep(0.05)
 
 
+def _cannot_start(exc: BaseException) -> int:
+    """Tell the front why (it says it on its own last line, as a single process would), exit 2."""
+    sys.stdout.write(json.dumps({"error": str(exc)}) + "\n")
+    sys.stdout.flush()
+    return 2
+
+
 def main() -> int:
     request = json.loads(sys.stdin.readline())
     _die_with_parent(int(request["parent"]))
@@ -64,8 +71,7 @@ def main() -> int:
     try:
         _own_store(config.store)
     except OSError as exc:
-        print(f"mast-otel collector shard: cannot start: {exc}", file=sys.stderr)
-        return 2
+        return _cannot_start(exc)
     import prometheus_client
 
     from .service import CollectorService
@@ -76,8 +82,7 @@ def main() -> int:
         service = CollectorService(config, behind_front=True)
         service.start()
     except (ConfigError, OSError, StoreError) as exc:
-        print(f"mast-otel collector shard (store {config.store}): cannot start: {exc}", file=sys.stderr)
-        return 2
+        return _cannot_start(exc)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the front, which stops the shards

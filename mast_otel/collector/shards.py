@@ -183,6 +183,9 @@ class ShardSet:
             raise ShardStartError(f"collector shard {shard.index} (store {shard.store}) {why} before serving; "
                                   "its error is in the log above")  # fmt: skip
         addresses = json.loads(ready)
+        if "error" in addresses:
+            process.wait()
+            raise ShardStartError(str(addresses["error"]))
         channel = grpc.insecure_channel(
             addresses["otlp_grpc"], options=[("grpc.max_send_message_length", self._max_send)]
         )

@@ -33,6 +33,7 @@ from mast_otel.collector.exporter import SendResult
 from mast_otel.collector.ingest import Malformed, TooLarge
 from mast_otel.collector.namespace import is_owned
 from mast_otel.collector.receiver_http import _to_protobuf
+from mast_otel.collector.routing import shard_of, split_request
 from tests.collector.conftest import FakeJudge, collector_config, recorded
 
 _EXAMPLES = os.environ.get("MAST_OTEL_FUZZ_EXAMPLES")
@@ -234,3 +235,52 @@ def test_fuzz_json_requests(fresh: Any, ops: list[tuple[str, float, int, int]]) 
 
 def test_json_base_round_trips(fresh: Any) -> None:
     check_ingest(fresh, _to_protobuf(_JSON.encode(), as_json=True))
+
+
+def check_split(fresh: Any, raw: bytes, shards: int = 2) -> None:
+    """A collector run as several processes: the front's split, then each part ingested by its own shard. Whatever
+    a full parse accepts, every shard accepts its part and the spans leave the shards together exactly as a single
+    process lets them leave; anything else is refused with a permanent error."""
+    expected = _expected(raw)
+    try:
+        parts = split_request(raw, shards, max_items=200_000)
+    except (Malformed, TooLarge):
+        assert expected is None, "the front refused what protobuf reads"
+        _note("refused by the front")
+        return
+    exported: dict[tuple[bytes, bytes], Span] = {}
+    for part in parts:
+        service, sender = fresh()
+        try:
+            service.ingestor.ingest(part.request, "grpc")
+        except (Malformed, TooLarge):
+            assert expected is None, "a shard refused a part of what protobuf reads"
+            continue
+        service.release_now()
+        assert service.flush(timeout=20)
+        for payload in sender.payloads:
+            for rs in ExportTraceServiceRequest.FromString(payload).resource_spans:
+                for ss in rs.scope_spans:
+                    for span in ss.spans:
+                        assert shard_of(span.trace_id, shards) == part.shard
+                        exported.setdefault((span.trace_id, span.span_id), span)
+    _note("split")
+    if expected is None:
+        return
+    assert set(expected) <= set(exported)
+    for key, span in expected.items():
+        assert _label_free(exported[key]) == _label_free(span), key
+
+
+@FUZZ
+@given(raw=st.one_of(_protobuf, st.sampled_from(_BASES).flatmap(
+    lambda b: st.lists(_mutation, min_size=1, max_size=3).map(lambda ops: mutate(b, ops)))))  # fmt: skip
+def test_fuzz_split_by_trace_for_shards(fresh: Any, raw: bytes) -> None:
+    check_split(fresh, raw)
+
+
+@pytest.mark.parametrize("base", _BASES)
+def test_split_of_a_valid_request_leaves_intact(fresh: Any, base: bytes) -> None:
+    check_split(fresh, base)
+    check_split(fresh, b"".join(field(1, rs.SerializeToString())
+                                for rs in ExportTraceServiceRequest.FromString(_BASES[1]).resource_spans) + base)

@@ -15,6 +15,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from mast_otel import semconv as sc
+from mast_otel.collector.report import load
 from tests.collector.conftest import metric, recorded, wait_until
 from tests.collector.sink import OtlpSink
 from tests.collector.test_durability import CollectorProcess
@@ -78,6 +79,9 @@ def test_two_processes_deliver_every_span_once_labelled_and_count_as_one_collect
         # a clean stop stops every shard; none is left behind
         assert collector.stop() == 0
         assert not any(_alive(pid) for pid in shards)
+        # `report --store` reads every shard's store: all 80 verdicts, whichever shard judged them
+        report = load([], str(tmp_path / "collector.db"))
+        assert sorted(c.trace_id for c in report.conversations) == sorted({r.trace_id for r in roots})
     finally:
         collector.stop()
 

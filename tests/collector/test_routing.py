@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from mast_otel.collector.encoding import field
 from mast_otel.collector.front import Router
 from mast_otel.collector.ingest import Backpressure, Malformed, TooLarge
 from mast_otel.collector.metrics import REFUSE_DISK_FULL, REFUSE_SHARD_UNAVAILABLE
@@ -32,12 +33,15 @@ from tests.collector.conftest import collector_config
 
 
 def _request(rng: random.Random, traces: int = 12, resources: int = 2, scopes: int = 2) -> ExportTraceServiceRequest:
-    """Spans of ``traces`` traces spread over resources and scopes, each with a resource and scope of its own name."""
+    """Spans of ``traces`` traces spread over resources and scopes, each with a resource and scope of its own name;
+    the last resource has neither a Resource nor a schema URL (both optional on the wire)."""
     tids = [rng.randbytes(16) for _ in range(traces)]
     request = ExportTraceServiceRequest()
     for r in range(resources):
-        rs = request.resource_spans.add(schema_url=f"https://schema/{r}")
-        rs.resource.attributes.add(key="service.name").value.string_value = f"svc-{r}"
+        rs = request.resource_spans.add()
+        if r < resources - 1 or resources == 1:
+            rs.schema_url = f"https://schema/{r}"
+            rs.resource.attributes.add(key="service.name").value.string_value = f"svc-{r}"
         for s in range(scopes):
             ss = rs.scope_spans.add(schema_url=f"https://scope-schema/{r}/{s}")
             ss.scope.name = f"scope-{r}-{s}"
@@ -45,6 +49,26 @@ def _request(rng: random.Random, traces: int = 12, resources: int = 2, scopes: i
                 span = ss.spans.add(trace_id=rng.choice(tids), span_id=rng.randbytes(8), name=f"s{r}{s}{i}")
                 span.attributes.append(KeyValue(key="k", value={"string_value": f"{r}/{s}/{i}"}))
     return request
+
+
+def _share(request: ExportTraceServiceRequest, shard: int, shards: int) -> bytes:
+    """What a shard must be sent, built with protobuf itself: each ResourceSpans and ScopeSpans that has spans of
+    the shard's traces, with only those spans, in the order they came."""
+    out = ExportTraceServiceRequest()
+    for rs in request.resource_spans:
+        kept = ExportTraceServiceRequest().resource_spans.add()
+        kept.CopyFrom(rs)
+        del kept.scope_spans[:]
+        for ss in rs.scope_spans:
+            spans = [s for s in ss.spans if shard_of(s.trace_id, shards) == shard]
+            if spans:
+                part = kept.scope_spans.add()
+                part.CopyFrom(ss)
+                del part.spans[:]
+                part.spans.extend(spans)
+        if kept.scope_spans:
+            out.resource_spans.append(kept)
+    return out.SerializeToString()
 
 
 def _spans(request: ExportTraceServiceRequest) -> list[tuple[bytes, str, str, str, str]]:
@@ -76,6 +100,8 @@ def test_split_puts_every_span_once_in_its_traces_shard_with_its_resource_and_sc
     assert sorted(got) == sorted(_spans(request))
     assert len({p.shard for p in parts}) == len(parts)  # one part per shard
     assert all(0 <= p.shard < shards for p in parts)
+    if len(parts) > 1:  # byte for byte what protobuf itself would write for each shard: nothing added or lost
+        assert [p.request for p in parts] == [_share(request, p.shard, shards) for p in parts]
 
 
 def test_split_spreads_traces_over_the_shards_and_is_stable() -> None:
@@ -99,12 +125,12 @@ def test_a_request_of_one_shard_is_forwarded_as_the_bytes_that_arrived() -> None
 def test_a_span_whose_trace_id_is_not_first_on_the_wire_is_routed_by_it() -> None:
     rng = random.Random(5)
     tids = [rng.randbytes(16) for _ in range(40)]
-    request = ExportTraceServiceRequest()
-    ss = request.resource_spans.add().scope_spans.add()
-    for tid in tids:  # name (field 5) written before trace_id (field 1): valid protobuf, any order is allowed
-        body = b"\x2a\x01x" + b"\x0a\x10" + tid + b"\x12\x08" + rng.randbytes(8)
-        ss.spans.add().MergeFromString(body)
-    parts = split_request(request.SerializeToString(), 2, max_items=10_000)
+    # name (field 5) written before trace_id (field 1), and a second trace_id field of which protobuf keeps the
+    # last: valid protobuf in any order, which protobuf's own serializer would never write
+    bodies = [field(5, b"x") + field(1, rng.randbytes(16)) + field(1, tid) + field(2, rng.randbytes(8)) for tid in tids]
+    raw = field(1, field(2, b"".join(field(2, b) for b in bodies)))
+    parts = split_request(raw, 2, max_items=10_000)
+    assert sum(p.spans for p in parts) == 40 and len(parts) == 2
     for part in parts:
         for s in ExportTraceServiceRequest.FromString(part.request).resource_spans[0].scope_spans[0].spans:
             assert shard_of(s.trace_id, 2) == part.shard
@@ -113,24 +139,42 @@ def test_a_span_whose_trace_id_is_not_first_on_the_wire_is_routed_by_it() -> Non
 def test_spans_with_invalid_trace_ids_go_to_shard_0_which_rejects_them() -> None:
     request = ExportTraceServiceRequest()
     ss = request.resource_spans.add().scope_spans.add()
-    ss.spans.add(trace_id=b"short", span_id=b"12345678")
+    for n in range(40):  # ids of every wrong length, and none: none may be hashed to another shard
+        ss.spans.add(trace_id=bytes([n + 1]) * (n % 16 + (n >= 16) * 17), span_id=b"12345678")
     ss.spans.add(span_id=b"12345678")
-    (part,) = split_request(request.SerializeToString(), 3, max_items=100)
-    assert part.shard == 0 and part.spans == 2
+    for shards in (2, 3, 5):
+        (part,) = split_request(request.SerializeToString(), shards, max_items=100)
+        assert part.shard == 0 and part.spans == 41
+
+
+def test_empty_entries_are_skipped_and_what_follows_is_still_split() -> None:
+    rng = random.Random(9)
+    request = _request(rng, resources=1, scopes=1)
+    rs = request.resource_spans[0]
+    ss = rs.scope_spans[0].SerializeToString()
+    # an empty ResourceSpans, then one whose first ScopeSpans is empty: protobuf reads both as empty messages
+    raw = field(1, b"") + field(1, field(1, rs.resource.SerializeToString()) + field(2, b"") + field(2, ss))
+    parts = split_request(raw, 2, max_items=10_000)
+    assert sum(p.spans for p in parts) == len(rs.scope_spans[0].spans)
 
 
 def test_split_refuses_what_no_shard_could_read_and_counts_items_first() -> None:
-    with pytest.raises(Malformed):
+    with pytest.raises(Malformed, match="not an OTLP protobuf request"):
         split_request(b"\x0a\x05abc", 2, max_items=100)  # a length past the end
-    with pytest.raises(Malformed, match="ScopeSpans"):
+    with pytest.raises(Malformed, match="a ResourceSpans is not valid protobuf"):
+        split_request(b"\x0a\x02\x12\x05", 2, max_items=100)  # its ScopeSpans field cut short
+    with pytest.raises(Malformed, match="a ScopeSpans is not valid protobuf"):
         split_request(b"\x0a\x04\x12\x02\x12\x05", 2, max_items=100)  # a span field cut short
     request = ExportTraceServiceRequest()
     ss = request.resource_spans.add().scope_spans.add()
     for _ in range(50):
         ss.spans.add()
-    with pytest.raises(TooLarge, match="max_request_spans=40"):
+    with pytest.raises(TooLarge, match="more than max_request_spans=40 spans, ScopeSpans and ResourceSpans; send "
+                       "smaller batches"):  # fmt: skip
         split_request(request.SerializeToString(), 2, max_items=40)
-    assert split_request(request.SerializeToString(), 2, max_items=52)[0].spans == 50  # 1 + 1 + 50 items
+    with pytest.raises(TooLarge):  # every level counts: 1 + 1 + 50 items
+        split_request(request.SerializeToString(), 2, max_items=51)
+    assert split_request(request.SerializeToString(), 2, max_items=52)[0].spans == 50
 
 
 # -- the front's answer ----------------------------------------------------------------------------------------------
@@ -239,7 +283,8 @@ def test_a_part_refused_for_good_is_told_as_rejected_spans_and_all_parts_as_malf
 
 def test_each_shard_gets_its_share_of_the_collector_wide_bounds(tmp_path: Any) -> None:
     config = collector_config(tmp_path, None, max_pending_traces=101, max_pending_bytes="64MiB",
-                              judge_token_budget_per_hour=1001, memory_limit="1GiB", max_request_bytes="1MiB")  # fmt: skip
+                              judge_token_budget_per_hour=1001, memory_limit="1GiB",
+                              max_request_bytes="1MiB")  # fmt: skip
     one = shard_config(config, 1, 2, "secret")
     assert one["max_pending_traces"] == 51 and one["max_pending_bytes"] == 32 << 20
     assert one["judge_token_budget_per_hour"] == 501 and one["memory_limit"] == 512 << 20
