@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from mast_otel.collector.encoding import field
@@ -47,7 +47,7 @@ def _request(rng: random.Random, traces: int = 12, resources: int = 2, scopes: i
             ss.scope.name = f"scope-{r}-{s}"
             for i in range(rng.randint(1, 9)):
                 span = ss.spans.add(trace_id=rng.choice(tids), span_id=rng.randbytes(8), name=f"s{r}{s}{i}")
-                span.attributes.append(KeyValue(key="k", value={"string_value": f"{r}/{s}/{i}"}))
+                span.attributes.append(KeyValue(key="k", value=AnyValue(string_value=f"{r}/{s}/{i}")))
     return request
 
 
@@ -73,7 +73,7 @@ def _share(request: ExportTraceServiceRequest, shard: int, shards: int) -> bytes
 
 def _spans(request: ExportTraceServiceRequest) -> list[tuple[bytes, str, str, str, str]]:
     """Every span with where it came from: (bytes, service, resource schema, scope name, scope schema)."""
-    out = []
+    out: list[tuple[bytes, str, str, str, str]] = []
     for rs in request.resource_spans:
         service = rs.resource.attributes[0].value.string_value if rs.resource.attributes else ""
         for ss in rs.scope_spans:
@@ -180,7 +180,7 @@ def test_split_refuses_what_no_shard_could_read_and_counts_items_first() -> None
 # -- the front's answer ----------------------------------------------------------------------------------------------
 
 
-class _RpcError(grpc.RpcError):
+class _RpcError(grpc.RpcError):  # type: ignore[misc]
     def __init__(self, code: grpc.StatusCode, details: str, trailers: Sequence[tuple[str, Any]] = ()) -> None:
         self._code, self._details, self._trailers = code, details, tuple(trailers)
 
