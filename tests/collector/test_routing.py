@@ -128,9 +128,11 @@ def test_a_span_whose_trace_id_is_not_first_on_the_wire_is_routed_by_it() -> Non
     # name (field 5) written before trace_id (field 1), and a second trace_id field of which protobuf keeps the
     # last: valid protobuf in any order, which protobuf's own serializer would never write
     bodies = [field(5, b"x") + field(1, rng.randbytes(16)) + field(1, tid) + field(2, rng.randbytes(8)) for tid in tids]
+    # and a 16-byte name first: the same length prefix as a trace id, under another field number
+    bodies += [field(5, b"sixteen-byte-nam") + field(1, tid) + field(2, rng.randbytes(8)) for tid in tids]
     raw = field(1, field(2, b"".join(field(2, b) for b in bodies)))
     parts = split_request(raw, 2, max_items=10_000)
-    assert sum(p.spans for p in parts) == 40 and len(parts) == 2
+    assert sum(p.spans for p in parts) == 80 and len(parts) == 2
     for part in parts:
         for s in ExportTraceServiceRequest.FromString(part.request).resource_spans[0].scope_spans[0].spans:
             assert shard_of(s.trace_id, 2) == part.shard
