@@ -17,102 +17,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-
-import grpc
-from google.rpc import error_details_pb2  # type: ignore[import-untyped]
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .config import CollectorConfig, parse_hostport
-from .ingest import Backpressure, IngestResult, Malformed
 from .limits import DECODE_AMPLIFICATION, MemoryLimiter, default_memory_limit
-from .metrics import REFUSE_BACKPRESSURE, REFUSE_SHARD_UNAVAILABLE, CollectorMetrics, MetricsServer
-from .receiver_grpc import FORWARDED_PROTOCOL_KEY, REFUSAL_REASON_KEY, RETRY_INFO_KEY, GrpcReceiver
+from .metrics import CollectorMetrics, MetricsServer
+from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
-from .routing import Part, split_request
+from .routing import Router
 from .service import addresses_of, build_receivers, configured_limits
 from .shard_metrics import ShardMetrics, registry_of
 from .shards import ShardSet
 
-__all__ = ["FrontService", "Router"]
+__all__ = ["FrontService"]
 
 _log = logging.getLogger(__name__)
-_FORWARD_TIMEOUT_S = 60.0
-
-
-class Router:
-    """``route(raw, protocol)``: what a receiver calls instead of ingest; same results and exceptions."""
-
-    def __init__(
-        self,
-        *,
-        shards: int,
-        export_of: Callable[[int], object],
-        token: str,
-        max_items: int,
-        retry_after: float,
-        timeout: float = _FORWARD_TIMEOUT_S,
-    ) -> None:
-        self._shards = shards
-        self._export_of = export_of
-        self._auth = ("authorization", f"Bearer {token}")
-        self._max_items = max_items
-        self._retry_after = retry_after
-        self._timeout = timeout
-
-    def route(self, raw: bytes, protocol: str) -> IngestResult:
-        parts = split_request(raw, self._shards, max_items=self._max_items)
-        metadata = (self._auth, (FORWARDED_PROTOCOL_KEY, protocol))
-        calls = []
-        for part in parts:
-            export = self._export_of(part.shard)
-            calls.append((part, None if export is None else export.future(  # type: ignore[attr-defined]
-                part.request, timeout=self._timeout, metadata=metadata)))  # fmt: skip
-        total = sum(p.spans for p in parts)
-        rejected, messages, refused_for_good = 0, [], 0
-        retry: Backpressure | None = None
-        for part, call in calls:
-            if call is None:
-                retry = retry or self._unavailable(part, "restarting")
-                continue
-            try:
-                answer = ExportTraceServiceResponse.FromString(call.result())
-            except grpc.RpcError as err:
-                outcome = self._refused(part, err)
-                if isinstance(outcome, Backpressure):
-                    retry = retry or outcome
-                else:
-                    refused_for_good += 1
-                    rejected += part.spans
-                    messages.append(outcome)
-                continue
-            if answer.partial_success.rejected_spans:
-                rejected += answer.partial_success.rejected_spans
-                messages.append(answer.partial_success.error_message)
-        if retry is not None:
-            raise retry
-        if parts and refused_for_good == len(parts):
-            raise Malformed("; ".join(messages))
-        return IngestResult(total, rejected, "; ".join(m for m in messages if m))
-
-    def _unavailable(self, part: Part, why: str) -> Backpressure:
-        return Backpressure(f"collector shard {part.shard} is {why}; retry", self._retry_after,
-                            REFUSE_SHARD_UNAVAILABLE)  # fmt: skip
-
-    def _refused(self, part: Part, err: grpc.RpcError) -> Backpressure | str:
-        """A shard's refusal of a part: retryable (a Backpressure to raise) or for good (its message)."""
-        code, details = err.code(), err.details() or ""  # type: ignore[attr-defined]
-        trailers = dict(err.trailing_metadata() or ())  # type: ignore[attr-defined]
-        if code == grpc.StatusCode.INVALID_ARGUMENT:
-            return details
-        if code == grpc.StatusCode.RESOURCE_EXHAUSTED and RETRY_INFO_KEY in trailers:
-            info = error_details_pb2.RetryInfo.FromString(trailers[RETRY_INFO_KEY])
-            delay = info.retry_delay.seconds + info.retry_delay.nanos / 1e9
-            return Backpressure(details, delay, str(trailers.get(REFUSAL_REASON_KEY, REFUSE_BACKPRESSURE)))
-        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:  # too large for good (the front checks the same limits)
-            return details
-        return Backpressure(f"collector shard {part.shard}: {details or code.name}", self._retry_after,
-                            REFUSE_SHARD_UNAVAILABLE)  # fmt: skip
 
 
 class FrontService:

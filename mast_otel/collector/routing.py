@@ -1,4 +1,5 @@
-"""Splitting one Export request by trace id, for a collector that runs as several processes (see :mod:`.front`).
+"""Routing one Export request by trace id, for a collector that runs as several processes (see :mod:`.front`):
+splitting it into one part per shard, forwarding the parts, and answering as a single process would.
 
 A conversation is assembled, judged and released by the one process that holds all its spans, so every span of a
 trace must reach the same shard: shard = ``crc32(trace_id) mod N``. The split works on the wire format and never
@@ -13,14 +14,22 @@ and requests over ``max_items`` (:class:`TooLarge`), counted before any per-span
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import grpc
 from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .encoding import ScopeSpansView, ShallowRequest, ShallowResourceSpans, field, scope_spans, walk
-from .ingest import Malformed, TooLarge
+from .ingest import Backpressure, IngestResult, Malformed, TooLarge
+from .metrics import REFUSE_BACKPRESSURE, REFUSE_SHARD_UNAVAILABLE
+from .receiver_grpc import FORWARDED_PROTOCOL_KEY, REFUSAL_REASON_KEY, RETRY_INFO_KEY
 
-__all__ = ["Part", "shard_of", "split_request"]
+__all__ = ["Part", "Router", "shard_of", "split_request"]
+
+_FORWARD_TIMEOUT_S = 60.0
 
 
 def shard_of(trace_id: bytes, shards: int) -> int:
@@ -96,6 +105,81 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
         ((shard, (_, n)),) = out.items()
         return [Part(shard, raw, n)]
     return [Part(shard, b"".join(blobs), n) for shard, (blobs, n) in sorted(out.items())]
+
+
+class Router:
+    """``route(raw, protocol)``: what a receiver calls instead of ingest; same results and exceptions."""
+
+    def __init__(
+        self,
+        *,
+        shards: int,
+        export_of: Callable[[int], object],
+        token: str,
+        max_items: int,
+        retry_after: float,
+        timeout: float = _FORWARD_TIMEOUT_S,
+    ) -> None:
+        self._shards = shards
+        self._export_of = export_of
+        self._auth = ("authorization", f"Bearer {token}")
+        self._max_items = max_items
+        self._retry_after = retry_after
+        self._timeout = timeout
+
+    def route(self, raw: bytes, protocol: str) -> IngestResult:
+        parts = split_request(raw, self._shards, max_items=self._max_items)
+        metadata = (self._auth, (FORWARDED_PROTOCOL_KEY, protocol))
+        calls = []
+        for part in parts:
+            export = self._export_of(part.shard)
+            calls.append((part, None if export is None else export.future(  # type: ignore[attr-defined]
+                part.request, timeout=self._timeout, metadata=metadata)))  # fmt: skip
+        total = sum(p.spans for p in parts)
+        rejected, messages, refused_for_good = 0, [], 0
+        retry: Backpressure | None = None
+        for part, call in calls:
+            if call is None:
+                retry = retry or self._unavailable(part, "restarting")
+                continue
+            try:
+                answer = ExportTraceServiceResponse.FromString(call.result())
+            except grpc.RpcError as err:
+                outcome = self._refused(part, err)
+                if isinstance(outcome, Backpressure):
+                    retry = retry or outcome
+                else:
+                    refused_for_good += 1
+                    rejected += part.spans
+                    messages.append(outcome)
+                continue
+            if answer.partial_success.rejected_spans:
+                rejected += answer.partial_success.rejected_spans
+                messages.append(answer.partial_success.error_message)
+        if retry is not None:
+            raise retry
+        if parts and refused_for_good == len(parts):
+            raise Malformed("; ".join(messages))
+        return IngestResult(total, rejected, "; ".join(m for m in messages if m))
+
+    def _unavailable(self, part: Part, why: str) -> Backpressure:
+        return Backpressure(f"collector shard {part.shard} is {why}; retry", self._retry_after,
+                            REFUSE_SHARD_UNAVAILABLE)  # fmt: skip
+
+    def _refused(self, part: Part, err: grpc.RpcError) -> Backpressure | str:
+        """A shard's refusal of a part: retryable (a Backpressure to raise) or for good (its message)."""
+        code, details = err.code(), err.details() or ""  # type: ignore[attr-defined]
+        trailers = dict(err.trailing_metadata() or ())  # type: ignore[attr-defined]
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            return details
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED and RETRY_INFO_KEY in trailers:
+            info = error_details_pb2.RetryInfo.FromString(trailers[RETRY_INFO_KEY])
+            delay = info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+            return Backpressure(details, delay, str(trailers.get(REFUSAL_REASON_KEY, REFUSE_BACKPRESSURE)))
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:  # too large for good (the front checks the same limits)
+            return details
+        return Backpressure(f"collector shard {part.shard}: {details or code.name}", self._retry_after,
+                            REFUSE_SHARD_UNAVAILABLE)  # fmt: skip
 
 
 def _trace_id(span: bytes) -> bytes:

@@ -20,11 +20,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from mast_otel.collector.encoding import field
-from mast_otel.collector.front import Router
 from mast_otel.collector.ingest import Backpressure, Malformed, TooLarge
 from mast_otel.collector.metrics import REFUSE_DISK_FULL, REFUSE_SHARD_UNAVAILABLE
 from mast_otel.collector.receiver_grpc import REFUSAL_REASON_KEY, RETRY_INFO_KEY
-from mast_otel.collector.routing import shard_of, split_request
+from mast_otel.collector.routing import Router, shard_of, split_request
 from mast_otel.collector.shard_metrics import ShardMetrics, merge_families
 from mast_otel.collector.shards import leftover_stores, shard_config, shard_store
 from tests.collector.conftest import collector_config
