@@ -259,8 +259,8 @@ class CollectorConfig:
 
     @property
     def process_count(self) -> int:
-        """How many shard processes: ``processes``, or with auto (0) one per core this process may run on."""
-        return self.processes or len(os.sched_getaffinity(0))
+        """How many shard processes: ``processes``, or with auto (0) one per core this process may use."""
+        return self.processes or usable_cores()
 
     @property
     def export_protocol(self) -> str:
@@ -284,6 +284,31 @@ class CollectorConfig:
                 value = {k: "***" for k in value} if isinstance(value, dict) else "***"
             out[f.name] = value
         return out
+
+
+def usable_cores(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The cores this process may run on (its CPU affinity), capped by a cgroup CPU quota: a container limited to
+    one CPU on a 64-core host must not start 64 shards."""
+    cores = len(os.sched_getaffinity(0))
+    for path, parse in ((cgroup / "cpu.max", _quota_v2), (cgroup / "cpu" / "cpu.cfs_quota_us", _quota_v1)):
+        try:
+            quota = parse(path)
+        except (OSError, ValueError, IndexError, ZeroDivisionError):
+            continue
+        if quota is not None:
+            return max(1, min(cores, quota))
+    return cores
+
+
+def _quota_v2(path: Path) -> int | None:
+    limit, period = path.read_text().split()[:2]  # "max 100000" or "150000 100000"
+    return None if limit == "max" else -(-int(limit) // int(period))
+
+
+def _quota_v1(path: Path) -> int | None:
+    limit = int(path.read_text())
+    period = int((path.parent / "cpu.cfs_period_us").read_text())
+    return None if limit <= 0 else -(-limit // period)
 
 
 def export_target(url: str) -> tuple[str, str]:

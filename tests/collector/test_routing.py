@@ -360,3 +360,38 @@ def test_merge_keeps_label_sets_apart() -> None:
     (family,) = merge_families([a.collect(), b.collect()])
     totals = {s.labels["p"]: s.value for s in family.samples if s.name == "c_total"}
     assert totals == {"grpc": 5, "http": 4}
+
+
+def test_auto_counts_the_cores_this_process_may_use_capped_by_a_cgroup_quota(tmp_path: Any) -> None:
+    import os
+
+    from mast_otel.collector.config import usable_cores
+
+    cores = len(os.sched_getaffinity(0))
+    assert usable_cores(tmp_path) == cores  # no cgroup files: the affinity
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert usable_cores(tmp_path) == cores
+    (tmp_path / "cpu.max").write_text("50000 100000\n")  # half a CPU: one shard
+    assert usable_cores(tmp_path) == 1
+    (tmp_path / "cpu.max").write_text(f"{150000 * cores} 100000\n")  # more quota than cores: the cores
+    assert usable_cores(tmp_path) == cores
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert usable_cores(tmp_path) == cores
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("100000\n")  # cgroup v1, one CPU
+    assert usable_cores(tmp_path) == 1
+    assert collector_config(tmp_path, None, processes="auto").process_count == usable_cores()
+    assert collector_config(tmp_path, None, processes=3).process_count == 3
+
+
+def test_processes_is_auto_or_a_count() -> None:
+    from mast_otel.collector.config import ConfigError, load_config
+
+    assert load_config({"processes": "auto", "export_endpoint": "http://127.0.0.1:9"}, environ={}).processes == 0
+    assert load_config({}, environ={"MAST_OTEL_COLLECTOR_PROCESSES": "4"}).processes == 4
+    assert load_config({}, environ={}).processes == 1  # one process unless asked
+    for bad in ("-1", "two", "1.5"):
+        with pytest.raises(ConfigError, match="processes"):
+            load_config({"processes": bad}, environ={})
