@@ -314,15 +314,21 @@ def _registry(received: float, refused: float, pending: float) -> CollectorRegis
     return r
 
 
-def test_metrics_of_front_and_shards_are_summed_and_refusals_counted_by_the_front_only() -> None:
+def test_metrics_of_front_and_shards_are_summed_and_refusals_counted_by_the_front_only(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import http.server
+    import socket
+    import threading
+
     from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from mast_otel.collector import shard_metrics
 
     front = _registry(0, 1, 0)
     shards = [generate_latest(_registry(5, 7, 2)).decode(), generate_latest(_registry(3, 9, 4)).decode()]
     served: list[str] = []
-
-    import http.server
-    import threading
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -339,16 +345,29 @@ def test_metrics_of_front_and_shards_are_summed_and_refusals_counted_by_the_fron
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
+    silent = socket.socket()  # a shard that accepts the connection and never answers: the scrape must not hang
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    monkeypatch.setattr(shard_metrics, "_SCRAPE_TIMEOUT_S", 0.3)
+    gone = "http://127.0.0.1:1/metrics"
     try:
-        urls = [f"http://127.0.0.1:{port}/0", f"http://127.0.0.1:{port}/1", "http://127.0.0.1:1/gone"]
-        families = {f.name: f for f in ShardMetrics(front, lambda: urls).collect()}
+        urls = [gone, f"http://127.0.0.1:{silent.getsockname()[1]}/metrics", f"http://127.0.0.1:{port}/0",
+                f"http://127.0.0.1:{port}/1"]  # fmt: skip
+        with caplog.at_level("WARNING"):
+            text = generate_latest(shard_metrics.registry_of(ShardMetrics(front, lambda: urls))).decode()
     finally:
         server.shutdown()
+        silent.close()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
     values = {(f.name, s.name): s.value for f in families.values() for s in f.samples}
     assert values[("mast_collector_spans_received", "mast_collector_spans_received_total")] == 8
     assert values[("mast_collector_traces_pending", "mast_collector_traces_pending")] == 6
     assert values[("mast_collector_requests_refused", "mast_collector_requests_refused_total")] == 1
+    assert families["mast_collector_traces_pending"].documentation == "d"
+    assert "# HELP mast_collector_traces_pending d" in text
     assert len(served) == 2
+    unreachable = [m for m in caplog.messages if "could not read a collector shard's metrics" in m]
+    assert len(unreachable) == 2 and gone in unreachable[0] and "refused" in unreachable[0].lower()
 
 
 def test_merge_keeps_label_sets_apart() -> None:
