@@ -211,9 +211,11 @@ class _Shard:
     def __init__(self, answer: bytes | Exception) -> None:
         self.answer = answer
         self.sent: list[tuple[bytes, dict[str, str]]] = []
+        self.timeouts: list[float] = []
 
     def future(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> _Call:
         self.sent.append((request, dict(metadata)))
+        self.timeouts.append(timeout)
         return _Call(self.answer)
 
 
@@ -414,3 +416,43 @@ def test_processes_is_auto_or_a_count() -> None:
     for bad in ("-1", "two", "1.5"):
         with pytest.raises(ConfigError, match="processes"):
             load_config({"processes": bad}, environ={})
+
+
+def test_the_front_waits_a_bounded_time_and_words_each_refusal() -> None:
+    raw = _two_shard_request()
+    shards = [_Shard(OK), _Shard(OK)]
+    Router(shards=2, export_of=lambda k: shards[k], token="t", max_items=10_000, retry_after=1, timeout=7.5).route(
+        raw, "grpc"
+    )
+    assert [s.timeouts for s in shards] == [[7.5], [7.5]]  # a shard that never answers cannot hold a receiver
+    info = error_details_pb2.RetryInfo(retry_delay=Duration(seconds=9)).SerializeToString()
+    # RetryInfo without a reason: the shard's backpressure
+    full = _RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, "full", [(RETRY_INFO_KEY, info)])
+    with pytest.raises(Backpressure) as caught:
+        _router([_Shard(OK), _Shard(full)]).route(raw, "grpc")
+    assert caught.value.reason == "backpressure" and caught.value.retry_after == 9
+    # RetryInfo on another code is not the shard's backpressure: the front's own delay, shard_unavailable
+    odd = _RpcError(grpc.StatusCode.UNAVAILABLE, "", [(RETRY_INFO_KEY, info)])
+    with pytest.raises(Backpressure) as caught:
+        _router([_Shard(OK), _Shard(odd)]).route(raw, "grpc")
+    assert caught.value.reason == REFUSE_SHARD_UNAVAILABLE and caught.value.retry_after == 2.5
+    assert str(caught.value) == "collector shard 1: UNAVAILABLE"  # no details: the code's name
+    with pytest.raises(Backpressure, match="collector shard 0 is restarting; retry"):
+        _router([None, _Shard(OK)]).route(raw, "grpc")
+
+
+def test_rejections_from_every_shard_add_up_and_are_all_told() -> None:
+    raw = _two_shard_request()
+
+    def partial(n: int, why: str) -> bytes:
+        answer = ExportTraceServiceResponse()
+        answer.partial_success.rejected_spans = n
+        answer.partial_success.error_message = why
+        return answer.SerializeToString()
+
+    result = _router([_Shard(partial(2, "two bad ids")), _Shard(partial(3, "three bad ids"))]).route(raw, "grpc")
+    assert (result.rejected, result.message) == (5, "two bad ids; three bad ids")
+    bad = [_Shard(_RpcError(grpc.StatusCode.INVALID_ARGUMENT, why)) for why in ("bad one", "bad two")]
+    with pytest.raises(Malformed) as caught:
+        _router(bad).route(raw, "grpc")
+    assert str(caught.value) == "bad one; bad two"
