@@ -16,7 +16,6 @@ INVALID_ARGUMENT / 400 when no part was taken.
 from __future__ import annotations
 
 import logging
-import threading
 
 from .config import CollectorConfig, parse_hostport
 from .limits import DECODE_AMPLIFICATION, MemoryLimiter, default_memory_limit
@@ -50,7 +49,6 @@ class FrontService:
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None
         self.metrics_server: MetricsServer | None = None
-        self._stopped = threading.Event()
 
     @property
     def judge_name(self) -> str:

@@ -44,6 +44,7 @@ _log = logging.getLogger(__name__)
 EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 _READY_TIMEOUT_S = 120.0
 _RESTART_BACKOFF_MAX_S = 30.0
+_SERVED_LONG_S = 60.0
 
 
 class ShardStartError(RuntimeError):
@@ -83,7 +84,7 @@ def shard_config(config: CollectorConfig, index: int, shards: int, token: str) -
         processes=1,
         otlp_grpc="127.0.0.1:0",
         otlp_http=None,
-        metrics="127.0.0.1:0",
+        metrics="127.0.0.1:0" if config.metrics else None,
         auth_token=token,
         store=shard_store(config.store, index),
         max_pending_traces=math.ceil(config.max_pending_traces / shards),
@@ -106,7 +107,8 @@ class Shard:
     metrics_address: str = ""
     channel: grpc.Channel | None = None
     export: Any = None  # the channel's unary-unary Export callable
-    restarts: int = 0
+    restarts: int = 0  # in a row: a shard that served a while before dying starts again without waiting
+    started: float = 0.0
 
 
 class ShardSet:
@@ -182,41 +184,55 @@ class ShardSet:
             why = "said nothing" if code is None else f"exited with code {code}"
             raise ShardStartError(f"collector shard {shard.index} (store {shard.store}) {why} before serving; "
                                   "its error is in the log above")  # fmt: skip
-        addresses = json.loads(ready)
-        if "error" in addresses:
+        try:
+            addresses = json.loads(ready)
+            if "error" in addresses:
+                process.wait()
+                raise ShardStartError(str(addresses["error"]))
+            grpc_address = str(addresses["otlp_grpc"])
+        except (ValueError, KeyError, TypeError) as exc:
+            process.kill()
             process.wait()
-            raise ShardStartError(str(addresses["error"]))
-        channel = grpc.insecure_channel(
-            addresses["otlp_grpc"], options=[("grpc.max_send_message_length", self._max_send)]
-        )
+            raise ShardStartError(f"collector shard {shard.index} answered {ready[:200]!r}: {exc}") from None
+        channel = grpc.insecure_channel(grpc_address, options=[("grpc.max_send_message_length", self._max_send)])
         with self._lock:
-            shard.process, shard.channel = process, channel
-            shard.grpc_address, shard.metrics_address = addresses["otlp_grpc"], addresses.get("metrics", "")
+            shard.process, shard.channel, shard.started = process, channel, time.monotonic()
+            shard.grpc_address, shard.metrics_address = grpc_address, str(addresses.get("metrics", ""))
             shard.export = channel.unary_unary(EXPORT_METHOD) if shard.routed else None
         _log.info("collector shard %d serving (pid %d, store %s)", shard.index, process.pid, shard.store)
 
     def _watch(self) -> None:
         """Restart a shard that exits while the collector runs; meanwhile the front refuses its traces with a
-        retryable error, and the restarted shard resumes what its store holds."""
+        retryable error, and the restarted shard resumes what its store holds. Nothing may end this loop but a
+        stop: the shards die with this thread."""
         while not self._stopping.wait(0.2):
             for shard in self.shards:
-                process = shard.process
-                if process is None or process.poll() is None:
-                    continue
-                with self._lock:
-                    shard.export, channel = None, shard.channel
-                if channel is not None:
-                    channel.close()
-                _log.error("collector shard %d (pid %d, store %s) exited with code %s; restarting", shard.index,
-                           process.pid, shard.store, process.returncode)  # fmt: skip
-                delay = min(_RESTART_BACKOFF_MAX_S, 0.5 * 2**shard.restarts)
-                shard.restarts += 1
-                if self._stopping.wait(delay):
-                    return
                 try:
-                    self._spawn(shard)
-                except (ShardStartError, OSError, ValueError) as exc:
-                    _log.error("%s; trying again", exc)
+                    self._restart_if_dead(shard)
+                except Exception:
+                    _log.exception("restarting collector shard %d failed; trying again", shard.index)
+
+    def _restart_if_dead(self, shard: Shard) -> None:
+        process = shard.process
+        if process is None or process.poll() is None:
+            return
+        with self._lock:
+            shard.export, channel = None, shard.channel
+            shard.channel = None
+        if channel is not None:
+            channel.close()
+            _log.error("collector shard %d (pid %d, store %s) exited with code %s; restarting", shard.index,
+                       process.pid, shard.store, process.returncode)  # fmt: skip
+        if time.monotonic() - shard.started > _SERVED_LONG_S:
+            shard.restarts = 0
+        delay = min(_RESTART_BACKOFF_MAX_S, 0.5 * 2**shard.restarts)
+        shard.restarts += 1
+        if self._stopping.wait(delay):
+            return
+        try:
+            self._spawn(shard)
+        except (ShardStartError, OSError) as exc:
+            _log.error("%s; trying again", exc)
 
     def stop(self, grace: float) -> None:
         """SIGTERM every shard (each stops as a single collector does, keeping what it holds) and wait for them,
@@ -246,21 +262,24 @@ class ShardSet:
 
 
 def _read_line(process: subprocess.Popen[bytes], timeout: float) -> str | None:
-    """The shard's ready line, or None if it exits or stays silent for ``timeout`` seconds."""
+    """The shard's ready line, or None if it exits or stays silent for ``timeout`` seconds. Our end of its stdout is
+    closed either way: once ready the shard writes nothing more there (it points stdout at stderr)."""
     assert process.stdout is not None
     fd = process.stdout.fileno()
     deadline = time.monotonic() + timeout
     buffer = b""
-    while b"\n" not in buffer:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        readable, _, _ = select.select([fd], [], [], min(left, 0.5))
-        if not readable:
-            continue
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return None
-        buffer += chunk
-    process.stdout.close()  # the shard writes nothing more there (it points stdout at stderr once ready)
-    return buffer.split(b"\n", 1)[0].decode()
+    try:
+        while b"\n" not in buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            readable, _, _ = select.select([fd], [], [], min(left, 0.5))
+            if not readable:
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            buffer += chunk
+    finally:
+        process.stdout.close()
+    return buffer.split(b"\n", 1)[0].decode(errors="replace")

@@ -152,3 +152,19 @@ def test_fewer_processes_after_more_still_drain_the_stores_left(tmp_path: Path, 
         assert "holds spans from a run with more processes: draining it" in one.log.read_text()
     finally:
         assert one.stop() == 0
+
+
+def test_a_shard_that_cannot_start_stops_the_collector_with_its_reason(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "collector.db.shard1").write_bytes(b"this is not a database" * 100)
+    cmd = [sys.executable, "-m", "mast_otel.cli", "collector", "--store", str(tmp_path / "collector.db"),
+           "--processes", "2", "--otlp-grpc", "127.0.0.1:0", "--otlp-http", "off", "--metrics", "off",
+           "--export-endpoint", "http://127.0.0.1:9", "--store-reserve", "1MiB"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("mast-otel collector: cannot start: ")
+    assert f"cannot open the store {tmp_path / 'collector.db.shard1'}" in last
+    assert "Traceback" not in done.stderr
