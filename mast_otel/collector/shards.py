@@ -120,6 +120,11 @@ class ShardSet:
         self.count = count
         self.token = secrets.token_urlsafe(32)
         self._max_send = 2 * max_request_bytes
+        # One core per shard exactly (taskset, a cpuset, a machine of its own): each shard is pinned to its core, so
+        # its threads hand the GIL to each other on one core instead of across two (measured: docs/collector.md,
+        # "Cores"). With more cores than shards (a CPU quota in a shared cgroup), the kernel places them.
+        cores = sorted(os.sched_getaffinity(0))
+        self._cores = cores if len(cores) == count > 1 else None
         indexes = [(i, True) for i in range(count)] + [(i, False) for i in leftover_stores(config.store, count)]
         self.shards = [Shard(i, shard_store(config.store, i), routed) for i, routed in indexes]
         self._lock = threading.Lock()
@@ -170,6 +175,12 @@ class ShardSet:
             [sys.executable, "-m", "mast_otel.collector.shard"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         assert process.stdin is not None and process.stdout is not None
+        if self._cores is not None and shard.routed:
+            core = self._cores[shard.index]
+            try:  # before it reads its options, so before it starts a thread: each thread it starts inherits the core
+                os.sched_setaffinity(process.pid, {core})
+            except OSError as exc:  # it exited already (reported below), or the core went away: it runs unpinned
+                _log.warning("could not pin collector shard %d to core %d: %s", shard.index, core, exc)
         try:
             process.stdin.write(line.encode())
             process.stdin.close()

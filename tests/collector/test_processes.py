@@ -61,6 +61,11 @@ def test_two_processes_deliver_every_span_once_labelled_and_count_as_one_collect
         assert collector.proc is not None
         shards = _children(collector.proc.pid)
         assert len(shards) == 2
+        cores = os.sched_getaffinity(0)
+        if len(cores) == 2:  # one core per shard: each pinned to its own (GIL handoffs stay on one core)
+            assert sorted(os.sched_getaffinity(pid) for pid in shards) == sorted({c} for c in cores)
+        else:  # the kernel places them
+            assert all(os.sched_getaffinity(pid) == cores for pid in shards)
         _send(OTLPSpanExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True, timeout=30), over_grpc)
         _send(HttpExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces", timeout=30), over_http)
         got = sink.wait_for(lambda s: want <= {x.key for x in s}, timeout=60)
