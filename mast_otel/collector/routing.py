@@ -16,13 +16,14 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .encoding import ScopeSpansView, ShallowRequest, ShallowResourceSpans, field, scope_spans, walk
+from .encoding import ShallowRequest, ShallowResourceSpans, field, walk
 from .ingest import Backpressure, IngestResult, Malformed, TooLarge
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_SHARD_UNAVAILABLE
 from .receiver_grpc import FORWARDED_PROTOCOL_KEY, REFUSAL_REASON_KEY, RETRY_INFO_KEY
@@ -74,22 +75,26 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
             if not data:
                 continue
             try:
-                view = ScopeSpansView.parse(data)
+                fields = walk(data)
             except ValueError as exc:
                 raise Malformed(f"a ScopeSpans is not valid protobuf: {exc}") from None
-            items = _count(items, len(view.spans), max_items)
-            bodies: dict[int, list[bytes]] = {}
-            for start, end in view.spans:
-                body = data[start:end]
-                bodies.setdefault(shard_of(_trace_id(body), shards), []).append(body)
-            if len(bodies) == 1:  # the whole ScopeSpans belongs to one shard: its bytes as they came
-                ((shard, spans),) = bodies.items()
+            spans = [(start, at, end) for number, start, at, end in fields if number == 2 and at >= 0]
+            items = _count(items, len(spans), max_items)
+            # each span's field (tag and length included) is copied as it came: nothing is encoded per span
+            by_shard: dict[int, list[bytes]] = {}
+            for start, at, end in spans:
+                by_shard.setdefault(shard_of(_trace_id(data, at, end), shards), []).append(data[start:end])
+            if len(by_shard) == 1:  # the whole ScopeSpans belongs to one shard: its bytes as they came
+                ((shard, mine),) = by_shard.items()
                 per_shard.setdefault(shard, []).append(data)
-                counts[shard] = counts.get(shard, 0) + len(spans)
+                counts[shard] = counts.get(shard, 0) + len(mine)
                 continue
-            for shard, spans in bodies.items():
-                per_shard.setdefault(shard, []).append(scope_spans(view, spans))
-                counts[shard] = counts.get(shard, 0) + len(spans)
+            # protobuf keeps the last scope and schema_url it meets; every shard's part carries them
+            scope = next((data[f[1] : f[3]] for f in reversed(fields) if f[0] == 1), b"")
+            schema = next((data[f[1] : f[3]] for f in reversed(fields) if f[0] == 3), b"")
+            for shard, mine in by_shard.items():
+                per_shard.setdefault(shard, []).append(scope + b"".join(mine) + schema)
+                counts[shard] = counts.get(shard, 0) + len(mine)
         if len(per_shard) == 1 and len(rs.scope_spans) == len(next(iter(per_shard.values()))):
             ((shard, _),) = per_shard.items()
             blobs, n = out.get(shard, ([], 0))
@@ -98,9 +103,9 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
         head = field(1, rs.resource) if rs.resource else b""
         tail = field(3, rs.schema_url.encode()) if rs.schema_url else b""
         for shard, blobs_of_shard in per_shard.items():
-            body = head + b"".join(field(2, b) for b in blobs_of_shard) + tail
+            resource_spans = head + b"".join(field(2, b) for b in blobs_of_shard) + tail
             blobs, n = out.get(shard, ([], 0))
-            out[shard] = ([*blobs, field(1, body)], n + counts[shard])
+            out[shard] = ([*blobs, field(1, resource_spans)], n + counts[shard])
     if len(out) == 1:
         ((shard, (_, n)),) = out.items()
         return [Part(shard, raw, n)]
@@ -130,11 +135,15 @@ class Router:
     def route(self, raw: bytes, protocol: str) -> IngestResult:
         parts = split_request(raw, self._shards, max_items=self._max_items)
         metadata = (self._auth, (FORWARDED_PROTOCOL_KEY, protocol))
-        calls = []
-        for part in parts:
-            export = self._export_of(part.shard)
-            calls.append((part, None if export is None else export.future(  # type: ignore[attr-defined]
-                part.request, timeout=self._timeout, metadata=metadata)))  # fmt: skip
+        calls: list[tuple[Part, Any]] = []
+        for i, part in enumerate(parts):
+            export: Any = self._export_of(part.shard)
+            if export is None:
+                calls.append((part, None))
+            elif i < len(parts) - 1:
+                calls.append((part, export.future(part.request, timeout=self._timeout, metadata=metadata)))
+            else:  # the last part is sent from this thread while the others are under way (a future costs a thread)
+                calls.append((part, _Inline(export, part.request, self._timeout, metadata)))
         total = sum(p.spans for p in parts)
         rejected, messages, refused_for_good = 0, [], 0
         retry: Backpressure | None = None
@@ -182,18 +191,33 @@ class Router:
                             REFUSE_SHARD_UNAVAILABLE)  # fmt: skip
 
 
-def _trace_id(span: bytes) -> bytes:
-    """A serialized Span's trace_id (field 1); b"" when absent. SDKs write it first, so that is tried first."""
-    if len(span) >= 18 and span[0] == 0x0A and span[1] == 16:
-        return span[2:18]
+@dataclass(frozen=True, slots=True)
+class _Inline:
+    """A blocking Export call made when its result is asked for, read like a future's."""
+
+    export: Any
+    request: bytes
+    timeout: float
+    metadata: tuple[tuple[str, str], ...]
+
+    def result(self) -> bytes:
+        return bytes(self.export(self.request, timeout=self.timeout, metadata=self.metadata))
+
+
+def _trace_id(data: bytes, body: int, end: int) -> bytes:
+    """The trace_id (field 1) of the serialized Span at ``data[body:end]``; b"" when absent. SDKs write it first,
+    so that is tried first, without copying the span."""
+    if end - body >= 18 and data[body] == 0x0A and data[body + 1] == 16:
+        return data[body + 2 : body + 18]
+    span = data[body:end]
     try:
         fields = walk(span)
     except (ValueError, RecursionError):
         return b""  # shard 0's ingest refuses the ScopeSpans with the reason
     trace_id = b""
-    for number, _, body, end in fields:
-        if number == 1 and body >= 0:
-            trace_id = span[body:end]  # protobuf keeps the last occurrence
+    for number, _, start, stop in fields:
+        if number == 1 and start >= 0:
+            trace_id = span[start:stop]  # protobuf keeps the last occurrence
     return trace_id
 
 

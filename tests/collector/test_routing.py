@@ -218,6 +218,9 @@ class _Shard:
         self.timeouts.append(timeout)
         return _Call(self.answer)
 
+    def __call__(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> bytes:
+        return self.future(request, timeout=timeout, metadata=metadata).result()
+
 
 def _two_shard_request() -> bytes:
     rng = random.Random(11)
