@@ -42,8 +42,10 @@ def _request(rng: random.Random, traces: int = 12, resources: int = 2, scopes: i
             rs.schema_url = f"https://schema/{r}"
             rs.resource.attributes.add(key="service.name").value.string_value = f"svc-{r}"
         for s in range(scopes):
-            ss = rs.scope_spans.add(schema_url=f"https://scope-schema/{r}/{s}")
-            ss.scope.name = f"scope-{r}-{s}"
+            ss = rs.scope_spans.add()
+            if s < scopes - 1 or scopes == 1:  # the last ScopeSpans has neither scope nor schema URL
+                ss.schema_url = f"https://scope-schema/{r}/{s}"
+                ss.scope.name = f"scope-{r}-{s}"
             for i in range(rng.randint(1, 9)):
                 span = ss.spans.add(trace_id=rng.choice(tids), span_id=rng.randbytes(8), name=f"s{r}{s}{i}")
                 span.attributes.append(KeyValue(key="k", value=AnyValue(string_value=f"{r}/{s}/{i}")))
