@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -33,27 +34,42 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_collector import SPANS_PER_BATCH, config, make_batch  # noqa: E402
-
-from mast_otel.collector import CollectorService, judging  # noqa: E402
-from mast_otel.collector.exporter import SendResult  # noqa: E402
+from benchmarks.bench_collector import SPANS_PER_BATCH, config, make_batch
+from mast_otel.collector import CollectorService, judging
+from mast_otel.collector.exporter import SendResult
 
 
 class InlineWorkers:
-    """``--inline``: each judge call runs at once in the thread that submits it (the bench's own), so the figures
-    carry no GIL hand-over between judge threads and cProfile sees the whole release path."""
+    """``--inline``: one judge worker that is the bench's own thread: calls queue up and :meth:`drain` runs them
+    in order, so the figures carry no GIL hand-over between judge threads and cProfile sees the whole release path.
+    """
+
+    last: InlineWorkers | None = None
 
     def __init__(self, n: int, name: str) -> None:
-        pass
+        self._queue: deque[tuple[Future[Any], Callable[[], Any]]] = deque()
+        InlineWorkers.last = self
+
+    @property
+    def backlog(self) -> int:
+        return len(self._queue)
 
     def submit(self, fn: Callable[[], Any]) -> Future[Any]:
         future: Future[Any] = Future()
-        future.set_running_or_notify_cancel()
-        try:
-            future.set_result(fn())
-        except BaseException as exc:
-            future.set_exception(exc)
+        self._queue.append((future, fn))
         return future
+
+    def drain(self) -> None:
+        while self._queue:
+            future, fn = self._queue.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn()
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
 
     def close(self) -> None:
         pass
@@ -100,6 +116,8 @@ def one_round(
             profiler.enable()  # cProfile sees this thread only: use --inline
         cpu = time.process_time()
         service.release_now()
+        if InlineWorkers.last is not None:
+            InlineWorkers.last.drain()
         assert service.flush(600), "release did not finish"
         release = time.process_time() - cpu
         if profiler and profile == "release":
@@ -108,7 +126,8 @@ def one_round(
     finally:
         service.stop(grace=0.2)
     if profiler:
-        pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(int(os.environ.get("TOP", "40")))
+        stats = pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "cumulative"))
+        stats.print_stats(int(os.environ.get("TOP", "40")))
     return ingest / spans * 1e6, release / spans * 1e6
 
 

@@ -1,0 +1,143 @@
+"""Releases written in groups (docs/collector.md, Judging): conversations queued for the judge together are written
+in one transaction, up to 64; one alone is written at once; a group the store refuses is retried conversation by
+conversation as one release alone would be; a stop writes what waited for its group.
+
+The oracle is the store's own write calls (how many tombstones, one per release, each transaction carries) and the
+spans the downstream decoded.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mast_otel import semconv as sc
+from mast_otel.judge.model import Verdict
+from mast_otel.spans import SpanRecord
+from tests.collector.conftest import FakeJudge, recorded, wait_until
+from tests.collector.in_process import Delivered, in_process
+from tests.collector.test_judging_outcomes import Gate, opened_at_exit, roots, submit, unpaid
+from tests.collector.test_store import FlakyStore
+
+Hook = Callable[[dict[str, Sequence[Any]]], None]
+
+
+class Writes:
+    """A FlakyStore factory that notes the tombstones of each release write and lets ``fail`` refuse one."""
+
+    def __init__(self, fail: Callable[[int], Exception | None] = lambda tombs: None) -> None:
+        self.tombs: list[int] = []  # per transaction that carried releases: how many
+        self._fail = fail
+
+    def __call__(self, path: str) -> FlakyStore:
+        store = FlakyStore(path)
+
+        def hook(kw: dict[str, Sequence[Any]]) -> None:
+            n = len(kw.get("tombs") or ())
+            if not n:
+                return
+            exc = self._fail(n)
+            if exc is not None:
+                raise exc
+            self.tombs.append(n)
+
+        store.on_write = hook  # type: ignore[method-assign]
+        return store
+
+
+def labelled_roots(got: Sequence[Delivered]) -> list[str]:
+    return sorted(str(r.attributes.get(sc.JUDGE_STATUS)) for r in roots(got))
+
+
+def queued_behind_a_gate(tmp_path: Path, n: int, writes: Writes) -> tuple[list[str], FakeJudge, float]:
+    """``n`` conversations submitted at once to one judge worker whose first call waits until all are queued;
+    returns the downstream's root statuses once everything is released, the judge, and the store-error count.
+    (A refused group is retried on the tick that follows the wait, not by the worker.)"""
+    gate = Gate()
+    judge = FakeJudge(on_judge=gate)
+    with opened_at_exit(gate), in_process(tmp_path, judge=judge, judge_concurrency=1, make_store=writes) as c:
+        submit(c, recorded(n))
+        assert gate.started.wait(10)
+        gate.opened.set()
+        refused = lambda: c.metric("mast_judge_errors_total", {"reason": "store"})  # noqa: E731
+        wait_until(lambda: c.service.judges.in_flight == 0 or refused() > 0, timeout=10)  # the worker, no tick
+        c.release(0)
+        return labelled_roots(c.downstream.spans()), judge, refused()
+
+
+def test_conversations_queued_together_are_written_in_one_transaction(tmp_path: Path) -> None:
+    writes = Writes()
+    got, judge, errors = queued_behind_a_gate(tmp_path, 5, writes)
+    assert writes.tombs == [5]
+    assert got == [sc.JUDGE_OK] * 5 and len(judge.calls) == 5 and errors == 0
+
+
+def test_a_group_holds_at_most_64_releases(tmp_path: Path) -> None:
+    writes = Writes()
+    got, _, _ = queued_behind_a_gate(tmp_path, 70, writes)
+    assert writes.tombs == [64, 6] and len(got) == 70
+
+
+def test_a_conversation_with_nothing_queued_behind_it_is_written_without_waiting_for_a_tick(tmp_path: Path) -> None:
+    writes = Writes()
+    with in_process(tmp_path, judge=FakeJudge(), make_store=writes) as c:
+        submit(c, recorded(1))
+        wait_until(lambda: c.service.judges.in_flight == 0, timeout=3)  # no tick, no flush: written by the worker
+        assert writes.tombs == [1]
+
+
+def test_a_group_the_store_refuses_is_retried_conversation_by_conversation(tmp_path: Path) -> None:
+    refused: list[int] = []
+
+    def refuse_the_first_group(tombs: int) -> Exception | None:
+        if refused:
+            return None
+        refused.append(tombs)
+        return OSError("disk full")
+
+    writes = Writes(refuse_the_first_group)
+    got, judge, errors = queued_behind_a_gate(tmp_path, 4, writes)
+    assert refused == [4] and errors == 4  # each release counted as refused, as it would be alone
+    assert sum(writes.tombs) == 4 and got == [sc.JUDGE_OK] * 4
+    assert len(judge.calls) == 4  # retried with the verdict it had: never judged again
+
+
+def test_a_group_with_unreadable_bytes_is_written_release_by_release(tmp_path: Path) -> None:
+    """An error that says stored bytes cannot be read back is not a store error: each release is tried alone, so
+    only the one that holds them would be quarantined (here none does: the group alone failed)."""
+    writes = Writes(lambda tombs: ValueError("unreadable") if tombs > 1 else None)
+    got, _, errors = queued_behind_a_gate(tmp_path, 3, writes)
+    assert writes.tombs == [1, 1, 1] and got == [sc.JUDGE_OK] * 3 and errors == 0
+
+
+def test_a_stop_writes_the_releases_that_waited_for_their_group(tmp_path: Path) -> None:
+    """The first conversation's release waits for the ones queued behind it; the stop cancels the queued one and
+    writes the waiting release: the next start exports it as judged (its verdict was not paid for, so only the
+    written release keeps it), judges the cancelled one, and reports the call the stop cut short as interrupted."""
+    queued, second_started, answer = threading.Event(), threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def first_answers_then_thinks(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+        calls.append(1)
+        if len(calls) == 1:
+            assert queued.wait(10)  # the other two are queued behind it
+        else:
+            second_started.set()
+            answer.wait(10)  # still thinking when the collector stops
+        return unpaid(spans, partial)
+
+    try:
+        with in_process(tmp_path, judge=FakeJudge(on_judge=first_answers_then_thinks), judge_concurrency=1,
+                        judge_shutdown_grace=0.1) as first:  # fmt: skip
+            submit(first, recorded(3))
+            queued.set()
+            assert second_started.wait(10)
+    finally:
+        answer.set()
+    again = FakeJudge(on_judge=unpaid)
+    with in_process(tmp_path, judge=again) as second:
+        second.release()
+        got = labelled_roots(second.downstream.spans())
+    assert got == [sc.JUDGE_ERROR, sc.JUDGE_OK, sc.JUDGE_OK] and len(again.calls) == 1
