@@ -32,7 +32,7 @@ from .metrics import CollectorMetrics
 from .store import OutRow, SpanStore, StoredSegment, Tomb
 
 __all__ = [
-    "Loaded", "Pending", "SegmentCache", "commit_release", "commit_releases", "is_unreadable", "persist_claim",
+    "Loaded", "ReleaseParts", "SegmentCache", "commit_release", "commit_releases", "is_unreadable", "persist_claim",
     "persist_verdict", "quarantine_release", "verdict_from_json", "verdict_to_json",
 ]  # fmt: skip
 
@@ -149,11 +149,16 @@ def commit_release(
 
 
 # One release: the spans it takes out of their segments, its outbox rows, its tombstone.
-Pending = tuple[tuple[Location, ...], Sequence[OutRow], Tomb]
+ReleaseParts = tuple[tuple[Location, ...], Sequence[OutRow], Tomb]
 
 
 def commit_releases(
-    *, store: SpanStore, assembler: Assembler, lock: threading.RLock, cache: SegmentCache, releases: Sequence[Pending]
+    *,
+    store: SpanStore,
+    assembler: Assembler,
+    lock: threading.RLock,
+    cache: SegmentCache,
+    releases: Sequence[ReleaseParts],
 ) -> None:
     """Write several releases in one transaction (all or none), with the segments they empty.
 
