@@ -108,8 +108,25 @@ def test_a_group_with_unreadable_bytes_is_written_release_by_release(tmp_path: P
     """An error that says stored bytes cannot be read back is not a store error: each release is tried alone, so
     only the one that holds them would be quarantined (here none does: the group alone failed)."""
     writes = Writes(lambda tombs: ValueError("unreadable") if tombs > 1 else None)
-    got, _, errors = queued_behind_a_gate(tmp_path, 3, writes)
-    assert writes.tombs == [1, 1, 1] and got == [sc.JUDGE_OK] * 3 and errors == 0
+    got, _, errors = queued_behind_a_gate(tmp_path, 2, writes)
+    assert writes.tombs == [1, 1] and got == [sc.JUDGE_OK] * 2 and errors == 0
+
+
+def test_a_release_alone_whose_write_says_its_bytes_are_unreadable_is_quarantined(tmp_path: Path) -> None:
+    failed: list[int] = []
+
+    def once(tombs: int) -> Exception | None:
+        if failed:
+            return None
+        failed.append(tombs)
+        return ValueError("unreadable")
+
+    with in_process(tmp_path, judge=FakeJudge(), make_store=Writes(once)) as c:
+        c.send(recorded(1))
+        c.release()
+        assert failed == [1] and c.downstream.spans() == []
+        assert c.metric("mast_collector_segments_quarantined_total", {"stage": "release"}) == 1
+        assert c.metric("mast_judge_errors_total", {"reason": "store"}) == 0 and c.service.judges.in_flight == 0
 
 
 def test_a_stop_writes_the_releases_that_waited_for_their_group(tmp_path: Path) -> None:
