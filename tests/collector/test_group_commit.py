@@ -8,6 +8,7 @@ spans the downstream decoded.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 from mast_otel import semconv as sc
 from mast_otel.judge.model import Verdict
 from mast_otel.spans import SpanRecord
-from tests.collector.conftest import FakeJudge, recorded, wait_until
+from tests.collector.conftest import FakeJudge, flag_messages, recorded, wait_until
 from tests.collector.in_process import Delivered, in_process
 from tests.collector.test_judging_outcomes import Gate, opened_at_exit, roots, submit, unpaid
 from tests.collector.test_store import FlakyStore
@@ -127,6 +128,39 @@ def test_a_release_alone_whose_write_says_its_bytes_are_unreadable_is_quarantine
         assert failed == [1] and c.downstream.spans() == []
         assert c.metric("mast_collector_segments_quarantined_total", {"stage": "release"}) == 1
         assert c.metric("mast_judge_errors_total", {"reason": "store"}) == 0 and c.service.judges.in_flight == 0
+
+
+def test_a_retry_that_cannot_read_the_store_is_retried_again_with_the_same_verdict(tmp_path: Path) -> None:
+    """The release's write is refused; its retry reads the spans again and the store fails that read once: the
+    next retry still carries the judge's verdict (the judge is not asked again)."""
+    refused: list[int] = []
+
+    class ResourceFailsOnce(FlakyStore):
+        def resource(self, resource_id: int) -> tuple[bytes, str]:
+            if len(refused) == 1:
+                refused.append(0)
+                raise sqlite3.OperationalError("database is locked")
+            return super().resource(resource_id)
+
+    def make(path: str) -> FlakyStore:
+        store = ResourceFailsOnce(path)
+
+        def refuse_first_release(kw: dict[str, Sequence[Any]]) -> None:
+            if kw.get("tombs") and not refused:
+                refused.append(1)
+                raise OSError("disk full")
+
+        store.on_write = refuse_first_release  # type: ignore[method-assign]
+        return store
+
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    with in_process(tmp_path, judge=judge, make_store=make) as c:
+        c.send(recorded(1))
+        c.release()
+        (root,) = roots(c.downstream.spans())
+        assert refused == [1, 0] and c.metric("mast_judge_errors_total", {"reason": "store"}) == 2
+    assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_OK and root.attributes[sc.FAILURE_MODES] == ("1.3",)
+    assert len(judge.calls) == 1
 
 
 def test_a_stop_writes_the_releases_that_waited_for_their_group(tmp_path: Path) -> None:
