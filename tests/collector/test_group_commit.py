@@ -89,18 +89,25 @@ def test_a_conversation_with_nothing_queued_behind_it_is_written_without_waiting
         assert writes.tombs == [1]
 
 
-def test_a_group_the_store_refuses_is_retried_conversation_by_conversation(tmp_path: Path) -> None:
-    refused: list[int] = []
+class FirstWrite:
+    """A failure for :class:`Writes`: the first write of releases raises ``exc``; ``seen`` notes how many it held."""
 
-    def refuse_the_first_group(tombs: int) -> Exception | None:
-        if refused:
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+        self.seen: list[int] = []
+
+    def __call__(self, tombs: int) -> Exception | None:
+        if self.seen:
             return None
-        refused.append(tombs)
-        return OSError("disk full")
+        self.seen.append(tombs)
+        return self.exc
 
-    writes = Writes(refuse_the_first_group)
+
+def test_a_group_the_store_refuses_is_retried_conversation_by_conversation(tmp_path: Path) -> None:
+    refused = FirstWrite(OSError("disk full"))
+    writes = Writes(refused)
     got, judge, errors = queued_behind_a_gate(tmp_path, 4, writes)
-    assert refused == [4] and errors == 4  # each release counted as refused, as it would be alone
+    assert refused.seen == [4] and errors == 4  # each release counted as refused, as it would be alone
     assert sum(writes.tombs) == 4 and got == [sc.JUDGE_OK] * 4
     assert len(judge.calls) == 4  # retried with the verdict it had: never judged again
 
@@ -114,18 +121,11 @@ def test_a_group_with_unreadable_bytes_is_written_release_by_release(tmp_path: P
 
 
 def test_a_release_alone_whose_write_says_its_bytes_are_unreadable_is_quarantined(tmp_path: Path) -> None:
-    failed: list[int] = []
-
-    def once(tombs: int) -> Exception | None:
-        if failed:
-            return None
-        failed.append(tombs)
-        return ValueError("unreadable")
-
-    with in_process(tmp_path, judge=FakeJudge(), make_store=Writes(once)) as c:
+    failed = FirstWrite(ValueError("unreadable"))
+    with in_process(tmp_path, judge=FakeJudge(), make_store=Writes(failed)) as c:
         c.send(recorded(1))
         c.release()
-        assert failed == [1] and c.downstream.spans() == []
+        assert failed.seen == [1] and c.downstream.spans() == []
         assert c.metric("mast_collector_segments_quarantined_total", {"stage": "release"}) == 1
         assert c.metric("mast_judge_errors_total", {"reason": "store"}) == 0 and c.service.judges.in_flight == 0
 
