@@ -12,7 +12,8 @@ each round uses a fresh store and the best round counts (other load on the machi
 
 ``--inline`` runs each judge call in the bench's own thread (steadier figures, and what cProfile needs).
 The figures of a code change are compared by running this file from each checkout in turn (interleaved), since one
-process runs one version of the code. ``--profile ingest|release`` runs cProfile over that phase of one round and
+process runs one version of the code: it measures the checkout it sits in (its first line says which).
+``--profile ingest|release`` runs cProfile over that phase of one round and
 prints the top functions by cumulative time.
 """
 
@@ -165,6 +166,7 @@ def main() -> None:
     batches = [make_batch() for _ in range(args.requests)]
     spans = args.requests * SPANS_PER_BATCH
     how = "inline" if args.inline else f"{args.judge_concurrency} judge threads"
+    print(f"== code measured: {Path(judging.__file__).parents[2]}")
     print(f"== CPU per span in one process: {spans:,} spans ({args.requests} requests), {how}, "
           f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
     results = []
