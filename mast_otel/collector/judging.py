@@ -297,9 +297,10 @@ class JudgePool:
             self._on_released()
 
     def _commit(self, group: list[_Ready]) -> list[_Ready]:
-        """(Under the pipeline lock.) The releases written, all in one transaction. A store error fails them all
-        (each is retried, as one alone would be); bytes that cannot be read back are sought one release at a time,
-        so only the release that holds them is quarantined."""
+        """(Under the pipeline lock.) The releases written, all in one transaction; when that fails, each is tried
+        alone at once, so a group never fails a release that fits (a full disk has room for one release, not
+        always for 64) and one release's trouble is its own: a store error retries it, bytes that cannot be read
+        back quarantine it."""
         if self._stopping:
             for ready in group:
                 self._keep(ready.job, ready.verdict, ready.outcome)
@@ -309,10 +310,9 @@ class JudgePool:
             commit_releases(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
                             releases=releases)  # fmt: skip
         except Exception as exc:
-            if len(group) > 1 and is_unreadable(exc):
+            if len(group) > 1:
                 return [written for ready in group for written in self._commit([ready])]
-            for ready in group:
-                self._failed(ready.job, ready.verdict, ready.outcome, exc)
+            self._failed(group[0].job, group[0].verdict, group[0].outcome, exc)
             return []
         return group
 

@@ -103,13 +103,23 @@ class FirstWrite:
         return self.exc
 
 
-def test_a_group_the_store_refuses_is_retried_conversation_by_conversation(tmp_path: Path) -> None:
+def test_a_group_the_store_refuses_is_written_release_by_release_at_once(tmp_path: Path) -> None:
+    """A full disk may have room for one release and not for 64: each release of a refused group is written alone
+    at once; only one that fails alone is a store error, retried on the next tick."""
     refused = FirstWrite(OSError("disk full"))
     writes = Writes(refused)
     got, judge, errors = queued_behind_a_gate(tmp_path, 4, writes)
-    assert refused.seen == [4] and errors == 4  # each release counted as refused, as it would be alone
-    assert sum(writes.tombs) == 4 and got == [sc.JUDGE_OK] * 4
-    assert len(judge.calls) == 4  # retried with the verdict it had: never judged again
+    assert refused.seen == [4] and writes.tombs == [1, 1, 1, 1] and errors == 0
+    assert got == [sc.JUDGE_OK] * 4 and len(judge.calls) == 4
+
+
+def test_a_release_a_refused_group_cannot_write_alone_is_retried_with_its_verdict(tmp_path: Path) -> None:
+    first_alone = FirstWrite(OSError("disk full"))
+    writes = Writes(lambda tombs: OSError("disk full") if tombs > 1 else first_alone(tombs))
+    got, judge, errors = queued_behind_a_gate(tmp_path, 3, writes)
+    assert first_alone.seen == [1] and errors == 1  # counted once, as one release alone would be
+    assert writes.tombs == [1, 1, 1] and got == [sc.JUDGE_OK] * 3
+    assert len(judge.calls) == 3  # retried with the verdict it had: never judged again
 
 
 def test_a_group_with_unreadable_bytes_is_written_release_by_release(tmp_path: Path) -> None:
