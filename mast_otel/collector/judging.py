@@ -290,7 +290,10 @@ class JudgePool:
                 if len(self._ready) < _GROUP and self._workers.backlog > 0:
                     return
             group, self._ready = self._ready, []
-            committed = self._commit(group) if group else []
+            if self._store.disk_full:  # the freed space holds one release at a time, not always a group
+                committed = [written for ready in group for written in self._commit([ready])]
+            else:
+                committed = self._commit(group) if group else []
         for done in committed:
             self._released(done)
         if committed:

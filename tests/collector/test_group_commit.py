@@ -33,9 +33,10 @@ class Writes:
         self._fail = fail
 
     def __call__(self, path: str) -> FlakyStore:
-        store = FlakyStore(path)
+        return self.hook(FlakyStore(path))
 
-        def hook(kw: dict[str, Sequence[Any]]) -> None:
+    def hook(self, store: FlakyStore) -> FlakyStore:
+        def note(kw: dict[str, Sequence[Any]]) -> None:
             n = len(kw.get("tombs") or ())
             if not n:
                 return
@@ -44,7 +45,7 @@ class Writes:
                 raise exc
             self.tombs.append(n)
 
-        store.on_write = hook  # type: ignore[method-assign]
+        store.on_write = note  # type: ignore[method-assign]
         return store
 
 
@@ -120,6 +121,28 @@ def test_a_release_a_refused_group_cannot_write_alone_is_retried_with_its_verdic
     assert first_alone.seen == [1] and errors == 1  # counted once, as one release alone would be
     assert writes.tombs == [1, 1, 1] and got == [sc.JUDGE_OK] * 3
     assert len(judge.calls) == 3  # retried with the verdict it had: never judged again
+
+
+def test_on_a_full_disk_releases_are_written_one_by_one(tmp_path: Path) -> None:
+    """A full disk (the reserve given up) has room for one release at a time: no group is tried."""
+    full: list[bool] = []
+
+    class FillsUp(FlakyStore):
+        @property
+        def disk_full(self) -> bool:
+            return bool(full) or super().disk_full
+
+    writes = Writes()
+    gate = Gate()
+    with opened_at_exit(gate), in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_concurrency=1,
+                                          make_store=lambda path: writes.hook(FillsUp(path))) as c:  # fmt: skip
+        submit(c, recorded(3))
+        assert gate.started.wait(10)
+        full.append(True)  # after ingest: a full disk refuses new spans
+        gate.opened.set()
+        c.release(0)
+        got = labelled_roots(c.downstream.spans())
+    assert writes.tombs == [1, 1, 1] and got == [sc.JUDGE_OK] * 3
 
 
 def test_a_group_with_unreadable_bytes_is_written_release_by_release(tmp_path: Path) -> None:
