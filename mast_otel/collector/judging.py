@@ -2,10 +2,6 @@
 
 ``unit -> submit -> worker: load spans, sample, judge -> finish: signals, label, store.release, count -> exporter``
 
-While more conversations are queued for the judge, their releases are written together, up to 64 in one
-transaction (its fixed cost was about half of a release's store time); one with nothing queued behind it is
-written at once, and each pipeline tick (:meth:`JudgePool.check`) writes what still waits.
-
 Structural signals (facts, not verdicts) are computed at finish from the spans for every conversation, whatever the
 verdict (ok, skipped, error, timed out), so a conversation never judged still carries them.
 
@@ -49,14 +45,14 @@ from .metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics
 from .release import (
     Loaded,
     SegmentCache,
-    commit_releases,
+    commit_release,
     is_unreadable,
     persist_claim,
     persist_verdict,
     quarantine_release,
     verdict_from_json,
 )
-from .release_builder import COLLECTOR_SCOPE, Release, ReleaseBuilder, root_of
+from .release_builder import COLLECTOR_SCOPE, ReleaseBuilder, root_of
 from .store import SpanStore
 from .verdicts import CLAIMED
 from .workers import Workers
@@ -64,9 +60,6 @@ from .workers import Workers
 __all__ = ["COLLECTOR_SCOPE", "JudgePool"]
 
 _log = logging.getLogger(__name__)
-# Releases written in one transaction at most. A release waits for others only while more conversations are queued
-# for the judge; the pipeline's next tick (check) writes whatever waits, so it is never held longer than that.
-_GROUP = 64
 _INTERRUPTED = (
     "the collector stopped while this conversation was being judged; it is not judged again, so it is "
     "never billed twice (judge_interrupted=again judges it again)"
@@ -89,16 +82,6 @@ class _Outcome:
     verdict: Verdict
     seconds: float
     called_judge: bool = dc_field(default=False)
-
-
-@dataclass(eq=False)
-class _Ready:
-    """A release built and waiting to be written (with others, when more conversations are queued behind it)."""
-
-    job: _Job
-    verdict: Verdict
-    outcome: _Outcome | None
-    release: Release
 
 
 class JudgePool:
@@ -143,7 +126,6 @@ class JudgePool:
         self._jobs: dict[int, _Job] = {}
         self._jobs_lock = threading.Lock()
         self._retry: list[tuple[_Job, Verdict]] = []
-        self._ready: list[_Ready] = []  # built, not written yet (under the pipeline lock)
         self._closed = False  # shutdown began: no new work
         self._stopping = False  # the grace is over: nothing more is written to the store
 
@@ -237,8 +219,7 @@ class JudgePool:
 
     # -- finishing -----------------------------------------------------------------------------------------------
     def check(self, now: float) -> None:
-        """Release overdue conversations with an error verdict; retry finishes the store refused; write the
-        releases waiting for their group."""
+        """Release overdue conversations with an error verdict; retry finishes the store refused."""
         overdue: list[_Job] = []
         with self._jobs_lock:
             for job in self._jobs.values():  # submission order is deadline order: stop at the first not yet due
@@ -257,7 +238,6 @@ class JudgePool:
             self._finish(job, Verdict.error(self._source, f"judge timed out after {self._timeout:g}s"), None)
         for job, verdict in retry:
             self._finish(job, verdict, None)
-        self._write()
 
     def _keep(self, job: _Job, verdict: Verdict, outcome: _Outcome | None) -> None:
         """The release cannot be written now: keep a fresh verdict so a restart does not judge (bill) it again."""
@@ -276,77 +256,35 @@ class JudgePool:
             else:
                 loaded, records = outcome.loaded, outcome.records
             release = self._builder.build(unit, job.submitted, verdict, loaded, records)
-        except Exception as exc:
-            self._failed(job, verdict, outcome, exc)
-            return
-        self._write(_Ready(job, verdict, outcome, release))
-
-    def _write(self, ready: _Ready | None = None) -> None:
-        """Write the releases built so far (with ``ready``) in one transaction, unless more conversations are queued
-        for the judge and the group is not full: then the next finish (or the next tick) writes them together."""
-        with self._lock:  # shutdown sets _stopping under this lock, then closes the store
-            if ready is not None:
-                self._ready.append(ready)
-                if len(self._ready) < _GROUP and self._workers.backlog > 0:
+            with self._lock:  # shutdown sets _stopping under this lock, then closes the store
+                if self._stopping:
+                    self._keep(job, verdict, outcome)
                     return
-            group, self._ready = self._ready, []
-            if self._store.disk_full:  # the freed space holds one release at a time, not always a group
-                committed = [written for ready in group for written in self._commit([ready])]
-            else:
-                committed = self._commit(group) if group else []
-        for done in committed:
-            self._released(done)
-        if committed:
-            self._on_released()
-
-    def _commit(self, group: list[_Ready]) -> list[_Ready]:
-        """(Under the pipeline lock.) The releases written, all in one transaction; when that fails, each is tried
-        alone at once, so a group never fails a release that fits (a full disk has room for one release, not
-        always for 64) and one release's trouble is its own: a store error retries it, bytes that cannot be read
-        back quarantine it."""
-        if self._stopping:
-            for ready in group:
-                self._keep(ready.job, ready.verdict, ready.outcome)
-            return []
-        try:
-            releases = [(r.job.unit.locations, r.release.outbox, r.release.tomb) for r in group]
-            commit_releases(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
-                            releases=releases)  # fmt: skip
+                commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
+                               locations=unit.locations, outbox=release.outbox, tomb=release.tomb)  # fmt: skip
         except Exception as exc:
-            if len(group) > 1:
-                return [written for ready in group for written in self._commit([ready])]
-            self._failed(group[0].job, group[0].verdict, group[0].outcome, exc)
-            return []
-        return group
-
-    def _failed(self, job: _Job, verdict: Verdict, outcome: _Outcome | None, exc: Exception) -> None:
-        """(In an ``except`` block.) The release could not be built or written."""
-        unit = job.unit
-        if is_unreadable(exc):  # the stored bytes cannot be read back: retrying would never succeed
-            quarantine_release(
-                store=self._store,
-                assembler=self._assembler,
-                lock=self._lock,
-                cache=self._cache,
-                metrics=self._metrics,
-                locations=unit.locations,
-                trace_id=unit.trace_id,
-                exc=exc,
-            )
+            if is_unreadable(exc):  # the stored bytes cannot be read back: retrying would never succeed
+                quarantine_release(
+                    store=self._store,
+                    assembler=self._assembler,
+                    lock=self._lock,
+                    cache=self._cache,
+                    metrics=self._metrics,
+                    locations=unit.locations,
+                    trace_id=unit.trace_id,
+                    exc=exc,
+                )
+                with self._jobs_lock:
+                    self._jobs.pop(id(job), None)
+                with self._lock:
+                    self._assembler.finished(unit)
+                return
+            self._metrics.judge_errors.labels("store").inc()
+            _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
+            self._keep(job, verdict, outcome)
             with self._jobs_lock:
-                self._jobs.pop(id(job), None)
-            with self._lock:
-                self._assembler.finished(unit)
+                self._retry.append((job, verdict))
             return
-        self._metrics.judge_errors.labels("store").inc()
-        _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
-        self._keep(job, verdict, outcome)
-        with self._jobs_lock:
-            self._retry.append((job, verdict))
-
-    def _released(self, ready: _Ready) -> None:
-        """Bookkeeping once a release is committed: metrics, the assembler forgets the unit, the verdict sink."""
-        job, verdict, release, unit = ready.job, ready.verdict, ready.release, ready.job.unit
         with self._jobs_lock:
             self._jobs.pop(id(job), None)
         unlabelled = not_a_conversation(verdict)
@@ -357,6 +295,7 @@ class JudgePool:
             self._metrics.count_signals(release.signals, release.service, release.framework)
         with self._lock:
             self._assembler.finished(unit)
+        self._on_released()
         if self._on_verdict is not None and not unlabelled:
             try:
                 self._on_verdict(verdict, unit.trace_id.hex(), unit.root_id.hex() if unit.root_id else None)
@@ -377,7 +316,6 @@ class JudgePool:
                 job.future.cancel()  # succeeds only for calls still queued
         self._workers.close()
         deadline = time.monotonic() + grace
-        self._write()  # releases that waited for a group: nothing is queued any more, none is coming
         while self._running() and time.monotonic() < deadline:
             time.sleep(0.02)
         with self._lock:
