@@ -13,6 +13,7 @@ samples (``judge_fraction``); the weak hints (e.g. "no verification language") f
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -51,7 +52,10 @@ class _Keyed:
         if not text.isascii():
             return True
         low = text.lower()
-        return any(k in low for k in self._keys)
+        for key in self._keys:  # a loop, not any() over a generator: this runs for every message, many times
+            if key in low:
+                return True
+        return False
 
     def search(self, text: str) -> re.Match[str] | None:
         return self._pattern.search(text) if self._may_match(text) else None
@@ -88,6 +92,22 @@ _APPROVAL = _Keyed(
 _NEGATION = re.compile(r"\b(not|cannot|can't|can ?not|don't|won't|never|no|isn't|aren't)\b\W*(\w+\W+){0,2}$",
                        re.IGNORECASE)
 _VERIFIER_NAME = re.compile(r"verif|review|test|critic|check|judge|qa\b|inspect", re.IGNORECASE)
+
+
+_CACHED_NAME = 128  # longer sender names (odd or hostile ones) are searched each time, never kept
+
+
+def _verifier(sender: str) -> bool:
+    """A sender whose name suggests a verifier. Asked once or twice per message of every conversation, about the
+    few names a conversation has: the answers for short names are kept."""
+    if len(sender) > _CACHED_NAME:
+        return _VERIFIER_NAME.search(sender) is not None
+    return _short_verifier(sender)
+
+
+@functools.lru_cache(maxsize=1024)
+def _short_verifier(sender: str) -> bool:
+    return _VERIFIER_NAME.search(sender) is not None
 _RESTART = _Keyed(
     r"\b(let'?s start over|start(ing)? (over|again|from scratch)|restart(ing)? the (task|conversation|process)|"
     r"from the beginning)\b",
@@ -279,7 +299,7 @@ def _no_verification(view: ConversationView) -> list[Signal]:
     msgs = view.messages
     if not msgs:
         return []
-    if any(_VERIFIER_NAME.search(m.sender) for m in msgs):
+    if any(_verifier(m.sender) for m in msgs):
         return []
     if any(_VERIFY.search(m.text) for m in msgs[1:]):  # the opening message is the task: asking is not checking
         return []
@@ -297,7 +317,7 @@ def _unchecked_approval(view: ConversationView) -> list[Signal]:
     approval after a tool ran (tests, code execution) is left to the judge (it may be 3.3, or fine)."""
     events = view.events
     for i, approval in enumerate(events):
-        if approval.kind != sc.SPAN_TYPE_MESSAGE or not _VERIFIER_NAME.search(approval.sender):
+        if approval.kind != sc.SPAN_TYPE_MESSAGE or not _verifier(approval.sender):
             continue
         if not _approves(approval.text):
             continue
