@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
@@ -31,7 +32,10 @@ from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from .namespace import may_carry_owned, strip_owned
 from .store import NewSegment, OutRow, SpanStore, Tomb
 
-__all__ = ["Backpressure", "IngestResult", "Ingestor", "Malformed", "TooLarge", "span_facts"]
+__all__ = [
+    "Backpressure", "IngestResult", "Ingestor", "ItemBudget", "Malformed", "TooLarge", "resource_spans_of",
+    "span_facts",
+]  # fmt: skip
 
 _log = logging.getLogger(__name__)
 _ZERO_TRACE = bytes(16)
@@ -64,6 +68,41 @@ class IngestResult:
 
 # (trace_id, span_id, parent_id, index of the span in its ScopeSpans, conv_root, conv_id, conv_parent)
 _Fact = tuple[bytes, bytes, bytes, int, bool, str | None, str | None]
+
+
+class ItemBudget:
+    """What a request may hold: ``max_items`` ResourceSpans, ScopeSpans and spans together, counted level by level
+    from shallow parses (a few bytes per element, in C) before any per-element work."""
+
+    def __init__(self, max_items: int) -> None:
+        self._left = max_items
+        self._max = max_items
+
+    def take(self, items: int) -> None:
+        self._left -= items
+        if self._left < 0:
+            raise TooLarge(f"the request holds more than max_request_spans={self._max} spans, ScopeSpans and "
+                           "ResourceSpans; send smaller batches")  # fmt: skip
+
+
+def resource_spans_of(raw: bytes, budget: ItemBudget) -> Iterator[tuple[bytes, Any]]:
+    """Each non-empty ResourceSpans of a serialized request: its bytes and its shallow parse (``resource`` and
+    ``scope_spans`` as bytes); raises :class:`Malformed` for bytes protobuf cannot read, :class:`TooLarge` past the
+    budget."""
+    try:
+        request = ShallowRequest.FromString(raw)
+    except DecodeError as exc:
+        raise Malformed(f"the body is not an OTLP protobuf request: {_why(exc)}") from None
+    budget.take(len(request.resource_spans))
+    for rs_data in list(request.resource_spans):
+        if not rs_data:
+            continue
+        try:
+            rs = ShallowResourceSpans.FromString(rs_data)
+        except DecodeError as exc:
+            raise Malformed(f"a ResourceSpans is not valid protobuf: {_why(exc)}") from None
+        budget.take(len(rs.scope_spans))
+        yield rs_data, rs
 
 
 def span_facts(attributes: Mapping[str, bytes], name: bytes = b"") -> tuple[bool, str | None, str | None, str | None]:
@@ -202,21 +241,10 @@ class Ingestor:
         parsed in full once: what release and the judge will do (release's span walker accepts whatever the full
         parse accepts; the fuzz tier checks that).
         """
-        try:
-            request = ShallowRequest.FromString(raw)
-        except DecodeError as exc:
-            raise Malformed(f"the body is not an OTLP protobuf request: {_why(exc)}") from None
-        items = self._count(0, len(request.resource_spans))
+        budget = ItemBudget(self._max_items)
         scopes: list[_Scope] = []
         pairs: set[tuple[str, str]] = set()
-        for rs_data in list(request.resource_spans):
-            if not rs_data:
-                continue
-            try:
-                rs = ShallowResourceSpans.FromString(rs_data)
-            except DecodeError as exc:
-                raise Malformed(f"a ResourceSpans is not valid protobuf: {_why(exc)}") from None
-            items = self._count(items, len(rs.scope_spans))
+        for _, rs in resource_spans_of(raw, budget):
             key: _ResourceKey = (rs.resource, rs.schema_url)
             resource_checked = False
             service: str | None = None
@@ -227,7 +255,7 @@ class Ingestor:
                     spans = RawScopeSpans.FromString(data).spans
                 except DecodeError as exc:
                     raise Malformed(f"a ScopeSpans is not valid protobuf: {_why(exc)}") from None
-                items = self._count(items, len(spans))
+                budget.take(len(spans))
                 facts: list[_Fact] = []
                 invalid = 0
                 for index, span in enumerate(spans):
@@ -249,13 +277,6 @@ class Ingestor:
                     data = self._checked(data, len(spans))
                 scopes.append(_Scope(key, data, facts, invalid))
         return scopes, pairs
-
-    def _count(self, items: int, more: int) -> int:
-        items += more
-        if items > self._max_items:
-            raise TooLarge(f"the request holds more than max_request_spans={self._max_items} spans, ScopeSpans and "
-                           "ResourceSpans; send smaller batches")  # fmt: skip
-        return items
 
     def _checked(self, data: bytes, spans: int) -> bytes:
         """``data`` as it will be stored: readable back by release, owned attributes removed."""

@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .encoding import ShallowRequest, ShallowResourceSpans, field, walk
-from .ingest import Backpressure, IngestResult, Malformed, TooLarge
+from .encoding import field, walk
+from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, resource_spans_of
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_SHARD_UNAVAILABLE
 from .receiver_grpc import FORWARDED_PROTOCOL_KEY, REFUSAL_REASON_KEY, RETRY_INFO_KEY
 
@@ -54,21 +53,10 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
 
     Raises :class:`Malformed` for bytes that are not an OTLP request and :class:`TooLarge` past ``max_items``
     (ResourceSpans + ScopeSpans + spans, as ingest counts them)."""
-    try:
-        request = ShallowRequest.FromString(raw)
-    except DecodeError as exc:
-        raise Malformed(f"the body is not an OTLP protobuf request: {exc}") from None
-    items = _count(0, len(request.resource_spans), max_items)
+    budget = ItemBudget(max_items)
     # shard -> resource_spans fields (bytes) and span count
     out: dict[int, tuple[list[bytes], int]] = {}
-    for rs_data in request.resource_spans:
-        if not rs_data:
-            continue
-        try:
-            rs = ShallowResourceSpans.FromString(rs_data)
-        except DecodeError as exc:
-            raise Malformed(f"a ResourceSpans is not valid protobuf: {exc}") from None
-        items = _count(items, len(rs.scope_spans), max_items)
+    for rs_data, rs in resource_spans_of(raw, budget):
         per_shard: dict[int, list[bytes]] = {}
         counts: dict[int, int] = {}
         for data in rs.scope_spans:
@@ -79,7 +67,7 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
             except ValueError as exc:
                 raise Malformed(f"a ScopeSpans is not valid protobuf: {exc}") from None
             spans = [(start, at, end) for number, start, at, end in fields if number == 2 and at >= 0]
-            items = _count(items, len(spans), max_items)
+            budget.take(len(spans))
             # each span's field (tag and length included) is copied as it came: nothing is encoded per span
             by_shard: dict[int, list[bytes]] = {}
             for start, at, end in spans:
@@ -219,11 +207,3 @@ def _trace_id(data: bytes, body: int, end: int) -> bytes:
         if number == 1 and start >= 0:
             trace_id = span[start:stop]  # protobuf keeps the last occurrence
     return trace_id
-
-
-def _count(items: int, more: int, max_items: int) -> int:
-    items += more
-    if items > max_items:
-        raise TooLarge(f"the request holds more than max_request_spans={max_items} spans, ScopeSpans and "
-                       "ResourceSpans; send smaller batches")  # fmt: skip
-    return items
