@@ -44,6 +44,16 @@ def _held(store: Path) -> int:
         return int(db.execute("SELECT count(*) FROM segment").fetchone()[0])
 
 
+def _keys(spans: list) -> set[tuple[str, str]]:  # type: ignore[type-arg]
+    return {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in spans}
+
+
+def _delivered(sink: OtlpSink, want: set[tuple[str, str]]) -> None:
+    """Every span sent reached the downstream, and nothing else did."""
+    got = sink.wait_for(lambda s: want <= {x.key for x in s}, timeout=60)
+    assert {s.key for s in got} == want
+
+
 def _send(exporter: OTLPSpanExporter | HttpExporter, spans: list, batch: int = 64) -> None:  # type: ignore[type-arg]
     for i in range(0, len(spans), batch):
         while exporter.export(spans[i : i + batch]) != SpanExportResult.SUCCESS:
@@ -96,7 +106,7 @@ def test_kill_9_of_the_front_kills_its_shards_and_a_restart_delivers_what_was_he
     tmp_path: Path, sink: OtlpSink
 ) -> None:
     spans = recorded(40)
-    want = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in spans}
+    want = _keys(spans)
     # a quiet period longer than the test: everything acknowledged is still held when the front is killed
     collector = CollectorProcess(tmp_path, sink, extra=["--processes", "2", "--quiet-period", "100"])
     collector.start()
@@ -111,15 +121,14 @@ def test_kill_9_of_the_front_kills_its_shards_and_a_restart_delivers_what_was_he
     collector.cmd[collector.cmd.index("100")] = "0.05"
     collector.start()
     try:
-        got = sink.wait_for(lambda s: want <= {x.key for x in s}, timeout=60)
-        assert {s.key for s in got} == want
+        _delivered(sink, want)
     finally:
         assert collector.stop() == 0
 
 
 def test_a_shard_killed_is_restarted_and_what_it_held_is_delivered(tmp_path: Path, sink: OtlpSink) -> None:
     spans = recorded(30)
-    want = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in spans}
+    want = _keys(spans)
     collector = CollectorProcess(tmp_path, sink, extra=["--processes", "2", "--quiet-period", "2"])
     collector.start()
     try:
@@ -131,12 +140,11 @@ def test_a_shard_killed_is_restarted_and_what_it_held_is_delivered(tmp_path: Pat
         os.kill(victim, signal.SIGKILL)
         wait_until(lambda: len(_children(collector.proc.pid) - before) == 1, timeout=30,  # type: ignore[union-attr]
                    what="a new shard started")  # fmt: skip
-        got = sink.wait_for(lambda s: want <= {x.key for x in s}, timeout=60)
-        assert {s.key for s in got} == want
+        _delivered(sink, want)
         assert "exited with code -9; restarting" in collector.log.read_text()
         more = recorded(10)  # and the restarted shard takes new traffic
         _send(exporter, more)
-        want |= {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in more}
+        want |= _keys(more)
         sink.wait_for(lambda s: want <= {x.key for x in s}, timeout=60)
     finally:
         assert collector.stop() == 0
@@ -144,7 +152,7 @@ def test_a_shard_killed_is_restarted_and_what_it_held_is_delivered(tmp_path: Pat
 
 def test_fewer_processes_after_more_still_drain_the_stores_left(tmp_path: Path, sink: OtlpSink) -> None:
     spans = recorded(30)
-    want = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in spans}
+    want = _keys(spans)
     held = CollectorProcess(tmp_path, sink, extra=["--processes", "2", "--quiet-period", "100"])
     held.start()
     _send(OTLPSpanExporter(endpoint=f"127.0.0.1:{held.grpc_port}", insecure=True, timeout=30), spans)
@@ -153,8 +161,7 @@ def test_fewer_processes_after_more_still_drain_the_stores_left(tmp_path: Path, 
     one = CollectorProcess(tmp_path, sink, extra=["--processes", "1"])
     one.start()
     try:
-        got = sink.wait_for(lambda s: want <= {x.key for x in s}, timeout=60)
-        assert {s.key for s in got} == want
+        _delivered(sink, want)
         assert "holds spans from a run with more processes: draining it" in one.log.read_text()
     finally:
         assert one.stop() == 0
