@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 
 from .config import CollectorConfig, parse_hostport
-from .limits import DECODE_AMPLIFICATION, MemoryLimiter, default_memory_limit
+from .limits import MemoryLimiter, memory_limit_of
 from .metrics import CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
@@ -38,8 +38,7 @@ class FrontService:
     def __init__(self, config: CollectorConfig) -> None:
         self.config = config
         self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services)
-        auto = max(default_memory_limit(), config.max_request_bytes * DECODE_AMPLIFICATION)
-        self.limiter = MemoryLimiter(config.memory_limit or auto)
+        self.limiter = MemoryLimiter(memory_limit_of(config.memory_limit, config.max_request_bytes))
         self.shards = ShardSet(config, count=config.process_count, max_request_bytes=config.max_request_bytes)
         self.router = Router(shards=self.shards.count, export_of=self.shards.export_callable, token=self.shards.token,
                              max_items=config.max_request_spans, retry_after=config.retry_after)  # fmt: skip

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["DECODE_AMPLIFICATION", "MemoryLimiter", "OverLimit", "default_memory_limit"]
+__all__ = ["DECODE_AMPLIFICATION", "MemoryLimiter", "OverLimit", "default_memory_limit", "memory_limit_of"]
 
 # Peak bytes of Python/upb objects per byte of request in the ingest path's worst case, with margin. Measured
 # (peak RSS growth / request size, 4 MiB requests): empty spans 44x, empty KeyValues in one span 43x, empty events
@@ -32,6 +32,12 @@ def default_memory_limit() -> int:
     except (ValueError, OSError, AttributeError):
         return _FLOOR
     return max(_FLOOR, min(_CEILING, total // 4))
+
+
+def memory_limit_of(configured: int, max_request_bytes: int) -> int:
+    """The limit in force: ``configured``, or (0) the default raised to what one request of ``max_request_bytes`` is
+    charged, so that every valid request can be accepted."""
+    return configured or max(default_memory_limit(), max_request_bytes * DECODE_AMPLIFICATION)
 
 
 class OverLimit(Exception):

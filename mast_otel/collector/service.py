@@ -30,7 +30,7 @@ from .exporter import Exporter, Sender, make_sender
 from .ingest import Ingestor, IngestResult, span_facts
 from .judges import build_judge
 from .judging import JudgePool
-from .limits import DECODE_AMPLIFICATION, MemoryLimiter, default_memory_limit
+from .limits import MemoryLimiter, memory_limit_of
 from .metrics import CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
@@ -66,8 +66,7 @@ class CollectorService:
         self.store: SpanStore = store if store is not None else SQLiteStore(
             config.store, sync=config.store_sync, reserve=config.store_reserve
         )  # fmt: skip
-        auto = max(default_memory_limit(), config.max_request_bytes * DECODE_AMPLIFICATION)  # any valid request fits
-        self.limiter = MemoryLimiter(config.memory_limit or auto)
+        self.limiter = MemoryLimiter(memory_limit_of(config.memory_limit, config.max_request_bytes))
         self.lock = threading.RLock()
         self.assembler = Assembler(quiet_period=config.quiet_period, max_age=config.max_trace_age)
         self.cache = SegmentCache(self.store)

@@ -36,7 +36,7 @@ from typing import Any
 import grpc
 
 from .config import CollectorConfig
-from .limits import DECODE_AMPLIFICATION, default_memory_limit
+from .limits import DECODE_AMPLIFICATION, memory_limit_of
 
 __all__ = ["EXPORT_METHOD", "Shard", "ShardSet", "ShardStartError", "leftover_stores", "shard_config", "shard_store"]
 
@@ -78,7 +78,7 @@ def shard_config(config: CollectorConfig, index: int, shards: int, token: str) -
     bounds (pending traces and bytes, memory, token budget) divided among ``shards`` so the whole stays within
     what was configured."""
     values = dataclasses.asdict(config)
-    memory = config.memory_limit or max(default_memory_limit(), config.max_request_bytes * DECODE_AMPLIFICATION)
+    memory = memory_limit_of(config.memory_limit, config.max_request_bytes)
     budget = config.judge_token_budget_per_hour
     values.update(
         processes=1,
