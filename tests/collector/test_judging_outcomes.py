@@ -578,6 +578,9 @@ def test_a_verdict_the_store_refused_is_kept_and_released_after_a_restart_withou
                     judge_shutdown_grace=0.3) as first:  # fmt: skip
         submit(first, spans)
         wait_until(lambda: first.metric("mast_judge_errors_total", {"reason": "store"}) == 1, timeout=10)
+        # The error is counted just before it is logged, in the judge's thread: wait for the line too.
+        wait_until(lambda: any(r.getMessage().startswith("could not store the verdict") for r in caplog.records),
+                   timeout=10)  # fmt: skip
         assert "retrying" in logged(caplog, "could not store the verdict for trace", trace_of(spans))
         first.service.tick()  # retried, refused again: still one conversation waiting
         assert first.metric("mast_judge_errors_total", {"reason": "store"}) == 2
