@@ -2,6 +2,10 @@
 
 ``unit -> submit -> worker: load spans, sample, judge -> finish: signals, label, store.release, count -> exporter``
 
+While more conversations are queued for the judge, their releases are written together, up to 64 in one
+transaction (its fixed cost was about half of a release's store time); one with nothing queued behind it is
+written at once, and each pipeline tick (:meth:`JudgePool.check`) writes what still waits.
+
 Structural signals (facts, not verdicts) are computed at finish from the spans for every conversation, whatever the
 verdict (ok, skipped, error, timed out), so a conversation never judged still carries them.
 
@@ -45,14 +49,14 @@ from .metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics
 from .release import (
     Loaded,
     SegmentCache,
-    commit_release,
+    commit_releases,
     is_unreadable,
     persist_claim,
     persist_verdict,
     quarantine_release,
     verdict_from_json,
 )
-from .release_builder import COLLECTOR_SCOPE, ReleaseBuilder, root_of
+from .release_builder import COLLECTOR_SCOPE, Release, ReleaseBuilder, root_of
 from .store import SpanStore
 from .verdicts import CLAIMED
 from .workers import Workers
@@ -60,6 +64,9 @@ from .workers import Workers
 __all__ = ["COLLECTOR_SCOPE", "JudgePool"]
 
 _log = logging.getLogger(__name__)
+# Releases written in one transaction at most. A release waits for others only while more conversations are queued
+# for the judge; the pipeline's next tick (check) writes whatever waits, so it is never held longer than that.
+_GROUP = 64
 _INTERRUPTED = (
     "the collector stopped while this conversation was being judged; it is not judged again, so it is "
     "never billed twice (judge_interrupted=again judges it again)"
@@ -82,6 +89,16 @@ class _Outcome:
     verdict: Verdict
     seconds: float
     called_judge: bool = dc_field(default=False)
+
+
+@dataclass(eq=False)
+class _Ready:
+    """A release built and waiting to be written (with others, when more conversations are queued behind it)."""
+
+    job: _Job
+    verdict: Verdict
+    outcome: _Outcome | None
+    release: Release
 
 
 class JudgePool:
@@ -126,6 +143,7 @@ class JudgePool:
         self._jobs: dict[int, _Job] = {}
         self._jobs_lock = threading.Lock()
         self._retry: list[tuple[_Job, Verdict]] = []
+        self._ready: list[_Ready] = []  # built, not written yet (under the pipeline lock)
         self._closed = False  # shutdown began: no new work
         self._stopping = False  # the grace is over: nothing more is written to the store
 
@@ -219,8 +237,10 @@ class JudgePool:
 
     # -- finishing -----------------------------------------------------------------------------------------------
     def check(self, now: float) -> None:
-        """Release overdue conversations with an error verdict; retry finishes the store refused."""
+        """Release overdue conversations with an error verdict; retry finishes the store refused; write the
+        releases waiting for their group."""
         overdue: list[_Job] = []
+        room = self._store.room_to_release()  # on a full disk, releases that found no room wait for it
         with self._jobs_lock:
             for job in self._jobs.values():  # submission order is deadline order: stop at the first not yet due
                 if now < job.deadline:
@@ -228,7 +248,7 @@ class JudgePool:
                 if not job.done:
                     job.done = True
                     overdue.append(job)
-            retry, self._retry = self._retry, []
+            retry, self._retry = (self._retry, []) if room else ([], self._retry)
         for job in overdue:
             if job.future is not None:
                 job.future.cancel()
@@ -238,10 +258,11 @@ class JudgePool:
             self._finish(job, Verdict.error(self._source, f"judge timed out after {self._timeout:g}s"), None)
         for job, verdict in retry:
             self._finish(job, verdict, None)
+        self._write()
 
     def _keep(self, job: _Job, verdict: Verdict, outcome: _Outcome | None) -> None:
         """The release cannot be written now: keep a fresh verdict so a restart does not judge (bill) it again."""
-        if outcome is not None and outcome.called_judge:
+        if self._paid and outcome is not None and outcome.called_judge:
             persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
 
     def _finish(self, job: _Job, verdict: Verdict, outcome: _Outcome | None) -> None:
@@ -256,35 +277,93 @@ class JudgePool:
             else:
                 loaded, records = outcome.loaded, outcome.records
             release = self._builder.build(unit, job.submitted, verdict, loaded, records)
-            with self._lock:  # shutdown sets _stopping under this lock, then closes the store
-                if self._stopping:
-                    self._keep(job, verdict, outcome)
-                    return
-                commit_release(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
-                               locations=unit.locations, outbox=release.outbox, tomb=release.tomb)  # fmt: skip
         except Exception as exc:
-            if is_unreadable(exc):  # the stored bytes cannot be read back: retrying would never succeed
-                quarantine_release(
-                    store=self._store,
-                    assembler=self._assembler,
-                    lock=self._lock,
-                    cache=self._cache,
-                    metrics=self._metrics,
-                    locations=unit.locations,
-                    trace_id=unit.trace_id,
-                    exc=exc,
-                )
-                with self._jobs_lock:
-                    self._jobs.pop(id(job), None)
-                with self._lock:
-                    self._assembler.finished(unit)
-                return
-            self._metrics.judge_errors.labels("store").inc()
-            _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
-            self._keep(job, verdict, outcome)
-            with self._jobs_lock:
-                self._retry.append((job, verdict))
+            self._failed(job, verdict, outcome, exc)
             return
+        self._write(_Ready(job, verdict, outcome, release))
+
+    def _write(self, ready: _Ready | None = None) -> None:
+        """Write the releases built so far (with ``ready``) in one transaction, unless more conversations are queued
+        for the judge and the group is not full: then the next finish (or the next tick) writes them together.
+
+        On a full disk they go one at a time, each only while the disk keeps room for delivery
+        (:meth:`~.store.SpanStore.room_to_release`); one that does not fit waits for a later tick."""
+        with self._lock:  # shutdown sets _stopping under this lock, then closes the store
+            tight = self._store.tight
+            if ready is not None:
+                self._ready.append(ready)
+                if len(self._ready) < _GROUP and self._workers.backlog > 0 and not tight:
+                    return
+            group, self._ready = self._ready, []
+            if not tight:
+                committed = self._commit(group) if group else []
+            else:
+                committed = []
+                for one in group:
+                    if self._stopping or self._store.room_to_release(one.release.size):
+                        committed += self._commit([one])
+                    else:
+                        self._defer(one)
+        for done in committed:
+            self._released(done)
+        if committed:
+            self._on_released()
+
+    def _defer(self, ready: _Ready) -> None:
+        """No room for this release on the full disk: it waits, its verdict kept, and is built again once the
+        exports have freed space (:meth:`check`). Not an error: nothing failed."""
+        self._keep(ready.job, ready.verdict, ready.outcome)
+        with self._jobs_lock:
+            self._retry.append((ready.job, ready.verdict))
+
+    def _commit(self, group: list[_Ready]) -> list[_Ready]:
+        """(Under the pipeline lock.) The releases written, all in one transaction; when that fails, each is tried
+        alone at once, so a group never fails a release that fits (a full disk has room for one release, not
+        always for 64) and one release's trouble is its own: a store error retries it, bytes that cannot be read
+        back quarantine it."""
+        if self._stopping:
+            for ready in group:
+                self._keep(ready.job, ready.verdict, ready.outcome)
+            return []
+        try:
+            releases = [(r.job.unit.locations, r.release.outbox, r.release.tomb) for r in group]
+            commit_releases(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
+                            releases=releases)  # fmt: skip
+        except Exception as exc:
+            if len(group) > 1:
+                return [written for ready in group for written in self._commit([ready])]
+            self._failed(group[0].job, group[0].verdict, group[0].outcome, exc)
+            return []
+        return group
+
+    def _failed(self, job: _Job, verdict: Verdict, outcome: _Outcome | None, exc: Exception) -> None:
+        """(In an ``except`` block.) The release could not be built or written."""
+        unit = job.unit
+        if is_unreadable(exc):  # the stored bytes cannot be read back: retrying would never succeed
+            quarantine_release(
+                store=self._store,
+                assembler=self._assembler,
+                lock=self._lock,
+                cache=self._cache,
+                metrics=self._metrics,
+                locations=unit.locations,
+                trace_id=unit.trace_id,
+                exc=exc,
+            )
+            with self._jobs_lock:
+                self._jobs.pop(id(job), None)
+            with self._lock:
+                self._assembler.finished(unit)
+            return
+        self._metrics.judge_errors.labels("store").inc()
+        _log.exception("could not store the verdict for trace %s; retrying", unit.trace_id.hex())
+        self._keep(job, verdict, outcome)
+        with self._jobs_lock:
+            self._retry.append((job, verdict))
+
+    def _released(self, ready: _Ready) -> None:
+        """Bookkeeping once a release is committed: metrics, the assembler forgets the unit, the verdict sink."""
+        job, verdict, release, unit = ready.job, ready.verdict, ready.release, ready.job.unit
         with self._jobs_lock:
             self._jobs.pop(id(job), None)
         unlabelled = not_a_conversation(verdict)
@@ -295,7 +374,6 @@ class JudgePool:
             self._metrics.count_signals(release.signals, release.service, release.framework)
         with self._lock:
             self._assembler.finished(unit)
-        self._on_released()
         if self._on_verdict is not None and not unlabelled:
             try:
                 self._on_verdict(verdict, unit.trace_id.hex(), unit.root_id.hex() if unit.root_id else None)
@@ -316,10 +394,12 @@ class JudgePool:
                 job.future.cancel()  # succeeds only for calls still queued
         self._workers.close()
         deadline = time.monotonic() + grace
+        self._write()  # releases that waited for a group: nothing is queued any more, none is coming
         while self._running() and time.monotonic() < deadline:
             time.sleep(0.02)
         with self._lock:
             self._stopping = True
+        self._write()  # releases still waiting (a full disk): their paid verdicts are kept for the next start
         if left := self._running():
             _log.warning("stopping with %d conversations still being judged; the next start judges them again",
                          left)  # fmt: skip

@@ -42,6 +42,11 @@ class Release:
     framework: str | None
     signals: list[Signal]
 
+    @property
+    def size(self) -> int:
+        """The bytes its outbox rows write."""
+        return sum(len(row.data) for row in self.outbox)
+
 
 class ReleaseBuilder:
     def __init__(self, *, judge_name: str, metrics: CollectorMetrics, clock: Callable[[], float]) -> None:

@@ -232,8 +232,12 @@ class CollectorService:
     def tick(self, *, release_all: bool = False) -> int:
         """Release what is due (everything with ``release_all``); returns the number of units and batches."""
         now = self.clock()
-        with self.lock:
-            decisions = self.assembler.poll(now, release_all=release_all)
+        decisions: list[Unit | Untouched] = []
+        if self.store.room_to_release():
+            # On a full disk, nothing new is released while the disk lacks room for delivery (see
+            # SQLiteStore.room_to_release): each export frees space, a release writes its spans again first.
+            with self.lock:
+                decisions = self.assembler.poll(now, release_all=release_all)
         retry, self._untouched_retry = self._untouched_retry, []
         for d in [*retry, *decisions]:
             if isinstance(d, Unit):

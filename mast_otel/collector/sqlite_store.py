@@ -26,10 +26,12 @@ from .trace_filter import TraceFilter
 from .verdicts import VerdictJournal
 from .wal_checkpointer import WalCheckpointer
 
-__all__ = ["SQLiteStore"]
+__all__ = ["DELIVERY_ROOM", "SQLiteStore"]
 
 # The operator's log names the store, whichever of its modules speaks (the name is in every collector log line).
 _log = logging.getLogger("mast_otel.collector.store")
+# What a full disk keeps free for delivery: the exporter's deletes and the WAL checkpoints that follow them.
+DELIVERY_ROOM = 256 * 1024
 
 
 class SQLiteStore:
@@ -97,6 +99,39 @@ class SQLiteStore:
     @property
     def disk_full(self) -> bool:
         return self._disk_full.on
+
+    @property
+    def tight(self) -> bool:
+        """The disk is full, or has less free than twice the reserves and the delivery room.
+
+        Then every commit is checkpointed out of the WAL at once (TRUNCATE), and releases are written one at a
+        time: a WAL holding committed pages the database has not grown into yet would need that room again at
+        the next checkpoint, and after a kill -9 on a full disk it could never get it."""
+        if self._memory:
+            return False
+        if self._disk_full.on:
+            return True
+        r = self._reserve
+        return r.path is not None and r.free_bytes() < 2 * (r.size + r.open_size) + DELIVERY_ROOM
+
+    def room_to_release(self, size: int = 0) -> bool:
+        """Whether a release of about ``size`` bytes may be written now: always, unless the disk is full.
+
+        On a full disk a release writes its spans again (outbox rows) before their segment is freed, so releases
+        could spend the whole space the reserve freed. Then a kill -9 leaves a store whose WAL holds pages the
+        database cannot grow into, and whose deletes (the exporter's) find no room for their own WAL frames:
+        delivery stops for good. So a release is written only once the WAL is checkpointed to empty and the disk
+        keeps :data:`DELIVERY_ROOM` free beyond twice the release (its WAL frames, then its pages)."""
+        if not self._disk_full.on or self._memory:
+            return True
+        with self._lock:
+            try:
+                busy, wal_frames, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                return False
+        if busy or wal_frames > 0:
+            return False
+        return self._reserve.free_bytes() >= DELIVERY_ROOM + 2 * size
 
     def reclaim(self) -> bool:
         """While the disk is full: return freed pages to the file system, then retake the reserve once twice its
@@ -206,7 +241,7 @@ class SQLiteStore:
                     self._verdicts.released(t.trace_id, t.unit)
             self._bytes += sum(len(s.data) for s in segments) + sum(len(o.data) for o in outbox) - freed
             self._queued += sum(o.spans for o in outbox) - unqueued
-            if self._disk_full.on and not self._memory:  # give the WAL's space back at once: every page counts now
+            if self.tight:  # give the WAL's space back at once: every page counts now
                 try:
                     self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
                 except sqlite3.Error:

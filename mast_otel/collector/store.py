@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from .sqlite_store import SQLiteStore
+from .sqlite_store import DELIVERY_ROOM, SQLiteStore
 from .store_rows import NewSegment, OutRow, StoredSegment, Tomb
 from .store_schema import StoreError
 
-__all__ = ["NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoreError", "StoredSegment", "Tomb"]
+__all__ = ["DELIVERY_ROOM", "NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoreError", "StoredSegment", "Tomb"]
 
 
 class SpanStore(Protocol):
@@ -61,5 +61,8 @@ class SpanStore(Protocol):
     def verdict(self, trace_id: bytes, unit: str) -> str | None: ...
     @property
     def disk_full(self) -> bool: ...
+    @property
+    def tight(self) -> bool: ...
+    def room_to_release(self, size: int = 0) -> bool: ...
     def reclaim(self) -> bool: ...
     def close(self) -> None: ...

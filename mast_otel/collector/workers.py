@@ -21,6 +21,7 @@ class Workers:
     def __init__(self, n: int, name: str) -> None:
         self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
         self._n = n
+        self._closed = False
         for i in range(n):
             threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True).start()
 
@@ -41,7 +42,14 @@ class Workers:
             else:
                 future.set_result(result)
 
+    @property
+    def backlog(self) -> int:
+        """Calls submitted and not yet taken by a worker (cancelled ones included until a worker skips them);
+        none once closed."""
+        return 0 if self._closed else self._queue.qsize()
+
     def close(self) -> None:
         """Each idle worker exits once the calls queued before this are run or skipped (cancelled)."""
+        self._closed = True
         for _ in range(self._n):
             self._queue.put(None)

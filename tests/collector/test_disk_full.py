@@ -7,6 +7,7 @@ The store lives on an 8 MiB tmpfs the test mounts (root only; skipped with the r
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-from mast_otel.collector.store import SQLiteStore, StoreError
+from mast_otel.collector.store import DELIVERY_ROOM, NewSegment, SQLiteStore, StoreError
 from tests.collector.conftest import metric, recorded, wait_until
 from tests.collector.sink import OtlpSink
 from tests.collector.test_durability import CollectorProcess
@@ -118,3 +119,51 @@ def test_no_room_for_a_reserve_is_a_clear_error_at_startup(small_disk: Path) -> 
     with pytest.raises(StoreError, match=r"too little for a disk-full reserve.*store_reserve to 0"):
         SQLiteStore(str(small_disk / "s.db"), reserve=1 << 20)
     SQLiteStore(str(small_disk / "t.db"), reserve=0).close()  # no reserve asked: it starts
+
+
+def _fill(disk: Path, leave: int) -> None:
+    """Take the disk's free space down to about ``leave`` bytes (another process filling it)."""
+    stat = os.statvfs(disk)
+    free = stat.f_bavail * stat.f_frsize
+    with open(disk / f"filler{len(list(disk.glob('filler*')))}", "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, max(free - leave, 1))
+
+
+def _segment(size: int) -> list[NewSegment]:
+    return [NewSegment(resource=1, received=0.0, data=os.urandom(size))]
+
+
+def test_a_disk_close_to_full_checkpoints_every_commit_out_of_the_wal(small_disk: Path) -> None:
+    """Close to full (less free than twice the reserves and the delivery room), a commit leaves nothing in the WAL:
+    committed pages the database has not grown into would need that room again at a checkpoint after a crash."""
+    store = SQLiteStore(str(small_disk / "s.db"), reserve=1 << 20)
+    wal = small_disk / "s.db-wal"
+    try:
+        assert not store.tight
+        store.write(segments=_segment(64 << 10))
+        assert wal.stat().st_size > 0  # the background checkpointer copies it later
+        _fill(small_disk, 2 << 20)  # below 2 x (1 MiB + 256 KiB) + 256 KiB
+        assert store.tight and not store.disk_full
+        store.write(segments=_segment(64 << 10))
+        assert wal.stat().st_size == 0
+    finally:
+        store.close()
+
+
+def test_on_a_full_disk_a_release_needs_the_wal_empty_and_room_left_for_delivery(small_disk: Path) -> None:
+    store = SQLiteStore(str(small_disk / "s.db"), reserve=1 << 20)
+    try:
+        assert store.room_to_release(1 << 30)  # the disk is not full: nothing is held back
+        _fill(small_disk, 64 << 10)
+        with pytest.raises(sqlite3.OperationalError):
+            store.write(segments=_segment(512 << 10))  # ingest fails: the reserve is given up
+        assert store.disk_full and store.room_to_release(0)  # it checkpoints: the failed write's WAL space is free
+        free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+        assert free >= DELIVERY_ROOM + (256 << 10)
+        half = (free - DELIVERY_ROOM) // 2  # the largest release that fits: its WAL frames, then its pages
+        assert store.room_to_release(half - 4096)
+        assert not store.room_to_release(half + 4096)
+        _fill(small_disk, DELIVERY_ROOM - (64 << 10))
+        assert not store.room_to_release(0)  # what is left is delivery's
+    finally:
+        store.close()
