@@ -4,7 +4,9 @@
 
 While more conversations are queued for the judge, their releases are written together, up to 64 in one
 transaction (its fixed cost was about half of a release's store time); one with nothing queued behind it is
-written at once, and each pipeline tick (:meth:`JudgePool.check`) writes what still waits.
+written at once, and each pipeline tick (:meth:`JudgePool.check`) writes what still waits. On a disk close to full
+they go one per transaction, and on a full disk only while room for delivery is left (``SpanStore.tight``,
+``SpanStore.room_to_release``).
 
 Structural signals (facts, not verdicts) are computed at finish from the spans for every conversation, whatever the
 verdict (ok, skipped, error, timed out), so a conversation never judged still carries them.

@@ -18,7 +18,7 @@ from mast_otel import semconv as sc
 from mast_otel.judge.model import Verdict
 from mast_otel.spans import SpanRecord
 from tests.collector.conftest import FakeJudge, flag_messages, recorded, wait_until
-from tests.collector.in_process import Delivered, in_process
+from tests.collector.in_process import Delivered, InProcess, in_process
 from tests.collector.test_judging_outcomes import Gate, opened_at_exit, roots, submit, unpaid
 from tests.collector.test_store import FlakyStore
 
@@ -228,31 +228,42 @@ def test_a_stop_writes_the_releases_that_waited_for_their_group(tmp_path: Path) 
     assert got == [sc.JUDGE_ERROR, sc.JUDGE_OK, sc.JUDGE_OK] and len(again.calls) == 1
 
 
+class NoRoom(FlakyStore):
+    """A disk close to full (tight) with room for a release only while ``room[-1]`` is true; ``asked`` notes the size
+    of every release that asked. The tick's question before any release asked (size 0) is yes: the units go out."""
+
+    def __init__(self, path: str, room: list[bool], asked: list[int]) -> None:
+        super().__init__(path)
+        self.room, self.asked = room, asked
+
+    @property
+    def tight(self) -> bool:
+        return True
+
+    def room_to_release(self, size: int = 0) -> bool:
+        if size:
+            self.asked.append(size)
+        elif not self.asked:
+            return True
+        return self.room[-1]
+
+
+def without_room(c: InProcess, n: int, asked: list[int]) -> None:
+    """``n`` conversations sent, judged, and their releases turned away for room."""
+    c.send(recorded(n))
+    c.clock.advance(1)
+    c.service.tick()
+    wait_until(lambda: len(asked) >= n, timeout=10)
+
+
 def test_on_a_full_disk_a_release_without_room_waits_uncounted_and_goes_once_there_is_room(tmp_path: Path) -> None:
     """A release that would spend the room delivery needs (SQLiteStore.room_to_release) is not written and not
     an error: it waits with its verdict (the judge is not asked again) and goes out once the room is back."""
-    room: list[bool] = [False]
-    asked: list[int] = []
-
-    class NoRoom(FlakyStore):
-        @property
-        def tight(self) -> bool:
-            return True
-
-        def room_to_release(self, size: int = 0) -> bool:
-            if size:
-                asked.append(size)
-            elif not asked:
-                return True  # the first tick's poll: the units go to the judge
-            return room[-1]
-
+    room, asked = [False], []
     writes = Writes()
     judge = FakeJudge()
-    with in_process(tmp_path, judge=judge, make_store=lambda path: writes.hook(NoRoom(path))) as c:
-        c.send(recorded(2))
-        c.clock.advance(1)
-        c.service.tick()
-        wait_until(lambda: len(asked) >= 2, timeout=10)
+    with in_process(tmp_path, judge=judge, make_store=lambda path: writes.hook(NoRoom(path, room, asked))) as c:
+        without_room(c, 2, asked)
         c.service.tick()  # still no room: not built again
         assert len(asked) == 2 and writes.tombs == [] and c.downstream.spans() == []
         assert c.service.judges.in_flight == 2
@@ -261,3 +272,62 @@ def test_on_a_full_disk_a_release_without_room_waits_uncounted_and_goes_once_the
         got = labelled_roots(c.downstream.spans())
         errors = c.metric("mast_judge_errors_total", {"reason": "store"})
     assert got == [sc.JUDGE_OK] * 2 and writes.tombs == [1, 1] and len(judge.calls) == 2 and errors == 0
+
+
+def test_a_paid_verdict_waiting_for_room_is_kept_across_a_restart(tmp_path: Path) -> None:
+    """The judge reported no tokens, so only the wait keeps its verdict (in the journal): the next start releases
+    the conversation with it, neither judging it again nor calling the cut-short claim interrupted."""
+    room, asked = [False], []
+    with in_process(tmp_path, judge=FakeJudge(on_judge=unpaid), judge_shutdown_grace=0.1,
+                    make_store=lambda path: NoRoom(path, room, asked)) as first:  # fmt: skip
+        without_room(first, 2, asked)
+    again = FakeJudge(on_judge=unpaid)
+    with in_process(tmp_path, judge=again) as second:
+        second.release()
+        got = labelled_roots(second.downstream.spans())
+    assert got == [sc.JUDGE_OK] * 2 and again.calls == []
+
+
+def test_a_model_free_verdict_waiting_for_room_is_not_journaled(tmp_path: Path) -> None:
+    """A model-free judge costs nothing to run again: its verdicts never go to the journal, even while they wait
+    (on a full disk the journal's write would only fail)."""
+    room, asked = [False], []
+    with in_process(tmp_path, judge=FakeJudge(name="signals"), make_store=lambda path: NoRoom(path, room, asked)) as c:
+        without_room(c, 2, asked)
+        journal = tmp_path / "in-process.db.verdicts"
+        assert not journal.exists() or journal.read_bytes() == b""
+        room.append(True)
+        c.release(0)
+        assert len(roots(c.downstream.spans())) == 2
+
+
+def test_a_group_that_waited_is_written_one_by_one_when_the_disk_became_close_to_full(tmp_path: Path) -> None:
+    """Two releases wait for the third (queued behind them); by the third's verdict the disk is close to full: the
+    three are written one per transaction, and every one of them is finished (none left in flight)."""
+    full: list[bool] = []
+    gate = Gate()
+
+    class FillsUp(FlakyStore):
+        @property
+        def tight(self) -> bool:
+            return bool(full)
+
+    def answer(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
+        calls.append(1)
+        if len(calls) == 1:
+            return gate(spans, partial)
+        if len(calls) == 3:
+            full.append(True)
+        return flag_messages("1.3")(spans, partial)
+
+    calls: list[int] = []
+    writes = Writes()
+    with opened_at_exit(gate), in_process(tmp_path, judge=FakeJudge(on_judge=answer), judge_concurrency=1,
+                                          make_store=lambda path: writes.hook(FillsUp(path))) as c:  # fmt: skip
+        submit(c, recorded(3))
+        assert gate.started.wait(10)
+        gate.opened.set()
+        c.release(0)
+        got = labelled_roots(c.downstream.spans())
+        assert c.service.judges.in_flight == 0
+    assert writes.tombs == [1, 1, 1] and got == [sc.JUDGE_OK] * 3
