@@ -233,12 +233,13 @@ class CollectorService:
         """Release what is due (everything with ``release_all``); returns the number of units and batches."""
         now = self.clock()
         decisions: list[Unit | Untouched] = []
-        if self.store.room_to_release():
-            # On a full disk, nothing new is released while the disk lacks room for delivery (see
-            # SQLiteStore.room_to_release): each export frees space, a release writes its spans again first.
+        # On a full disk, nothing is released while the disk lacks room for delivery (see
+        # SQLiteStore.room_to_release): each export frees space, a release writes its spans again first.
+        room = self.store.room_to_release()
+        if room:
             with self.lock:
                 decisions = self.assembler.poll(now, release_all=release_all)
-        retry, self._untouched_retry = self._untouched_retry, []
+        retry, self._untouched_retry = (self._untouched_retry, []) if room else ([], self._untouched_retry)
         for d in [*retry, *decisions]:
             if isinstance(d, Unit):
                 self.judges.submit(d)

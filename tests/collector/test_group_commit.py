@@ -14,6 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
 from mast_otel import semconv as sc
 from mast_otel.judge.model import Verdict
 from mast_otel.spans import SpanRecord
@@ -331,3 +335,32 @@ def test_a_group_that_waited_is_written_one_by_one_when_the_disk_became_close_to
         got = labelled_roots(c.downstream.spans())
         assert c.service.judges.in_flight == 0
     assert writes.tombs == [1, 1, 1] and got == [sc.JUDGE_OK] * 3
+
+
+def test_on_a_full_disk_spans_outside_conversations_whose_release_failed_wait_for_room_too(tmp_path: Path) -> None:
+    """Spans outside any conversation go out untouched; when that release failed, its retry follows the full-disk
+    rule as well: not written while the disk lacks room for delivery, written once the room is back."""
+    room = [True]
+
+    class Gated(FlakyStore):
+        def room_to_release(self, size: int = 0) -> bool:
+            return room[-1]
+
+    memory = InMemorySpanExporter()
+    tracer = TracerProvider()
+    tracer.add_span_processor(SimpleSpanProcessor(memory))
+    with tracer.get_tracer("app").start_as_current_span("GET /health"):
+        pass
+    refused = FirstWrite(OSError("disk full"))
+    writes = Writes(refused)
+    with in_process(tmp_path, make_store=lambda path: writes.hook(Gated(path))) as c:
+        c.send(list(memory.get_finished_spans()))
+        c.clock.advance(1)
+        c.service.tick()
+        assert refused.seen == [1] and writes.tombs == []  # the untouched release failed: kept for a retry
+        room.append(False)
+        c.service.tick()
+        assert writes.tombs == []  # no room: not retried
+        room.append(True)
+        c.release(0)
+        assert writes.tombs == [1] and [d.name for d in c.downstream.spans()] == ["GET /health"]
