@@ -131,6 +131,10 @@ class CollectorConfig:
     max_pending_bytes: int = _opt(DEFAULT_MAX_PENDING_BYTES, size, "Span bytes in the store not yet exported "
                                   "(held or waiting for the downstream); past this, Export requests are refused "
                                   "with backpressure.", metavar="SIZE")  # fmt: skip
+    summary_memory: int = _opt(128 << 20, size, "Memory for what ingest keeps of each held span so that, with a "
+                               "model-free judge (signals, none), releases need not decode the stored spans again; "
+                               "past it, new spans are decoded at release. 0 turns it off.",
+                               metavar="SIZE")  # fmt: skip
     poll_interval: float = _opt(0.25, seconds, "Longest wait between assembly passes (a pass also runs when a "
                                 "quiet period ends).",
                                 metavar="SECONDS")  # fmt: skip
@@ -230,6 +234,7 @@ class CollectorConfig:
         need(self.receiver_threads >= 1, "receiver_threads", "must be >= 1")
         need(self.max_request_spans >= 1, "max_request_spans", "must be >= 1")
         need(self.memory_limit >= 0, "memory_limit", "must be >= 0")
+        need(self.summary_memory >= 0, "summary_memory", "must be >= 0")
         need(self.memory_limit == 0 or self.memory_limit >= self.max_request_bytes * DECODE_AMPLIFICATION,
              "memory_limit", f"must be 0 (auto) or hold one request of max_request_bytes, decoded: at least "
              f"{DECODE_AMPLIFICATION} x max_request_bytes = "

@@ -163,8 +163,8 @@ def encode_request(rows: Iterable[tuple[int, bytes]], resource: Callable[[int], 
 
 
 def _raw_scope_spans_class() -> type[Message]:
-    """``ScopeSpans`` as seen by ingest: per span only the ids, the name and the attributes, as a map from key to
-    the serialized ``AnyValue``.
+    """``ScopeSpans`` as seen by ingest: per span only the ids, the name, times, status (as bytes) and the
+    attributes, as a map from key to the serialized ``AnyValue``.
 
     A ``KeyValue`` (key = 1, value = 2) is on the wire exactly a map entry, so the C parser builds the map and
     ingest looks up the few keys assembly needs instead of looping over every attribute in Python, the receive
@@ -181,6 +181,10 @@ def _raw_scope_spans_class() -> type[Message]:
         span.field.add(name=name, number=number, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
     # The name as bytes (no UTF-8 check here: the full parse checks it): Google ADK's legacy root has no attribute.
     span.field.add(name="name", number=5, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    # Times and status: what the summary ingest keeps for a model-free release (.summaries) reads besides them.
+    span.field.add(name="start_time_unix_nano", number=7, type=F.TYPE_FIXED64, label=F.LABEL_OPTIONAL)
+    span.field.add(name="end_time_unix_nano", number=8, type=F.TYPE_FIXED64, label=F.LABEL_OPTIONAL)
+    span.field.add(name="status", number=15, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
     entry = span.nested_type.add(name="AttributesEntry")
     entry.options.map_entry = True
     entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)

@@ -24,13 +24,14 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import ROOT_CANDIDATE_KEYS, ROOT_CANDIDATE_NAMES, root_candidate
-from mast_otel.spans import any_value
+from mast_otel.spans import SpanRecord, any_value, service_name
 
 from .assembler import Assembler
 from .encoding import RawScopeSpans, ScopeSpansView, ShallowRequest, ShallowResourceSpans, scope_spans, string_value
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from .namespace import may_carry_owned, strip_owned
 from .store import NewSegment, OutRow, SpanStore, Tomb
+from .summaries import SpanSummaries, summary_record
 
 __all__ = [
     "Backpressure", "IngestResult", "Ingestor", "ItemBudget", "Malformed", "TooLarge", "resource_spans_of",
@@ -137,6 +138,7 @@ class _Scope:
     data: bytes
     spans: list[_Fact]
     invalid: int
+    kept: dict[int, SpanRecord] | None = None  # the spans' summaries, by index (.summaries)
     fresh: list[_Fact] = field(default_factory=list)
     late: list[tuple[_Fact, str]] = field(default_factory=list)
 
@@ -174,6 +176,7 @@ class Ingestor:
         retry_after: float,
         clock: Callable[[], float],
         max_request_spans: int = 200_000,
+        summaries: SpanSummaries | None = None,
     ) -> None:
         self._store = store
         self._assembler = assembler
@@ -185,6 +188,7 @@ class Ingestor:
         self._max_items = max_request_spans
         self._retry_after = retry_after
         self._clock = clock
+        self._summaries = summaries  # None: the judge reads span content, so release decodes the spans anyway
         self.on_queued: Callable[[], None] = lambda: None
         self.disk_full: Callable[[], bool] = lambda: False
 
@@ -219,6 +223,8 @@ class Ingestor:
                 raise
             for scope, segment in zip(segments, ids, strict=True):
                 self._assembler.add_many(scope.fresh, segment, now)
+                if scope.kept is not None and self._summaries is not None:
+                    self._summaries.put(segment, rid[scope.resource], scope.kept, len(scope.data))
         late = sum(len(s.late) for s in scopes)
         self._metrics.spans_received.labels(protocol).inc(total - duplicates)
         if duplicates:
@@ -248,6 +254,7 @@ class Ingestor:
             key: _ResourceKey = (rs.resource, rs.schema_url)
             resource_checked = False
             service: str | None = None
+            summary_service: tuple[str | None] | None = None  # computed once per resource, when summaries are kept
             for data in list(rs.scope_spans):
                 if not data:
                     continue
@@ -275,7 +282,12 @@ class Ingestor:
                         _readable(Resource, rs.resource, "the Resource")
                         resource_checked = True
                     data = self._checked(data, len(spans))
-                scopes.append(_Scope(key, data, facts, invalid))
+                kept = None
+                if facts and self._summaries is not None and self._summaries.has_room():
+                    if summary_service is None:
+                        summary_service = (service_name(Resource.FromString(rs.resource)),)
+                    kept = {f[3]: summary_record(spans[f[3]], summary_service[0]) for f in facts}
+                scopes.append(_Scope(key, data, facts, invalid, kept))
         return scopes, pairs
 
     def _checked(self, data: bytes, spans: int) -> bytes:

@@ -20,7 +20,7 @@ from mast_otel.spans import SpanRecord
 
 from .config import CollectorConfig, ConfigError
 
-__all__ = ["NoJudgeAvailable", "SkipAllJudge", "build_judge", "judge_name"]
+__all__ = ["NoJudgeAvailable", "SkipAllJudge", "build_judge", "judge_name", "reads_span_content"]
 
 _log = logging.getLogger(__name__)
 
@@ -29,6 +29,7 @@ class SkipAllJudge:
     """``--judge none``: every conversation is labelled skipped (spans still flow, counters still count)."""
 
     name = "none"
+    reads_span_content = False
 
     def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
         return Verdict.skipped("judging is off (--judge none)")
@@ -38,6 +39,7 @@ class NoJudgeAvailable:
     """The minimal fallback when ``mast_otel.judge.rules`` cannot be imported: skipped, saying why."""
 
     name = "unavailable"
+    reads_span_content = False
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
@@ -48,6 +50,12 @@ class NoJudgeAvailable:
 
 def judge_name(judge: Judge) -> str:
     return str(getattr(judge, "name", type(judge).__name__))
+
+
+def reads_span_content(judge: Judge) -> bool:
+    """Whether the judge reads what the spans say; one that does not (``reads_span_content = False``: the
+    model-free judges) lets release use the summaries ingest kept (:mod:`.summaries`) instead of decoding spans."""
+    return bool(getattr(judge, "reads_span_content", True))
 
 
 def build_judge(config: CollectorConfig) -> Judge:

@@ -171,7 +171,7 @@ class JudgePool:
             return None  # timed out while queued
         started = time.perf_counter()
         loaded = Loaded.read(self._cache, job.unit.locations)
-        records = loaded.records(self._store)
+        records = self._records(job.unit, loaded)
         root = root_of(job.unit, records)
         verdict = self._costs.sample(job.unit.trace_id, job.unit.key, root, records)
         saved = self._store.verdict(job.unit.trace_id, job.unit.key) if verdict is None else None
@@ -199,6 +199,13 @@ class JudgePool:
             if verdict.tokens_in or verdict.tokens_out or verdict.cost_usd:  # it was paid for: never pay twice
                 persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
         return _Outcome(loaded, records, verdict, time.perf_counter() - started, called)
+
+    def _records(self, unit: Unit, loaded: Loaded) -> list[SpanRecord]:
+        """The conversation's spans as the judge and the signals read them: the summaries ingest kept when the
+        judge reads no content and all are kept (:mod:`.summaries`), else decoded from the stored bytes."""
+        summaries = self._cache.summaries
+        kept = summaries.records(unit.locations) if summaries is not None else None
+        return kept if kept is not None else loaded.records(self._store)
 
     def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
         with self._jobs_lock:
@@ -275,7 +282,7 @@ class JudgePool:
         try:
             if outcome is None:
                 loaded = Loaded.read(self._cache, unit.locations)
-                records = loaded.records(self._store)
+                records = self._records(unit, loaded)
             else:
                 loaded, records = outcome.loaded, outcome.records
             release = self._builder.build(unit, job.submitted, verdict, loaded, records)

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from .assembler import Assembler, Location
 from .encoding import ScopeSpansView, scope_spans
 from .metrics import CollectorMetrics
 from .store import OutRow, SpanStore, StoredSegment, Tomb
+from .summaries import SpanSummaries
 
 __all__ = [
     "Loaded", "ReleaseParts", "SegmentCache", "commit_release", "commit_releases", "is_unreadable", "persist_claim",
@@ -44,10 +45,14 @@ class SegmentCache:
 
     Bounded by bytes (``max_bytes``, what 16 requests of 4 MiB weigh), not by count: a request's conversations are
     released one by one, and with 16 entries of small requests the releases of a busy collector read and parsed
-    each segment several times over."""
+    each segment several times over.
 
-    def __init__(self, store: SpanStore, max_bytes: int = 64 << 20) -> None:
+    ``summaries``, when kept (a model-free judge), are what ingest kept of the same segments' spans
+    (:mod:`.summaries`); they are forgotten with the segments."""
+
+    def __init__(self, store: SpanStore, max_bytes: int = 64 << 20, summaries: SpanSummaries | None = None) -> None:
         self._store = store
+        self.summaries = summaries
         self._max_bytes = max_bytes
         self._bytes = 0
         self._lock = threading.Lock()
@@ -69,7 +74,9 @@ class SegmentCache:
                 self._bytes -= len(self._items.popitem(last=False)[1][0].data)
         return found
 
-    def forget(self, segment_ids: Iterable[int]) -> None:
+    def forget(self, segment_ids: Sequence[int]) -> None:
+        if self.summaries is not None:
+            self.summaries.forget(segment_ids)
         with self._lock:
             for sid in segment_ids:
                 gone = self._items.pop(sid, None)

@@ -28,7 +28,7 @@ from .config import CollectorConfig, parse_hostport
 from .encoding import RawScopeSpans
 from .exporter import Exporter, Sender, make_sender
 from .ingest import Ingestor, IngestResult, span_facts
-from .judges import build_judge
+from .judges import build_judge, reads_span_content
 from .judging import JudgePool
 from .limits import MemoryLimiter, memory_limit_of
 from .metrics import CollectorMetrics, MetricsServer
@@ -36,6 +36,7 @@ from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
 from .release import Loaded, SegmentCache, commit_release, is_unreadable, quarantine_release
 from .store import SpanStore, SQLiteStore, Tomb
+from .summaries import SpanSummaries
 
 __all__ = ["CollectorService", "addresses_of", "build_receivers", "configured_limits"]
 
@@ -69,7 +70,10 @@ class CollectorService:
         self.limiter = MemoryLimiter(memory_limit_of(config.memory_limit, config.max_request_bytes))
         self.lock = threading.RLock()
         self.assembler = Assembler(quiet_period=config.quiet_period, max_age=config.max_trace_age)
-        self.cache = SegmentCache(self.store)
+        # A judge that reads no span content lets release use what ingest kept of each span (.summaries).
+        kept = config.summary_memory and not reads_span_content(self.judge)
+        summaries = SpanSummaries(config.summary_memory) if kept else None
+        self.cache = SegmentCache(self.store, summaries=summaries)
         self._sender = sender if sender is not None else make_sender(
             config.require_export_endpoint(), config.export_headers
         )  # fmt: skip
@@ -93,6 +97,7 @@ class CollectorService:
             store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics, hold=self.hold,
             max_pending_traces=config.max_pending_traces, max_pending_bytes=config.max_pending_bytes,
             retry_after=config.retry_after, clock=clock, max_request_spans=config.max_request_spans,
+            summaries=summaries,
         )  # fmt: skip
         self.ingestor.on_queued = self.exporter.wake
         self.ingestor.disk_full = lambda: self.store.disk_full

@@ -1,0 +1,152 @@
+"""What a model-free release reads of each held span, kept at ingest so that release does not decode spans again.
+
+With a judge that reads no span content (``signals``, ``none``), a release still computes the structural signals,
+the sampling decision, the root, its service and framework. Together they read a handful of attributes per span
+(:data:`SUMMARY_KEYS`) and its ids, times and error status. Ingest has every span parsed already (ids and the
+attribute map, in C), so it keeps those as a small :class:`~mast_otel.spans.SpanRecord` per span, grouped by
+the segment the span is stored in. Release builds the conversation from them instead of parsing and decoding
+every stored span again, which was a fifth of a collector's time.
+
+The summaries live in memory only, bounded by bytes (``summary_memory``). While the bound is reached, ingest keeps
+none for new spans (the oldest conversations are released first, and free room), and their releases decode the
+stored spans as before; so do releases after a restart, and those of a conversation another instrumentation
+recorded (the adapters read those in full). Both ways give the same release: tests/collector/test_summaries.py
+holds the two paths' signals, root, sampling and labels equal, and checks that :data:`SUMMARY_KEYS` names every
+attribute they read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
+
+from mast_otel import semconv as sc
+from mast_otel.adapters import is_native
+from mast_otel.spans import SpanRecord, any_value
+
+from .assembler import Location
+
+__all__ = ["SUMMARY_KEYS", "SpanSummaries", "summary_record"]
+
+# Every attribute the model-free release path reads: the conversation view and its signals (mast_otel.judge.view,
+# .signals), the sampling (.cost_controls), the partial check (.judging) and the root's framework and conversation
+# (.release_builder). None is in the collector's own namespace, which ingest strips before storing.
+SUMMARY_KEYS: frozenset[str] = frozenset({
+    sc.MAST_SPAN_TYPE, sc.MAST_FRAMEWORK, sc.GEN_AI_CONVERSATION_ID, sc.GEN_AI_AGENT_NAME,
+    sc.MESSAGE_CONTENT, sc.MESSAGE_SENDER, sc.MESSAGE_KIND, sc.MESSAGE_RECIPIENTS, sc.MESSAGE_INDEX,
+    sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.GEN_AI_TOOL_CALL_RESULT, sc.HANDOFF_FROM,
+    sc.TERMINATION_REASON, sc.CONVERSATION_ROUNDS, sc.CONVERSATION_MAX_ROUNDS,
+})  # fmt: skip
+_KEYS = tuple(sorted(SUMMARY_KEYS))
+_ERROR_STATUS = b"\x18\x02"  # Status.code = STATUS_CODE_ERROR, the usual (and shortest) encoding
+# What a span's summary costs in memory besides its values' text: the record, its dict, id strings and value
+# objects (about 900 bytes by tracemalloc; test_summaries.py holds the estimate above what it measures).
+_RECORD_BYTES = 1000
+
+
+def _value(raw: bytes) -> Any:
+    """A serialized AnyValue as :func:`mast_otel.spans.any_value` gives it. The usual encodings (one string of
+    any length, one non-negative int) are read in place; anything else is parsed."""
+    if len(raw) >= 2:
+        tag, length = raw[0], raw[1]
+        if tag == 0x0A:  # string_value: the text is valid UTF-8, ingest's full parse of the ScopeSpans checked it
+            if length < 0x80 and len(raw) == length + 2:
+                return raw[2:].decode("utf-8")
+            if len(raw) > 2 and raw[2] < 0x80 and len(raw) == ((length & 0x7F) | raw[2] << 7) + 3:
+                return raw[3:].decode("utf-8")
+        elif tag == 0x18 and length < 0x80 and len(raw) == 2:  # int_value 0-127 (indexes, counts)
+            return length
+    return any_value(AnyValue.FromString(raw))
+
+
+def _error(status: bytes) -> bool:
+    if not status:
+        return False
+    if status == _ERROR_STATUS:
+        return True
+    try:
+        return bool(Status.FromString(status).code == Status.STATUS_CODE_ERROR)
+    except DecodeError:
+        return False
+
+
+def summary_record(span: Any, service: str | None) -> SpanRecord:
+    """A ``RawScopeSpans`` span (already checked readable) as the SpanRecord a full decode would give, with only
+    :data:`SUMMARY_KEYS` among its attributes and no events."""
+    attributes = span.attributes
+    parent = span.parent_span_id
+    return SpanRecord(
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_span_id=parent.hex() or None,
+        name=span.name.decode("utf-8"),
+        start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano,
+        attributes={key: _value(attributes[key]) for key in _KEYS if key in attributes},
+        error=_error(span.status),
+        service_name=service,
+    )
+
+
+class SpanSummaries:
+    """Per stored segment, the summary records of its spans (by index) and its resource id. Segments are kept
+    while less than ``max_bytes`` is, so at most ``max_bytes`` and one request's segments are. Thread-safe: ingest
+    puts, judge workers read, releases forget."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._items: dict[int, tuple[int, Mapping[int, SpanRecord], int]] = {}
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def has_room(self) -> bool:
+        """Whether ingest should summarise a new segment's spans (asked before the work, without the lock)."""
+        return self._bytes < self._max_bytes
+
+    def put(self, segment_id: int, resource_id: int, records: Mapping[int, SpanRecord], size: int) -> None:
+        """Keep a stored segment's summaries, unless the bound is reached (then its releases decode).
+        ``size``: the segment's bytes, which bound the text its summaries hold."""
+        weight = _RECORD_BYTES * len(records) + size
+        with self._lock:
+            if self._bytes < self._max_bytes:
+                self._items[segment_id] = (resource_id, records, weight)
+                self._bytes += weight
+
+    def forget(self, segment_ids: Sequence[int]) -> None:
+        with self._lock:
+            for sid in segment_ids:
+                gone = self._items.pop(sid, None)
+                if gone is not None:
+                    self._bytes -= gone[2]
+
+    def records(self, locations: Sequence[Location]) -> list[SpanRecord] | None:
+        """The spans at ``locations`` in the order :meth:`.release.Loaded.records` gives them (by resource in first
+        appearance, then by segment, then as listed), or None when one is not kept: then release decodes them all.
+        Only a mast-otel conversation is answered: another instrumentation's is read in full by the adapters."""
+        by_segment: dict[int, list[int]] = {}
+        for loc in locations:
+            by_segment.setdefault(loc[1], []).append(loc[2])
+        by_resource: dict[int, list[SpanRecord]] = {}
+        with self._lock:
+            for segment_id, indexes in by_segment.items():
+                found = self._items.get(segment_id)
+                if found is None:
+                    return None
+                resource_id, kept, _ = found
+                out = by_resource.setdefault(resource_id, [])
+                for index in indexes:
+                    record = kept.get(index)
+                    if record is None:
+                        return None
+                    out.append(record)
+        records = [r for group in by_resource.values() for r in group]
+        return records if is_native(records) else None

@@ -1,0 +1,257 @@
+"""What ingest keeps of each span for a model-free release (:mod:`mast_otel.collector.summaries`).
+
+The oracle is the path without summaries: the same conversations through a collector with ``summary_memory=0``,
+which decodes every stored span at release as before. Both must export the same labels and signals.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+
+from mast_otel import semconv as sc
+from mast_otel.collector import ingest, release
+from mast_otel.collector.encoding import RawScopeSpans
+from mast_otel.collector.namespace import is_owned
+from mast_otel.collector.summaries import SUMMARY_KEYS, SpanSummaries, summary_record
+from mast_otel.judge.rules import NoModelJudge
+from mast_otel.spans import SpanRecord, from_otlp_span
+from tests.collector.in_process import in_process
+from tests.judge.test_signals import CASES
+
+
+def _any(value: Any) -> AnyValue:
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, int):
+        return AnyValue(int_value=value)
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    if isinstance(value, (tuple, list)):
+        out = AnyValue()
+        out.array_value.values.extend(_any(v) for v in value)
+        return out
+    return AnyValue(string_value=str(value))
+
+
+def otlp(records: Sequence[SpanRecord], service: str = "shop") -> ExportTraceServiceRequest:
+    """SpanRecords (the judge tests' recorded conversations) as the Export request an SDK would send."""
+    spans = []
+    for r in records:
+        span = Span(trace_id=bytes.fromhex(r.trace_id), span_id=bytes.fromhex(r.span_id), name=r.name,
+                    parent_span_id=bytes.fromhex(r.parent_span_id or ""), start_time_unix_nano=r.start_ns,
+                    end_time_unix_nano=r.end_ns, status=Status(code=2 if r.error else 0))  # fmt: skip
+        span.attributes.extend(KeyValue(key=k, value=_any(v)) for k, v in r.attributes.items())
+        spans.append(span)
+    resource = Resource(attributes=[KeyValue(key="service.name", value=AnyValue(string_value=service))])
+    return ExportTraceServiceRequest(resource_spans=[ResourceSpans(resource=resource, scope_spans=[ScopeSpans(
+        spans=spans)])])  # fmt: skip
+
+
+def conversations() -> list[list[SpanRecord]]:
+    """Every structural signal's case and controls: between them they raise each signal and each non-event."""
+    return [make() for case, controls in CASES.values() for make in (case, *controls)]
+
+
+def exported(tmp_path: Path, batches: Sequence[ExportTraceServiceRequest], **overrides: Any) -> dict[str, Any]:
+    """Span id -> (name, attributes) of what a signals-judge collector exports for these requests."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    with in_process(tmp_path, judge=NoModelJudge(), **overrides) as c:
+        for request in batches:
+            c.send(request)
+        c.release()
+        kept = c.service.cache.summaries
+        assert kept is None or kept.bytes == 0, "a released segment's summaries were not forgotten"
+        return {d.span.span_id.hex(): (d.name, d.attributes) for d in c.downstream.spans()}
+
+
+def test_labels_and_signals_are_the_same_with_summaries_and_without(tmp_path: Path) -> None:
+    batches = [otlp(records) for records in conversations()]
+    with_summaries = exported(tmp_path / "kept", batches)
+    decoded = exported(tmp_path / "decoded", batches, summary_memory=0)
+    assert with_summaries == decoded
+    signals = {a.get(sc.SIGNALS) for _, a in decoded.values()} - {None}
+    assert len({name for names in signals for name in names}) == len(CASES)  # every signal was raised and compared
+
+
+def test_the_summaries_are_used_when_the_judge_reads_no_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[int] = []
+    real = release.Loaded.records
+    monkeypatch.setattr(release.Loaded, "records", lambda self, store: decoded.append(1) or real(self, store))
+    batches = [otlp(records) for records in conversations()[:3]]
+    exported(tmp_path / "kept", batches)
+    assert decoded == []
+    exported(tmp_path / "decoded", batches, summary_memory=0)
+    assert len(decoded) == 3
+
+
+class ReadKeys(dict[str, Any]):
+    """Attributes that note every key read."""
+
+    read: ClassVar[set[str]] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        ReadKeys.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        ReadKeys.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        ReadKeys.read.add(str(key))
+        return super().__contains__(key)
+
+
+@pytest.mark.parametrize("fraction", [1.0, 0.5])  # below 1, sampling reads the signals before the judge
+def test_the_summary_keeps_every_attribute_a_model_free_release_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fraction: float
+) -> None:
+    real = release.Loaded.records
+
+    def noting(self: release.Loaded, store: Any) -> list[SpanRecord]:
+        return [SpanRecord(**{**{f: getattr(r, f) for f in r.__slots__}, "attributes": ReadKeys(r.attributes)})
+                for r in real(self, store)]  # fmt: skip
+
+    monkeypatch.setattr(release.Loaded, "records", noting)
+    ReadKeys.read = set()
+    exported(tmp_path, [otlp(records) for records in conversations()], summary_memory=0, judge_fraction=fraction)
+    assert ReadKeys.read <= SUMMARY_KEYS, f"read but not kept at ingest: {sorted(ReadKeys.read - SUMMARY_KEYS)}"
+    assert ReadKeys.read == SUMMARY_KEYS, f"kept but never read: {sorted(SUMMARY_KEYS - ReadKeys.read)}"
+
+
+def test_no_kept_key_is_one_ingest_strips() -> None:
+    assert not [key for key in SUMMARY_KEYS if is_owned(key)]
+
+
+def test_a_foreign_conversation_is_decoded_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[int] = []
+    real = release.Loaded.records
+    monkeypatch.setattr(release.Loaded, "records", lambda self, store: decoded.append(1) or real(self, store))
+    root = SpanRecord("ab" * 16, "01" * 8, None, "invoke_agent", 1, 9,
+                      {sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: "planner"})  # fmt: skip
+    child = SpanRecord("ab" * 16, "02" * 8, "01" * 8, "chat", 2, 3, {sc.GEN_AI_OPERATION_NAME: "chat"})
+    exported(tmp_path, [otlp([root, child])])
+    assert decoded == [1]
+
+
+# -- the records themselves --------------------------------------------------------------------------------------
+
+_VALUES = st.one_of(
+    st.text(max_size=300),
+    st.integers(60, 9_000).map(lambda n: "é" * n),  # string lengths of 1, 2 and 3 varint bytes
+    st.integers(-(2**63), 2**63 - 1), st.booleans(), st.floats(allow_nan=False),
+    st.lists(st.text(max_size=20), max_size=3).map(tuple),
+)  # fmt: skip
+_KEYS = st.sampled_from([*sorted(SUMMARY_KEYS), "gen_ai.system", "other"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    attributes=st.lists(st.tuples(_KEYS, _VALUES), max_size=8),
+    status=st.sampled_from([Status(), Status(code=2), Status(code=1), Status(code=2, message="boom")]),
+    parent=st.sampled_from([b"", b"\x07" * 8]),
+    name=st.text(max_size=30),
+)
+def test_a_summary_is_the_decoded_span_with_the_kept_keys_only(
+    attributes: list[tuple[str, Any]], status: Status, parent: bytes, name: str
+) -> None:
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, parent_span_id=parent, name=name,
+                start_time_unix_nano=5, end_time_unix_nano=2**63, status=status)  # fmt: skip
+    span.attributes.extend(KeyValue(key=k, value=_any(v)) for k, v in attributes)  # repeated keys: the last wins
+    data = ScopeSpans(spans=[span]).SerializeToString()
+    full = from_otlp_span(Span.FromString(span.SerializeToString()), "svc")
+    kept = summary_record(RawScopeSpans.FromString(data).spans[0], "svc")
+    assert kept == SpanRecord(**{**{f: getattr(full, f) for f in full.__slots__}, "events": (),
+                                 "attributes": {k: v for k, v in full.attributes.items() if k in SUMMARY_KEYS}})
+
+
+def _kept(n: int, text: str) -> tuple[dict[int, SpanRecord], int]:
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="message", start_time_unix_nano=1)
+    span.attributes.extend(KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in (
+        (sc.MAST_SPAN_TYPE, sc.SPAN_TYPE_MESSAGE), (sc.MESSAGE_SENDER, "planner"), (sc.MESSAGE_CONTENT, text),
+        (sc.GEN_AI_CONVERSATION_ID, "c" * 32)))  # fmt: skip
+    span.attributes.add(key=sc.MESSAGE_INDEX, value=AnyValue(int_value=3))
+    data = ScopeSpans(spans=[span] * n).SerializeToString()
+    return {i: summary_record(s, "svc") for i, s in enumerate(RawScopeSpans.FromString(data).spans)}, len(data)
+
+
+@pytest.mark.parametrize("text", ["", "x" * 200, "long message " * 300])
+def test_the_bound_counts_at_least_what_the_summaries_take(text: str) -> None:
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        records, size = _kept(200, text)
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    summaries = SpanSummaries(1 << 30)
+    summaries.put(1, 1, records, size)
+    assert taken <= summaries.bytes <= 2 * taken + size
+
+
+def test_past_the_bound_a_segment_is_not_kept_and_its_spans_are_decoded() -> None:
+    records, size = _kept(10, "hello")
+    summaries = SpanSummaries(1)
+    summaries.put(1, 7, records, size)  # below the bound: kept, though it passes it
+    assert not summaries.has_room()
+    summaries.put(2, 7, records, size)
+    assert summaries.records([(b"", 1, 0), (b"", 1, 3)]) == [records[0], records[3]]
+    assert summaries.records([(b"", 1, 0), (b"", 2, 0)]) is None
+    summaries.forget([1])
+    assert summaries.bytes == 0 and summaries.has_room()
+    summaries.put(2, 7, records, size)
+    assert summaries.records([(b"", 2, 9)]) == [records[9]]
+    assert summaries.records([(b"", 2, 10)]) is None  # an index it never kept
+
+
+def test_a_full_bound_spares_ingest_the_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[int] = []
+    real = ingest.summary_record
+    monkeypatch.setattr(ingest, "summary_record", lambda span, service: made.append(1) or real(span, service))
+    first, second = (otlp(records) for records in conversations()[:2])
+    with in_process(tmp_path, judge=NoModelJudge(), summary_memory=1) as c:
+        kept = c.service.cache.summaries
+        assert kept is not None
+        c.send(first)
+        assert len(made) == len(first.resource_spans[0].scope_spans[0].spans) and not kept.has_room()
+        c.send(second)
+        assert len(made) == len(first.resource_spans[0].scope_spans[0].spans)
+        c.release()
+        assert kept.bytes == 0 and kept.has_room()
+
+
+def test_records_come_in_the_order_a_decode_gives_them(tmp_path: Path) -> None:
+    """The conversation split across three requests of two resources (a, b, a): the same order both ways, the
+    resource first seen first, its segments in turn."""
+    records = conversations()[0]
+    seen: list[tuple[list[SpanRecord], list[SpanRecord]]] = []
+    with in_process(tmp_path, judge=NoModelJudge()) as c:
+        real = c.service.judges._records
+
+        def compare(unit: Any, loaded: release.Loaded) -> list[SpanRecord]:
+            got: list[SpanRecord] = real(unit, loaded)
+            seen.append((got, loaded.records(c.service.store)))
+            return got
+
+        c.service.judges._records = compare  # type: ignore[method-assign]
+        for part, service in ((records[::3], "a"), (records[1::3], "b"), (records[2::3], "a")):
+            c.send(otlp(part, service))
+        c.release()
+    assert len(seen) == 1
+    got, decoded = seen[0]
+    assert [r.span_id for r in got] == [r.span_id for r in decoded]
+    assert [r.service_name for r in got] == [r.service_name for r in decoded] and {"a", "b"} <= {
+        r.service_name for r in got}
