@@ -21,7 +21,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
@@ -65,14 +64,10 @@ def _value(raw: bytes) -> Any:
 
 
 def _error(status: bytes) -> bool:
+    """Whether a span's Status (its bytes, checked readable at ingest) says STATUS_CODE_ERROR."""
     if not status:
         return False
-    if status == _ERROR_STATUS:
-        return True
-    try:
-        return bool(Status.FromString(status).code == Status.STATUS_CODE_ERROR)
-    except DecodeError:
-        return False
+    return status == _ERROR_STATUS or Status.FromString(status).code == Status.STATUS_CODE_ERROR
 
 
 def summary_record(span: Any, service: str | None) -> SpanRecord:

@@ -20,8 +20,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from mast_otel import semconv as sc
-from mast_otel.collector import ingest, release
-from mast_otel.collector.encoding import RawScopeSpans
+from mast_otel.collector import ingest, release, summaries
+from mast_otel.collector.encoding import RawScopeSpans, field
 from mast_otel.collector.namespace import is_owned
 from mast_otel.collector.summaries import SUMMARY_KEYS, SpanSummaries, summary_record
 from mast_otel.judge.rules import NoModelJudge
@@ -176,6 +176,73 @@ def test_a_summary_is_the_decoded_span_with_the_kept_keys_only(
     kept = summary_record(RawScopeSpans.FromString(data).spans[0], "svc")
     assert kept == SpanRecord(**{**{f: getattr(full, f) for f in full.__slots__}, "events": (),
                                  "attributes": {k: v for k, v in full.attributes.items() if k in SUMMARY_KEYS}})
+
+
+def _raw_span(raw_values: Sequence[bytes], status: bytes = b"") -> bytes:
+    """A span whose attributes carry these AnyValue encodings as they are (any valid encoding, not only the one
+    protobuf writes), keyed by kept keys."""
+    body = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s").SerializeToString()
+    for key, raw in zip(sorted(SUMMARY_KEYS), raw_values, strict=False):
+        body += field(9, field(1, key.encode()) + field(2, raw))
+    return body + (field(15, status) if status else b"")
+
+
+_TEXT = "é" * 100
+ENCODINGS = [
+    b"", b"\x0a\x00", b"\x0a\x05hello", b"\x0a\xc8\x01" + _TEXT.encode(), b"\x0a\x80\x80\x01" + b"y" * 16384,
+    b"\x0a\x85\x00hello",  # a valid, non-minimal length
+    b"\x0a\x01a\x18\x05", b"\x18\x05\x0a\x01a", b"\x0a\x05hello\x0a\x02hi",  # the last one wins
+    b"\x0a\x80\x01" + b"z" * 128 + b"\x18\x01",
+    # Non-minimal lengths of 0 followed by a second string whose total length mimics a shorter encoding's.
+    b"\x0a\x80\x00" + b"\x0a\x7d" + b"w" * 125, b"\x0a\x80\x80\x00" + b"\x0a\xfc\x7f" + b"w" * 16380,
+    b"\x18\x00", b"\x18\x7f", b"\x18\x80\x01", b"\x18\x05\x18\x06", b"\x18" + b"\xff" * 9 + b"\x01",
+    b"\x10\x01", b"\x21" + b"\x00" * 7 + b"\x40", AnyValue(bytes_value=b"\x01\x02").SerializeToString(),
+    _any(("a", "b")).SerializeToString(),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("raw", ENCODINGS, ids=range(len(ENCODINGS)))
+def test_every_encoding_of_a_value_reads_as_protobuf_reads_it(raw: bytes) -> None:
+    body = _raw_span([raw])
+    full = from_otlp_span(Span.FromString(body), None)
+    kept = summary_record(RawScopeSpans.FromString(field(2, body)).spans[0], None)
+    assert kept.attributes == {k: v for k, v in full.attributes.items() if k in SUMMARY_KEYS}
+    assert len(kept.attributes) == 1
+
+
+@pytest.mark.parametrize("status", [b"\x18\x02", b"\x12\x04boom\x18\x02", b"\x18\x01", b"\x18\x02\x18\x00",
+                                    b"\x12\x01x"])  # fmt: skip
+def test_the_error_status_reads_as_protobuf_reads_it(status: bytes) -> None:
+    body = _raw_span([], status)
+    full = from_otlp_span(Span.FromString(body), None)
+    assert summary_record(RawScopeSpans.FromString(field(2, body)).spans[0], None).error is full.error
+
+
+class _NoParse:
+    @staticmethod
+    def FromString(raw: bytes) -> AnyValue:  # protobuf's name
+        raise AssertionError(f"parsed {raw[:8]!r}")
+
+
+def test_the_usual_encodings_are_read_without_a_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What recorders write (short and long strings, small message indexes, the error status) costs no parse."""
+    monkeypatch.setattr(summaries, "AnyValue", _NoParse)
+    monkeypatch.setattr(summaries, "Status", _NoParse)
+    usual = [b"\x0a\x00", b"\x0a\x05hello", b"\x0a\xc8\x01" + _TEXT.encode(), b"\x18\x00", b"\x18\x7f"]
+    body = _raw_span(usual, b"\x18\x02")
+    kept = summary_record(RawScopeSpans.FromString(field(2, body)).spans[0], None)
+    assert sorted(map(str, kept.attributes.values())) == ["", "0", "127", "hello", _TEXT] and kept.error
+
+
+def test_a_bound_reached_exactly_is_full() -> None:
+    records, size = _kept(10, "hello")
+    probe = SpanSummaries(1 << 30)
+    probe.put(1, 7, records, size)
+    summaries_ = SpanSummaries(probe.bytes)
+    summaries_.put(1, 7, records, size)
+    assert summaries_.bytes == probe.bytes and not summaries_.has_room()
+    summaries_.put(2, 7, records, size)
+    assert summaries_.records([(b"", 2, 0)]) is None
 
 
 def _kept(n: int, text: str) -> tuple[dict[int, SpanRecord], int]:
