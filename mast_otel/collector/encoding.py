@@ -163,8 +163,8 @@ def encode_request(rows: Iterable[tuple[int, bytes]], resource: Callable[[int], 
 
 
 def _raw_scope_spans_class() -> type[Message]:
-    """``ScopeSpans`` as seen by ingest: per span only the ids, the name, times, status (as bytes) and the
-    attributes, as a map from key to the serialized ``AnyValue``.
+    """``ScopeSpans`` as seen by ingest: per span only the ids, the name, times, status code and the attributes,
+    as a map from key to the serialized ``AnyValue``.
 
     A ``KeyValue`` (key = 1, value = 2) is on the wire exactly a map entry, so the C parser builds the map and
     ingest looks up the few keys assembly needs instead of looping over every attribute in Python, the receive
@@ -184,7 +184,11 @@ def _raw_scope_spans_class() -> type[Message]:
     # Times and status: what the summary ingest keeps for a model-free release (.summaries) reads besides them.
     span.field.add(name="start_time_unix_nano", number=7, type=F.TYPE_FIXED64, label=F.LABEL_OPTIONAL)
     span.field.add(name="end_time_unix_nano", number=8, type=F.TYPE_FIXED64, label=F.LABEL_OPTIONAL)
-    span.field.add(name="status", number=15, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    # A message, not bytes: a status field given twice is merged, as the full parse merges it.
+    status = fp.message_type.add(name="Status")
+    status.field.add(name="code", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+    span.field.add(name="status", number=15, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
+                   type_name=".mast_otel.raw.Status")  # fmt: skip
     entry = span.nested_type.add(name="AttributesEntry")
     entry.options.map_entry = True
     entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)

@@ -2,8 +2,8 @@
 
 With a judge that reads no span content (``signals``, ``none``), a release still computes the structural signals,
 the sampling decision, the root, its service and framework. Together they read a handful of attributes per span
-(:data:`SUMMARY_KEYS`) and its ids, times and error status. Ingest has every span parsed already (ids and the
-attribute map, in C), so it keeps those as a small :class:`~mast_otel.spans.SpanRecord` per span, grouped by
+(:data:`SUMMARY_KEYS`) and its ids, times and error status. Ingest has every span parsed already (ids, status and
+the attribute map, in C), so it keeps those as a small :class:`~mast_otel.spans.SpanRecord` per span, grouped by
 the segment the span is stored in. Release builds the conversation from them instead of parsing and decoding
 every stored span again, which was a fifth of a collector's time.
 
@@ -12,7 +12,8 @@ none for new spans (the oldest conversations are released first, and free room),
 stored spans as before; so do releases after a restart, and those of a conversation another instrumentation
 recorded (the adapters read those in full). Both ways give the same release: tests/collector/test_summaries.py
 holds the two paths' signals, root, sampling and labels equal, and checks that :data:`SUMMARY_KEYS` names every
-attribute they read.
+attribute they read. One difference, on input no SDK writes: an attribute whose ``KeyValue`` repeats its value
+field is read as its last value (the parsed map keeps the last), where a full decode merges the two values.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ SUMMARY_KEYS: frozenset[str] = frozenset({
     sc.TERMINATION_REASON, sc.CONVERSATION_ROUNDS, sc.CONVERSATION_MAX_ROUNDS,
 })  # fmt: skip
 _KEYS = tuple(sorted(SUMMARY_KEYS))
-_ERROR_STATUS = b"\x18\x02"  # Status.code = STATUS_CODE_ERROR, the usual (and shortest) encoding
+_STATUS_ERROR = Status.STATUS_CODE_ERROR
 # What a span's summary costs in memory besides its values' text: the record, its dict, id strings and value
 # objects (about 900 bytes by tracemalloc; test_summaries.py holds the estimate above what it measures).
 _RECORD_BYTES = 1000
@@ -63,13 +64,6 @@ def _value(raw: bytes) -> Any:
     return any_value(AnyValue.FromString(raw))
 
 
-def _error(status: bytes) -> bool:
-    """Whether a span's Status (its bytes, checked readable at ingest) says STATUS_CODE_ERROR."""
-    if not status:
-        return False
-    return status == _ERROR_STATUS or Status.FromString(status).code == Status.STATUS_CODE_ERROR
-
-
 def summary_record(span: Any, service: str | None) -> SpanRecord:
     """A ``RawScopeSpans`` span (already checked readable) as the SpanRecord a full decode would give, with only
     :data:`SUMMARY_KEYS` among its attributes and no events."""
@@ -83,7 +77,7 @@ def summary_record(span: Any, service: str | None) -> SpanRecord:
         start_ns=span.start_time_unix_nano,
         end_ns=span.end_time_unix_nano,
         attributes={key: _value(attributes[key]) for key in _KEYS if key in attributes},
-        error=_error(span.status),
+        error=span.status.code == _STATUS_ERROR,
         service_name=service,
     )
 
