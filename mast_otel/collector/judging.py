@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from mast_otel import semconv as sc
+from mast_otel.adapters import is_native
 from mast_otel.judge.foreign import judge_spans, not_a_conversation
 from mast_otel.judge.model import Judge, Verdict
 from mast_otel.spans import SpanRecord
@@ -201,11 +202,16 @@ class JudgePool:
         return _Outcome(loaded, records, verdict, time.perf_counter() - started, called)
 
     def _records(self, unit: Unit, loaded: Loaded) -> list[SpanRecord]:
-        """The conversation's spans as the judge and the signals read them: the summaries ingest kept when the
-        judge reads no content and all are kept (:mod:`.summaries`), else decoded from the stored bytes."""
+        """The conversation's spans as the judge and the signals read them. With a judge that reads no content,
+        a mast-otel conversation's summaries (:mod:`.summaries`): kept at ingest, or made from the stored spans
+        when ingest kept none; anything else is decoded in full."""
         summaries = self._cache.summaries
-        kept = summaries.records(unit.locations) if summaries is not None else None
-        return kept if kept is not None else loaded.records(self._store)
+        if summaries is None:
+            return loaded.records(self._store)
+        records = summaries.records(unit.locations)
+        if records is None:
+            records = loaded.records(self._store, summary=True)
+        return records if is_native(records) else loaded.records(self._store)
 
     def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
         with self._jobs_lock:

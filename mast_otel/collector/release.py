@@ -27,10 +27,10 @@ from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 from mast_otel.spans import SpanRecord, from_otlp_span, service_name
 
 from .assembler import Assembler, Location
-from .encoding import ScopeSpansView, scope_spans
+from .encoding import RawSpan, ScopeSpansView, scope_spans
 from .metrics import CollectorMetrics
 from .store import OutRow, SpanStore, StoredSegment, Tomb
-from .summaries import SpanSummaries
+from .summaries import SpanSummaries, summary_record
 
 __all__ = [
     "Loaded", "ReleaseParts", "SegmentCache", "commit_release", "commit_releases", "is_unreadable", "persist_claim",
@@ -116,8 +116,9 @@ class Loaded:
         """Span ids already sent downstream when they arrived (passthrough)."""
         return {sid for g in self.groups if g.segment.exported for sid, _ in g.spans}
 
-    def records(self, store: SpanStore) -> list[SpanRecord]:
-        """The spans as SpanRecords (what a judge reads), with their resource's service name.
+    def records(self, store: SpanStore, *, summary: bool = False) -> list[SpanRecord]:
+        """The spans as SpanRecords (what a judge reads), with their resource's service name; with ``summary``,
+        only what a model-free release reads (:func:`.summaries.summary_record`), from a cheaper parse.
 
         Each span is parsed on its own (no request is built and parsed again), grouped by resource in the order
         resources first appear, as a request built from these segments would list them."""
@@ -127,7 +128,10 @@ class Loaded:
         out: list[SpanRecord] = []
         for rid, groups in by_resource.items():
             service = service_name(Resource.FromString(store.resource(rid)[0]))
-            out.extend(from_otlp_span(Span.FromString(body), service) for g in groups for _, body in g.spans)
+            if summary:
+                out.extend(summary_record(RawSpan.FromString(body), service) for g in groups for _, body in g.spans)
+            else:
+                out.extend(from_otlp_span(Span.FromString(body), service) for g in groups for _, body in g.spans)
         return out
 
     def outbox(self, replace: Mapping[bytes, bytes]) -> list[OutRow]:

@@ -8,12 +8,15 @@ the segment the span is stored in. Release builds the conversation from them ins
 every stored span again, which was a fifth of a collector's time.
 
 The summaries live in memory only, bounded by bytes (``summary_memory``). While the bound is reached, ingest keeps
-none for new spans (the oldest conversations are released first, and free room), and their releases decode the
-stored spans as before; so do releases after a restart, and those of a conversation another instrumentation
-recorded (the adapters read those in full). Both ways give the same release: tests/collector/test_summaries.py
-holds the two paths' signals, root, sampling and labels equal, and checks that :data:`SUMMARY_KEYS` names every
-attribute they read. One difference, on input no SDK writes: an attribute whose ``KeyValue`` repeats its value
-field is read as its last value (the parsed map keeps the last), where a full decode merges the two values.
+none for new spans (the oldest conversations are released first, and free room); their releases, and those after a
+restart, make the same records from the stored spans parsed the same way (:meth:`.release.Loaded.records` with
+``summary=True``), which costs the parse again but still not the full decode. A conversation another
+instrumentation recorded is decoded in full: the adapters read every attribute.
+
+Summaries and a full decode give the same release: tests/collector/test_summaries.py holds the signals, sampling
+and labels of both equal, and checks that :data:`SUMMARY_KEYS` names every attribute a model-free release reads.
+One difference, on input no SDK writes: an attribute whose ``KeyValue`` repeats its value field is read as its
+last value (the parsed map keeps the last), where a full decode merges the two values.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import is_native
 from mast_otel.spans import SpanRecord, any_value
 
 from .assembler import Location
@@ -119,8 +121,7 @@ class SpanSummaries:
 
     def records(self, locations: Sequence[Location]) -> list[SpanRecord] | None:
         """The spans at ``locations`` in the order :meth:`.release.Loaded.records` gives them (by resource in first
-        appearance, then by segment, then as listed), or None when one is not kept: then release decodes them all.
-        Only a mast-otel conversation is answered: another instrumentation's is read in full by the adapters."""
+        appearance, then by segment, then as listed), or None when one is not kept."""
         by_segment: dict[int, list[int]] = {}
         for loc in locations:
             by_segment.setdefault(loc[1], []).append(loc[2])
@@ -137,5 +138,4 @@ class SpanSummaries:
                     if record is None:
                         return None
                     out.append(record)
-        records = [r for group in by_resource.values() for r in group]
-        return records if is_native(records) else None
+        return [r for group in by_resource.values() for r in group]

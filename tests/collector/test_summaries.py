@@ -26,6 +26,7 @@ from mast_otel.collector.namespace import is_owned
 from mast_otel.collector.summaries import SUMMARY_KEYS, SpanSummaries, summary_record
 from mast_otel.judge.rules import NoModelJudge
 from mast_otel.spans import SpanRecord, from_otlp_span
+from tests.collector.conftest import FakeJudge
 from tests.collector.in_process import in_process
 from tests.judge.test_signals import CASES
 
@@ -63,10 +64,12 @@ def conversations() -> list[list[SpanRecord]]:
     return [make() for case, controls in CASES.values() for make in (case, *controls)]
 
 
-def exported(tmp_path: Path, batches: Sequence[ExportTraceServiceRequest], **overrides: Any) -> dict[str, Any]:
-    """Span id -> (name, attributes) of what a signals-judge collector exports for these requests."""
+def exported(tmp_path: Path, batches: Sequence[ExportTraceServiceRequest], judge: Any = None,
+             **overrides: Any) -> dict[str, Any]:  # fmt: skip
+    """Span id -> (name, attributes) of what a collector (the signals judge by default) exports for these
+    requests."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    with in_process(tmp_path, judge=NoModelJudge(), **overrides) as c:
+    with in_process(tmp_path, judge=judge or NoModelJudge(), **overrides) as c:
         for request in batches:
             c.send(request)
         c.release()
@@ -78,23 +81,42 @@ def exported(tmp_path: Path, batches: Sequence[ExportTraceServiceRequest], **ove
 def test_labels_and_signals_are_the_same_with_summaries_and_without(tmp_path: Path) -> None:
     batches = [otlp(records) for records in conversations()]
     with_summaries = exported(tmp_path / "kept", batches)
+    made_at_release = exported(tmp_path / "full", batches, summary_memory=1)  # ingest keeps the first request's
     decoded = exported(tmp_path / "decoded", batches, summary_memory=0)
     assert with_summaries == decoded
+    assert made_at_release == decoded
     signals = {a.get(sc.SIGNALS) for _, a in decoded.values()} - {None}
     assert len({name for names in signals for name in names}) == len(CASES)  # every signal was raised and compared
+
+
+def counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each read of stored spans at release: True for a summary, False for a full decode."""
+    reads: list[bool] = []
+    real = release.Loaded.records
+
+    def records(self: release.Loaded, store: Any, *, summary: bool = False) -> list[SpanRecord]:
+        reads.append(summary)
+        return real(self, store, summary=summary)
+
+    monkeypatch.setattr(release.Loaded, "records", records)
+    return reads
 
 
 def test_the_summaries_are_used_when_the_judge_reads_no_content(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    decoded: list[int] = []
-    real = release.Loaded.records
-    monkeypatch.setattr(release.Loaded, "records", lambda self, store: decoded.append(1) or real(self, store))
+    reads = counting_reads(monkeypatch)
     batches = [otlp(records) for records in conversations()[:3]]
     exported(tmp_path / "kept", batches)
-    assert decoded == []
+    assert reads == []  # ingest kept them all
+    exported(tmp_path / "full", batches, summary_memory=1)
+    assert reads == [True, True]  # the first request's were kept, the others made from the stored spans
+    reads.clear()
     exported(tmp_path / "decoded", batches, summary_memory=0)
-    assert len(decoded) == 3
+    assert reads == [False] * 3
+    reads.clear()
+    exported(tmp_path / "llm", batches, judge=FakeJudge())  # a judge that reads content: nothing kept at ingest
+    assert reads == [False] * 3
 
 
 class ReadKeys(dict[str, Any]):
@@ -137,14 +159,16 @@ def test_no_kept_key_is_one_ingest_strips() -> None:
 
 
 def test_a_foreign_conversation_is_decoded_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    decoded: list[int] = []
-    real = release.Loaded.records
-    monkeypatch.setattr(release.Loaded, "records", lambda self, store: decoded.append(1) or real(self, store))
+    reads = counting_reads(monkeypatch)
     root = SpanRecord("ab" * 16, "01" * 8, None, "invoke_agent", 1, 9,
                       {sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: "planner"})  # fmt: skip
     child = SpanRecord("ab" * 16, "02" * 8, "01" * 8, "chat", 2, 3, {sc.GEN_AI_OPERATION_NAME: "chat"})
-    exported(tmp_path, [otlp([root, child])])
-    assert decoded == [1]
+    exported(tmp_path / "kept", [otlp([root, child])])
+    assert reads == [False]
+    reads.clear()
+    native = otlp(conversations()[0])  # fills the bound: ingest keeps nothing of the foreign request
+    exported(tmp_path / "made", [native, otlp([root, child])], summary_memory=1)
+    assert reads == [True, False]  # made from the stored spans, found foreign, decoded in full
 
 
 # -- the records themselves --------------------------------------------------------------------------------------
