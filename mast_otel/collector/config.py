@@ -133,7 +133,8 @@ class CollectorConfig:
                                   "with backpressure.", metavar="SIZE")  # fmt: skip
     summary_memory: int = _opt(128 << 20, size, "Memory for what ingest keeps of each held span so that, with a "
                                "model-free judge (signals, none), releases need not decode the stored spans again; "
-                               "past it, new spans are decoded at release. 0 turns it off.",
+                               "past it, releases of new spans parse what they need from the store. 0 turns "
+                               "summaries off (every span decoded in full).",
                                metavar="SIZE")  # fmt: skip
     poll_interval: float = _opt(0.25, seconds, "Longest wait between assembly passes (a pass also runs when a "
                                 "quiet period ends).",

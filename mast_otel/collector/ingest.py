@@ -224,7 +224,10 @@ class Ingestor:
             for scope, segment in zip(segments, ids, strict=True):
                 self._assembler.add_many(scope.fresh, segment, now)
                 if scope.kept is not None and self._summaries is not None:
-                    self._summaries.put(segment, rid[scope.resource], scope.kept, len(scope.data))
+                    if scope.kept:
+                        self._summaries.put(segment, rid[scope.resource], scope.kept)
+                    else:
+                        self._summaries.put_foreign(segment)
         late = sum(len(s.late) for s in scopes)
         self._metrics.spans_received.labels(protocol).inc(total - duplicates)
         if duplicates:
@@ -284,9 +287,11 @@ class Ingestor:
                     data = self._checked(data, len(spans))
                 kept = None
                 if facts and self._summaries is not None and self._summaries.has_room():
-                    if summary_service is None:
-                        summary_service = (service_name(Resource.FromString(rs.resource)),)
-                    kept = {f[3]: summary_record(spans[f[3]], summary_service[0]) for f in facts}
+                    kept = {}  # a scope of other instrumentations' spans: noted, not summarised
+                    if _native(spans, facts):
+                        if summary_service is None:
+                            summary_service = (service_name(Resource.FromString(rs.resource)),)
+                        kept = {f[3]: summary_record(spans[f[3]], summary_service[0]) for f in facts}
                 scopes.append(_Scope(key, data, facts, invalid, kept))
         return scopes, pairs
 
@@ -401,6 +406,14 @@ class Ingestor:
             for fact, unit in s.late:
                 by_unit.setdefault((fact[0], unit), []).append(fact[1])
         return [Tomb(tid, b"".join(ids), now, unit) for (tid, unit), ids in by_unit.items()]
+
+
+def _native(spans: Any, facts: list[_Fact]) -> bool:
+    """Whether a ScopeSpans holds a mast-otel span: only those are worth summarising (the adapters decode another
+    instrumentation's conversation in full); a scope of other spans inside a mast-otel conversation has its
+    summaries made at release instead."""
+    key = sc.MAST_SPAN_TYPE
+    return any(key in spans[f[3]].attributes for f in facts)
 
 
 def _readable(cls: type[Message], data: bytes, what: str) -> None:

@@ -204,9 +204,10 @@ class JudgePool:
     def _records(self, unit: Unit, loaded: Loaded) -> list[SpanRecord]:
         """The conversation's spans as the judge and the signals read them. With a judge that reads no content,
         a mast-otel conversation's summaries (:mod:`.summaries`): kept at ingest, or made from the stored spans
-        when ingest kept none; anything else is decoded in full."""
+        when ingest kept none; anything else (ingest found no mast-otel span, or the summaries show none) is
+        decoded in full."""
         summaries = self._cache.summaries
-        if summaries is None:
+        if summaries is None or summaries.foreign(unit.locations):
             return loaded.records(self._store)
         records = summaries.records(unit.locations)
         if records is None:

@@ -75,8 +75,8 @@ def leftover_stores(store: str, routed: int) -> list[int]:
 
 def shard_config(config: CollectorConfig, index: int, shards: int, token: str) -> dict[str, Any]:
     """Shard ``index``'s options: the front's, with its own store and internal addresses, and the collector-wide
-    bounds (pending traces and bytes, memory, token budget) divided among ``shards`` so the whole stays within
-    what was configured."""
+    bounds (pending traces and bytes, memory, span summaries, token budget) divided among ``shards`` so the whole
+    stays within what was configured."""
     values = dataclasses.asdict(config)
     memory = memory_limit_of(config.memory_limit, config.max_request_bytes)
     budget = config.judge_token_budget_per_hour
@@ -91,6 +91,7 @@ def shard_config(config: CollectorConfig, index: int, shards: int, token: str) -
         max_pending_bytes=max(config.max_pending_bytes // shards, config.max_request_bytes),
         memory_limit=max(memory // shards, config.max_request_bytes * DECODE_AMPLIFICATION),
         judge_token_budget_per_hour=math.ceil(budget / shards) if budget else 0,
+        summary_memory=config.summary_memory // shards,
     )
     return values
 

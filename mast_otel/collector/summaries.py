@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from sys import getsizeof
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
@@ -46,9 +47,9 @@ SUMMARY_KEYS: frozenset[str] = frozenset({
 })  # fmt: skip
 _KEYS = tuple(sorted(SUMMARY_KEYS))
 _STATUS_ERROR = Status.STATUS_CODE_ERROR
-# What a span's summary costs in memory besides its values' text: the record, its dict, id strings and value
-# objects (about 900 bytes by tracemalloc; test_summaries.py holds the estimate above what it measures).
-_RECORD_BYTES = 1000
+# What a span's summary costs in memory besides its values: the record, its dict and id strings (about 800 bytes
+# by tracemalloc; test_summaries.py holds the whole estimate above what it measures).
+_RECORD_BYTES = 900
 
 
 def _value(raw: bytes) -> Any:
@@ -59,7 +60,7 @@ def _value(raw: bytes) -> Any:
         if tag == 0x0A:  # string_value: the text is valid UTF-8, ingest's full parse of the ScopeSpans checked it
             if length < 0x80 and len(raw) == length + 2:
                 return raw[2:].decode("utf-8")
-            if len(raw) > 2 and raw[2] < 0x80 and len(raw) == ((length & 0x7F) | raw[2] << 7) + 3:
+            if length >= 0x80 and len(raw) > 2 and raw[2] < 0x80 and len(raw) == ((length & 0x7F) | raw[2] << 7) + 3:
                 return raw[3:].decode("utf-8")
         elif tag == 0x18 and length < 0x80 and len(raw) == 2:  # int_value 0-127 (indexes, counts)
             return length
@@ -86,14 +87,15 @@ def summary_record(span: Any, service: str | None) -> SpanRecord:
 
 class SpanSummaries:
     """Per stored segment, the summary records of its spans (by index) and its resource id. Segments are kept
-    while less than ``max_bytes`` is, so at most ``max_bytes`` and one request's segments are. Thread-safe: ingest
-    puts, judge workers read, releases forget."""
+    while less than ``max_bytes`` is, so at most ``max_bytes`` and one request's segments are, as weighed (each
+    value by ``sys.getsizeof``, the rest by a measured estimate). Thread-safe: ingest puts, judge workers read,
+    releases forget."""
 
     def __init__(self, max_bytes: int) -> None:
         self._max_bytes = max_bytes
         self._bytes = 0
         self._lock = threading.Lock()
-        self._items: dict[int, tuple[int, Mapping[int, SpanRecord], int]] = {}
+        self._items: dict[int, tuple[int, Mapping[int, SpanRecord] | None, int]] = {}  # None: put_foreign
 
     @property
     def bytes(self) -> int:
@@ -103,14 +105,33 @@ class SpanSummaries:
         """Whether ingest should summarise a new segment's spans (asked before the work, without the lock)."""
         return self._bytes < self._max_bytes
 
-    def put(self, segment_id: int, resource_id: int, records: Mapping[int, SpanRecord], size: int) -> None:
-        """Keep a stored segment's summaries, unless the bound is reached (then its releases decode).
-        ``size``: the segment's bytes, which bound the text its summaries hold."""
-        weight = _RECORD_BYTES * len(records) + size
+    def put(self, segment_id: int, resource_id: int, records: Mapping[int, SpanRecord]) -> None:
+        """Keep a stored segment's summaries, unless the bound is reached (then its releases make them again)."""
+        weight = _RECORD_BYTES * len(records)
+        for record in records.values():
+            for value in record.attributes.values():  # text of any width, and arrays: each object as it weighs
+                weight += getsizeof(value)
+                if type(value) is tuple:
+                    weight += sum(map(getsizeof, value))
         with self._lock:
             if self._bytes < self._max_bytes:
                 self._items[segment_id] = (resource_id, records, weight)
                 self._bytes += weight
+
+    def put_foreign(self, segment_id: int) -> None:
+        """Note a stored segment with no mast-otel span: a conversation made only of such segments is decoded in
+        full at once (the adapters read it), not summarised first."""
+        with self._lock:
+            self._items[segment_id] = (0, None, 0)
+
+    def foreign(self, locations: Sequence[Location]) -> bool:
+        """Whether every span at ``locations`` is in a segment noted by :meth:`put_foreign`."""
+        with self._lock:
+            for loc in locations:
+                found = self._items.get(loc[1])
+                if found is None or found[1] is not None:
+                    return False
+        return True
 
     def forget(self, segment_ids: Sequence[int]) -> None:
         with self._lock:
@@ -132,6 +153,8 @@ class SpanSummaries:
                 if found is None:
                     return None
                 resource_id, kept, _ = found
+                if kept is None:
+                    return None
                 out = by_resource.setdefault(resource_id, [])
                 for index in indexes:
                     record = kept.get(index)

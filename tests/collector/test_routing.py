@@ -292,9 +292,10 @@ def test_a_part_refused_for_good_is_told_as_rejected_spans_and_all_parts_as_malf
 def test_each_shard_gets_its_share_of_the_collector_wide_bounds(tmp_path: Any) -> None:
     config = collector_config(tmp_path, None, max_pending_traces=101, max_pending_bytes="64MiB",
                               judge_token_budget_per_hour=1001, memory_limit="1GiB",
-                              max_request_bytes="1MiB")  # fmt: skip
+                              max_request_bytes="1MiB", summary_memory="100MiB")  # fmt: skip
     one = shard_config(config, 1, 2, "secret")
     assert one["max_pending_traces"] == 51 and one["max_pending_bytes"] == 32 << 20
+    assert one["summary_memory"] == 50 << 20
     assert one["judge_token_budget_per_hour"] == 501 and one["memory_limit"] == 512 << 20
     assert one["store"] == str(tmp_path / "collector.db") + ".shard1" and one["auth_token"] == "secret"
     assert one["otlp_http"] is None and one["otlp_grpc"] == "127.0.0.1:0" and one["processes"] == 1

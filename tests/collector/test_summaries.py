@@ -6,6 +6,7 @@ which decodes every stored span at release as before. Both must export the same 
 
 from __future__ import annotations
 
+import sqlite3
 import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,7 +76,13 @@ def exported(tmp_path: Path, batches: Sequence[ExportTraceServiceRequest], judge
         c.release()
         kept = c.service.cache.summaries
         assert kept is None or kept.bytes == 0, "a released segment's summaries were not forgotten"
-        return {d.span.span_id.hex(): (d.name, d.attributes) for d in c.downstream.spans()}
+        out: dict[str, Any] = {d.span.span_id.hex(): (d.name, d.attributes) for d in c.downstream.spans()}
+        # what is counted, by service and framework (the root's, read from the records) and by signal
+        counted = ("mast_conversations_judged", "mast_signal")
+        out["metrics"] = sorted((m.name, tuple(sorted(sample.labels.items())), sample.value)
+                                for m in c.service.metrics.registry.collect() if m.name in counted
+                                for sample in m.samples if not sample.name.endswith("_created"))  # fmt: skip
+        return out
 
 
 def test_labels_and_signals_are_the_same_with_summaries_and_without(tmp_path: Path) -> None:
@@ -85,7 +92,9 @@ def test_labels_and_signals_are_the_same_with_summaries_and_without(tmp_path: Pa
     decoded = exported(tmp_path / "decoded", batches, summary_memory=0)
     assert with_summaries == decoded
     assert made_at_release == decoded
-    signals = {a.get(sc.SIGNALS) for _, a in decoded.values()} - {None}
+    signals = {v[1].get(sc.SIGNALS) for key, v in decoded.items() if key != "metrics"} - {None}
+    skipped = (("framework", "test"), ("service", "shop"), ("status", sc.JUDGE_SKIPPED))
+    assert ("mast_conversations_judged", skipped, float(len(batches))) in decoded["metrics"]  # fmt: skip
     assert len({name for names in signals for name in names}) == len(CASES)  # every signal was raised and compared
 
 
@@ -117,6 +126,34 @@ def test_the_summaries_are_used_when_the_judge_reads_no_content(
     reads.clear()
     exported(tmp_path / "llm", batches, judge=FakeJudge())  # a judge that reads content: nothing kept at ingest
     assert reads == [False] * 3
+
+
+def test_a_release_retried_after_a_store_error_reads_the_same_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry builds the release again (JudgePool._finish): from the summaries still kept, equal to a decode."""
+    from mast_otel.collector import judging
+
+    real = judging.commit_releases
+    failed: list[int] = []
+
+    def once(**kw: Any) -> None:
+        if not failed:
+            failed.append(1)
+            raise sqlite3.OperationalError("database is locked")
+        real(**kw)
+
+    monkeypatch.setattr(judging, "commit_releases", once)
+    reads = counting_reads(monkeypatch)
+    batches = [otlp(conversations()[0])]
+    with in_process(tmp_path, judge=NoModelJudge()) as c:
+        c.send(batches[0])
+        c.release()  # the first write fails; the next tick builds the release again and writes it
+        assert failed
+        retried = {d.span.span_id.hex(): (d.name, d.attributes) for d in c.downstream.spans()}
+    assert reads == []
+    decoded = exported(tmp_path / "decoded", batches, summary_memory=0)
+    assert retried == {k: v for k, v in decoded.items() if k != "metrics"}
 
 
 class ReadKeys(dict[str, Any]):
@@ -164,7 +201,14 @@ def test_a_foreign_conversation_is_decoded_in_full(tmp_path: Path, monkeypatch: 
                       {sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: "planner"})  # fmt: skip
     child = SpanRecord("ab" * 16, "02" * 8, "01" * 8, "chat", 2, 3, {sc.GEN_AI_OPERATION_NAME: "chat"})
     exported(tmp_path / "kept", [otlp([root, child])])
-    assert reads == [False]
+    assert reads == [False]  # ingest found no mast-otel span: decoded in full at once
+    with in_process(tmp_path, judge=NoModelJudge()) as c:
+        kept = c.service.cache.summaries
+        assert kept is not None
+        c.send(otlp([root, child]))
+        assert kept.bytes == 0  # nothing summarised for it
+        c.send(otlp(conversations()[0]))
+        assert kept.bytes > 0
     reads.clear()
     native = otlp(conversations()[0])  # fills the bound: ingest keeps nothing of the foreign request
     exported(tmp_path / "made", [native, otlp([root, child])], summary_memory=1)
@@ -217,6 +261,8 @@ ENCODINGS = [
     b"\x0a\x85\x00hello",  # a valid, non-minimal length
     b"\x0a\x01a\x18\x05", b"\x18\x05\x0a\x01a", b"\x0a\x05hello\x0a\x02hi",  # the last one wins
     b"\x0a\x80\x01" + b"z" * 128 + b"\x18\x01",
+    # A one-byte length whose value continues with bytes that look like a second length byte.
+    b"\x0a\x01\x01" + b"\x0a\x7f" + b"w" * 127, b"\x0a\x01\x01" + b"\x18\x80\x01" + b"\x18\x00" * 63,
     # Non-minimal lengths of 0 followed by a second string whose total length mimics a shorter encoding's.
     b"\x0a\x80\x00" + b"\x0a\x7d" + b"w" * 125, b"\x0a\x80\x80\x00" + b"\x0a\xfc\x7f" + b"w" * 16380,
     b"\x18\x00", b"\x18\x7f", b"\x18\x80\x01", b"\x18\x05\x18\x06", b"\x18" + b"\xff" * 9 + b"\x01",
@@ -259,51 +305,53 @@ def test_the_usual_encodings_are_read_without_a_parse(monkeypatch: pytest.Monkey
 
 
 def test_a_bound_reached_exactly_is_full() -> None:
-    records, size = _kept(10, "hello")
+    records = _kept(10, "hello")
     probe = SpanSummaries(1 << 30)
-    probe.put(1, 7, records, size)
+    probe.put(1, 7, records)
     summaries_ = SpanSummaries(probe.bytes)
-    summaries_.put(1, 7, records, size)
+    summaries_.put(1, 7, records)
     assert summaries_.bytes == probe.bytes and not summaries_.has_room()
-    summaries_.put(2, 7, records, size)
+    summaries_.put(2, 7, records)
     assert summaries_.records([(b"", 2, 0)]) is None
 
 
-def _kept(n: int, text: str) -> tuple[dict[int, SpanRecord], int]:
+def _kept(n: int, text: Any) -> dict[int, SpanRecord]:
     span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="message", start_time_unix_nano=1)
-    span.attributes.extend(KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in (
+    span.attributes.extend(KeyValue(key=k, value=_any(v)) for k, v in (
         (sc.MAST_SPAN_TYPE, sc.SPAN_TYPE_MESSAGE), (sc.MESSAGE_SENDER, "planner"), (sc.MESSAGE_CONTENT, text),
         (sc.GEN_AI_CONVERSATION_ID, "c" * 32)))  # fmt: skip
     span.attributes.add(key=sc.MESSAGE_INDEX, value=AnyValue(int_value=3))
     data = ScopeSpans(spans=[span] * n).SerializeToString()
-    return {i: summary_record(s, "svc") for i, s in enumerate(RawScopeSpans.FromString(data).spans)}, len(data)
+    return {i: summary_record(s, "svc") for i, s in enumerate(RawScopeSpans.FromString(data).spans)}
 
 
-@pytest.mark.parametrize("text", ["", "x" * 200, "long message " * 300])
-def test_the_bound_counts_at_least_what_the_summaries_take(text: str) -> None:
+@pytest.mark.parametrize("text", ["", "x" * 200, "long message " * 300, "wide 🙂 " * 300, tuple(map(str, range(500))),
+                                  tuple(range(2**40, 2**40 + 500))])  # fmt: skip
+def test_the_bound_counts_at_least_what_the_summaries_take(text: Any) -> None:
+    """Whatever the values (text of any width, arrays), within twice what tracemalloc sees."""
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        records, size = _kept(200, text)
+        records = _kept(200, text)
         taken = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
     summaries = SpanSummaries(1 << 30)
-    summaries.put(1, 1, records, size)
-    assert taken <= summaries.bytes <= 2 * taken + size
+    summaries.put(1, 1, records)
+    assert taken <= summaries.bytes <= 2 * taken
 
 
 def test_past_the_bound_a_segment_is_not_kept_and_its_spans_are_decoded() -> None:
-    records, size = _kept(10, "hello")
+    records = _kept(10, "hello")
     summaries = SpanSummaries(1)
-    summaries.put(1, 7, records, size)  # below the bound: kept, though it passes it
+    summaries.put(1, 7, records)  # below the bound: kept, though it passes it
     assert not summaries.has_room()
-    summaries.put(2, 7, records, size)
+    summaries.put(2, 7, records)
     assert summaries.records([(b"", 1, 0), (b"", 1, 3)]) == [records[0], records[3]]
     assert summaries.records([(b"", 1, 0), (b"", 2, 0)]) is None
     summaries.forget([1])
     assert summaries.bytes == 0 and summaries.has_room()
-    summaries.put(2, 7, records, size)
+    summaries.put(2, 7, records)
     assert summaries.records([(b"", 2, 9)]) == [records[9]]
     assert summaries.records([(b"", 2, 10)]) is None  # an index it never kept
 
