@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry.exporter.otlp.proto.common._internal import _encode_value
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
@@ -33,17 +34,8 @@ from tests.judge.test_signals import CASES
 
 
 def _any(value: Any) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, (tuple, list)):
-        out = AnyValue()
-        out.array_value.values.extend(_any(v) for v in value)
-        return out
-    return AnyValue(string_value=str(value))
+    """A value as the OpenTelemetry SDK's OTLP exporter encodes it."""
+    return _encode_value(list(value) if isinstance(value, tuple) else value)
 
 
 def otlp(records: Sequence[SpanRecord], service: str = "shop") -> ExportTraceServiceRequest:
