@@ -290,10 +290,11 @@ class _NoParse:
 def test_the_usual_encodings_are_read_without_a_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     """What recorders write (short and long strings, small message indexes) costs no parse."""
     monkeypatch.setattr(summaries, "AnyValue", _NoParse)
-    usual = [b"\x0a\x00", b"\x0a\x05hello", b"\x0a\xc8\x01" + _TEXT.encode(), b"\x18\x00", b"\x18\x7f"]
+    usual = [b"\x0a\x00", b"\x0a\x05hello", b"\x0a\xc8\x01" + _TEXT.encode(), b"\x0a\x80\x01" + b"t" * 128,
+             b"\x18\x00", b"\x18\x7f"]  # fmt: skip
     body = _raw_span(usual, b"\x18\x02")
     kept = summary_record(RawScopeSpans.FromString(field(2, body)).spans[0], None)
-    assert sorted(map(str, kept.attributes.values())) == ["", "0", "127", "hello", _TEXT] and kept.error
+    assert sorted(map(str, kept.attributes.values())) == ["", "0", "127", "hello", "t" * 128, _TEXT] and kept.error
 
 
 def test_a_bound_reached_exactly_is_full() -> None:
