@@ -181,7 +181,7 @@ def _raw_scope_spans_class() -> type[Message]:
         span.field.add(name=name, number=number, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
     # The name as bytes (no UTF-8 check here: the full parse checks it): Google ADK's legacy root has no attribute.
     span.field.add(name="name", number=5, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-    # Times and status: what the summary ingest keeps for a model-free release (.summaries) reads besides them.
+    # Times and status: the summaries ingest keeps for a model-free release (.summaries) carry them too.
     span.field.add(name="start_time_unix_nano", number=7, type=F.TYPE_FIXED64, label=F.LABEL_OPTIONAL)
     span.field.add(name="end_time_unix_nano", number=8, type=F.TYPE_FIXED64, label=F.LABEL_OPTIONAL)
     # A message, not bytes: a status field given twice is merged, as the full parse merges it.

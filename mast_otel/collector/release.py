@@ -125,13 +125,11 @@ class Loaded:
         by_resource: dict[int, list[_Group]] = {}
         for g in self.groups:
             by_resource.setdefault(g.segment.resource, []).append(g)
+        parse, make = (RawSpan.FromString, summary_record) if summary else (Span.FromString, from_otlp_span)
         out: list[SpanRecord] = []
         for rid, groups in by_resource.items():
             service = service_name(Resource.FromString(store.resource(rid)[0]))
-            if summary:
-                out.extend(summary_record(RawSpan.FromString(body), service) for g in groups for _, body in g.spans)
-            else:
-                out.extend(from_otlp_span(Span.FromString(body), service) for g in groups for _, body in g.spans)
+            out.extend(make(parse(body), service) for g in groups for _, body in g.spans)
         return out
 
     def outbox(self, replace: Mapping[bytes, bytes]) -> list[OutRow]:
