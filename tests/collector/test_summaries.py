@@ -97,7 +97,10 @@ def counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     def records(self: release.Loaded, store: Any, *, summary: bool = False) -> list[SpanRecord]:
         reads.append(summary)
-        return real(self, store, summary=summary)
+        made = real(self, store, summary=summary)
+        if summary:  # made with the cheap parse: only what a summary keeps, no events
+            assert all(set(r.attributes) <= SUMMARY_KEYS and not r.events for r in made)
+        return made
 
     monkeypatch.setattr(release.Loaded, "records", records)
     return reads
