@@ -26,6 +26,7 @@ from .encoding import field, walk
 from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, resource_spans_of
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_SHARD_UNAVAILABLE
 from .receiver_grpc import FORWARDED_PROTOCOL_KEY, REFUSAL_REASON_KEY, RETRY_INFO_KEY
+from .workers import Workers
 
 __all__ = ["Part", "Router", "shard_of", "split_request"]
 
@@ -101,7 +102,14 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
 
 
 class Router:
-    """``route(raw, protocol)``: what a receiver calls instead of ingest; same results and exceptions."""
+    """``route(raw, protocol)``: what a receiver calls instead of ingest; same results and exceptions.
+
+    The parts of one request go to their shards at once: each but the last from a sender thread (enough for
+    ``concurrency`` requests routed at a time; daemon threads, never closed, so a receiver thread still routing
+    during shutdown cannot wait on a sender that is gone), the last from the receiver's thread. Not gRPC's
+    ``future()``: it started a thread to drive the channel on most calls, a fifth of the front's CPU
+    (docs/collector.md, "Cores").
+    """
 
     def __init__(
         self,
@@ -112,8 +120,10 @@ class Router:
         max_items: int,
         retry_after: float,
         timeout: float = _FORWARD_TIMEOUT_S,
+        concurrency: int = 1,
     ) -> None:
         self._shards = shards
+        self._senders = Workers(concurrency * (shards - 1), "mast-front-send") if shards > 1 else None
         self._export_of = export_of
         self._auth = ("authorization", f"Bearer {token}")
         self._max_items = max_items
@@ -123,26 +133,25 @@ class Router:
     def route(self, raw: bytes, protocol: str) -> IngestResult:
         parts = split_request(raw, self._shards, max_items=self._max_items)
         metadata = (self._auth, (FORWARDED_PROTOCOL_KEY, protocol))
-        calls: list[tuple[Part, Any]] = []
+        calls: list[Any] = []  # per part: None (its shard is restarting), a sender's future, or the call itself
         for i, part in enumerate(parts):
             export: Any = self._export_of(part.shard)
-            if export is None:
-                calls.append((part, None))
-            elif i < len(parts) - 1:
-                calls.append((part, export.future(part.request, timeout=self._timeout, metadata=metadata)))
-            else:  # the last part is sent from this thread while the others are under way (a future costs a thread)
-                calls.append((part, _Inline(export, part.request, self._timeout, metadata)))
+            call = None if export is None else _Send(export, part.request, self._timeout, metadata)
+            if call is not None and i < len(parts) - 1 and self._senders is not None:
+                calls.append(self._senders.submit(call.result))
+            else:
+                calls.append(call)
+        # The last part is sent from this thread first, while the senders send the others: then each is awaited.
+        answers = [_outcome(call) for call in reversed(calls)][::-1]
         total = sum(p.spans for p in parts)
         rejected, messages, refused_for_good = 0, [], 0
         retry: Backpressure | None = None
-        for part, call in calls:
-            if call is None:
+        for part, answer in zip(parts, answers, strict=True):
+            if answer is None:
                 retry = retry or self._unavailable(part, "restarting")
                 continue
-            try:
-                answer = ExportTraceServiceResponse.FromString(call.result())
-            except grpc.RpcError as err:
-                outcome = self._refused(part, err)
+            if isinstance(answer, grpc.RpcError):
+                outcome = self._refused(part, answer)
                 if isinstance(outcome, Backpressure):
                     retry = retry or outcome
                 else:
@@ -180,8 +189,9 @@ class Router:
 
 
 @dataclass(frozen=True, slots=True)
-class _Inline:
-    """A blocking Export call made when its result is asked for, read like a future's."""
+class _Send:
+    """A blocking Export call of one part, made when its result is asked for: by a sender thread, or by the
+    receiver's thread for the last part."""
 
     export: Any
     request: bytes
@@ -190,6 +200,16 @@ class _Inline:
 
     def result(self) -> bytes:
         return bytes(self.export(self.request, timeout=self.timeout, metadata=self.metadata))
+
+
+def _outcome(call: Any) -> ExportTraceServiceResponse | grpc.RpcError | None:
+    """A part's answer, or the shard's refusal; None for a shard that is restarting (no call was made)."""
+    if call is None:
+        return None
+    try:
+        return ExportTraceServiceResponse.FromString(call.result())
+    except grpc.RpcError as err:
+        return err
 
 
 def _trace_id(data: bytes, body: int, end: int) -> bytes:

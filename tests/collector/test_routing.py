@@ -5,6 +5,7 @@ the outcomes a single collector gives for the same failures."""
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -197,16 +198,6 @@ class _RpcError(grpc.RpcError):  # type: ignore[misc]
         return self._trailers
 
 
-class _Call:
-    def __init__(self, answer: bytes | Exception) -> None:
-        self._answer = answer
-
-    def result(self) -> bytes:
-        if isinstance(self._answer, Exception):
-            raise self._answer
-        return self._answer
-
-
 class _Shard:
     """A shard's Export callable answering each part with a fixed outcome, recording what it was sent."""
 
@@ -215,13 +206,12 @@ class _Shard:
         self.sent: list[tuple[bytes, dict[str, str]]] = []
         self.timeouts: list[float] = []
 
-    def future(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> _Call:
+    def __call__(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> bytes:
         self.sent.append((request, dict(metadata)))
         self.timeouts.append(timeout)
-        return _Call(self.answer)
-
-    def __call__(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> bytes:
-        return self.future(request, timeout=timeout, metadata=metadata).result()
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
 
 
 def _two_shard_request() -> bytes:
@@ -250,6 +240,31 @@ def test_the_front_acknowledges_once_every_shard_committed_its_part_and_says_the
         ((sent, metadata),) = shard.sent
         assert sent == part.request
         assert metadata["authorization"] == "Bearer tok" and metadata["mast-otel-protocol"] == "http"
+
+
+def test_the_parts_of_a_request_are_sent_to_their_shards_at_once() -> None:
+    """Each shard's call waits until the other shard has been called: parts sent one after the other would never
+    both arrive, and the route would fail on the first call's wait."""
+    arrived = [threading.Event(), threading.Event()]
+
+    class Waiting(_Shard):
+        def __init__(self, index: int) -> None:
+            super().__init__(OK)
+            self.index = index
+
+        def __call__(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> bytes:
+            arrived[self.index].set()
+            if not arrived[1 - self.index].wait(5):
+                raise _RpcError(grpc.StatusCode.DEADLINE_EXCEEDED, "the other part was never sent")
+            return super().__call__(request, timeout=timeout, metadata=metadata)
+
+    shards = [Waiting(0), Waiting(1)]
+    router = _router(shards)
+    for _ in range(3):
+        for event in arrived:
+            event.clear()
+        assert router.route(_two_shard_request(), "grpc").rejected == 0
+    assert [len(s.sent) for s in shards] == [3, 3]
 
 
 def test_a_part_refused_for_now_makes_the_whole_request_retryable_with_the_shards_delay_and_reason() -> None:
