@@ -97,12 +97,14 @@ def run(args: argparse.Namespace) -> int:
     log = logging.getLogger("mast_otel.collector")
     import prometheus_client
 
+    from . import gc_tuning
     from .front import FrontService
     from .service import CollectorService
     from .shards import ShardStartError, leftover_stores
     from .store import StoreError
 
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series are noise
+    gc_tuning.tune()
 
     service: CollectorService | FrontService
     try:

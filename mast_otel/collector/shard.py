@@ -74,10 +74,12 @@ def main() -> int:
         return _cannot_start(exc)
     import prometheus_client
 
+    from . import gc_tuning
     from .service import CollectorService
     from .store import StoreError
 
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+    gc_tuning.tune()
     try:
         service = CollectorService(config, behind_front=True)
         service.start()
