@@ -29,7 +29,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -48,29 +47,20 @@ class InlineWorkers:
     last: InlineWorkers | None = None
 
     def __init__(self, n: int, name: str) -> None:
-        self._queue: deque[tuple[Future[Any], Callable[[], Any]]] = deque()
+        self._queue: deque[tuple[Callable[[Any], object], Any]] = deque()
         InlineWorkers.last = self
 
     @property
     def backlog(self) -> int:
         return len(self._queue)
 
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        future: Future[Any] = Future()
-        self._queue.append((future, fn))
-        return future
+    def call(self, fn: Callable[[Any], object], arg: Any) -> None:
+        self._queue.append((fn, arg))
 
     def drain(self) -> None:
         while self._queue:
-            future, fn = self._queue.popleft()
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                result = fn()
-            except BaseException as exc:
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
+            fn, arg = self._queue.popleft()
+            fn(arg)
 
     def close(self) -> None:
         pass

@@ -35,7 +35,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
@@ -76,12 +75,15 @@ _INTERRUPTED = (
 )
 
 
-@dataclass(eq=False)
+_QUEUED, _RUNNING, _CANCELLED = 0, 1, 2  # a job's call: waiting for a worker, taken by one, never to run
+
+
+@dataclass(eq=False, slots=True)
 class _Job:
     unit: Unit
     submitted: float
     deadline: float
-    future: Future[_Outcome | None] | None = None
+    call: int = _QUEUED  # under the pool's _jobs_lock
     done: bool = False
 
 
@@ -162,11 +164,21 @@ class JudgePool:
             if self._closed:
                 return  # shutting down: the conversation stays held in the store; the next start judges it
             self._jobs[id(job)] = job
-        future: Future[_Outcome | None] = self._workers.submit(lambda: self._run(job))
-        job.future = future
-        future.add_done_callback(lambda f: self._complete(job, f))
+        self._workers.call(self._work, job)
 
     # -- worker side -------------------------------------------------------------------------------------------
+    def _work(self, job: _Job) -> None:
+        with self._jobs_lock:
+            if job.call == _CANCELLED:  # timed out or shut down while queued
+                return
+            job.call = _RUNNING
+        try:
+            outcome = self._run(job)
+        except Exception as exc:
+            self._complete(job, None, exc)
+        else:
+            self._complete(job, outcome, None)
+
     def _run(self, job: _Job) -> _Outcome | None:
         if job.done:
             return None  # timed out while queued
@@ -214,25 +226,18 @@ class JudgePool:
             records = loaded.records(self._store, summary=True)
         return records if is_native(records) else loaded.records(self._store)
 
-    def _complete(self, job: _Job, future: Future[_Outcome | None]) -> None:
+    def _complete(self, job: _Job, outcome: _Outcome | None, error: Exception | None) -> None:
         with self._jobs_lock:
             late = job.done
             job.done = True
         if late:  # timed out earlier and released with status error; a call that finished anyway was paid for
-            self._charge_late(future)
+            self._charge_late(outcome)
             return
-        with self._jobs_lock:
-            if future.cancelled():  # still queued at shutdown: the spans stay held; the next start judges them
-                del self._jobs[id(job)]
-                return
-        outcome: _Outcome | None = None
-        try:
-            outcome = future.result()
-        except Exception as exc:
+        if error is not None:
             self._metrics.judge_errors.labels("exception").inc()
             _log.warning("judge %s failed on trace %s: %s: %s", self.judge_name, job.unit.trace_id.hex(),
-                         type(exc).__name__, exc)  # fmt: skip
-            verdict = Verdict.error(self._source, f"judge failed: {type(exc).__name__}: {exc}"[:500])
+                         type(error).__name__, error)  # fmt: skip
+            verdict = Verdict.error(self._source, f"judge failed: {type(error).__name__}: {error}"[:500])
         else:
             if outcome is None:
                 return
@@ -242,10 +247,7 @@ class JudgePool:
                 self._costs.spend(verdict.tokens_in + verdict.tokens_out)
         self._finish(job, verdict, outcome)
 
-    def _charge_late(self, future: Future[_Outcome | None]) -> None:
-        if future.cancelled() or future.exception() is not None:
-            return
-        outcome = future.result()
+    def _charge_late(self, outcome: _Outcome | None) -> None:
         if outcome is not None and outcome.called_judge:
             v = outcome.verdict
             self._costs.spend(v.tokens_in + v.tokens_out)
@@ -263,11 +265,11 @@ class JudgePool:
                     break
                 if not job.done:
                     job.done = True
+                    if job.call == _QUEUED:
+                        job.call = _CANCELLED  # released now: its judge call never starts
                     overdue.append(job)
             retry, self._retry = (self._retry, []) if room else ([], self._retry)
         for job in overdue:
-            if job.future is not None:
-                job.future.cancel()
             self._metrics.judge_errors.labels("timeout").inc()
             _log.warning("judge %s overran judge_timeout on trace %s; releasing with status error",
                          self.judge_name, job.unit.trace_id.hex())  # fmt: skip
@@ -404,10 +406,12 @@ class JudgePool:
         """
         with self._jobs_lock:
             self._closed = True
-            jobs = list(self._jobs.values())
-        for job in jobs:  # outside _jobs_lock: cancelling runs _complete, which takes it
-            if job.future is not None:
-                job.future.cancel()  # succeeds only for calls still queued
+            for key, job in list(self._jobs.items()):
+                if job.call == _QUEUED:  # still queued: the spans stay held; the next start judges them
+                    job.call = _CANCELLED
+                    if not job.done:
+                        job.done = True
+                        del self._jobs[key]
         self._workers.close()
         deadline = time.monotonic() + grace
         self._write()  # releases that waited for a group: nothing is queued any more, none is coming

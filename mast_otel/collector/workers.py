@@ -1,51 +1,60 @@
-"""The judge's worker threads: daemon threads running submitted calls in order, each with a cancellable Future."""
+"""Worker threads: daemon threads running queued calls in order, with a cancellable Future or without one."""
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["Workers"]
 
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 
 class Workers:
-    """``n`` daemon threads running submitted calls in order, each with a Future (cancellable while queued).
+    """``n`` daemon threads running queued calls in order.
+
+    :meth:`submit` gives each call a Future (cancellable while queued); :meth:`call` gives none, for a caller that
+    tracks and cancels its own work: the judge queues one call per conversation, and a Future with its condition,
+    lock and callbacks made a dozen objects per queued conversation for the garbage collector to scan
+    (docs/collector.md, "Garbage collection").
 
     Not a ThreadPoolExecutor: the interpreter joins an executor's threads at exit, so one judge call that never
     returns would keep a stopped collector alive forever.
     """
 
     def __init__(self, n: int, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Callable[[Any], object], Any] | None] = queue.SimpleQueue()
         self._n = n
         self._closed = False
         for i in range(n):
             threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True).start()
 
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        future: Future[Any] = Future()
-        self._queue.put((future, fn))
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        self._queue.put((_run_with_future, (future, fn)))
         return future
+
+    def call(self, fn: Callable[[T], object], arg: T) -> None:
+        """Queue ``fn(arg)``; it reports its own outcome (an exception it raises is logged, the worker goes on)."""
+        self._queue.put((fn, arg))
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
-            future, fn = item
-            if not future.set_running_or_notify_cancel():
-                continue  # cancelled while queued
+            fn, arg = item
             try:
-                result = fn()
-            except BaseException as exc:  # as ThreadPoolExecutor does: the caller sees it through the future
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
+                fn(arg)
+            except BaseException:  # a worker that died would shrink the pool for good
+                _log.exception("a queued call failed")
 
     @property
     def backlog(self) -> int:
-        """Calls submitted and not yet taken by a worker (cancelled ones included until a worker skips them);
-        none once closed."""
+        """Calls queued and not yet taken by a worker (cancelled ones included until a worker skips them); none
+        once closed."""
         return 0 if self._closed else self._queue.qsize()
 
     def close(self) -> None:
@@ -53,3 +62,15 @@ class Workers:
         self._closed = True
         for _ in range(self._n):
             self._queue.put(None)
+
+
+def _run_with_future(item: tuple[Future[Any], Callable[[], Any]]) -> None:
+    future, fn = item
+    if not future.set_running_or_notify_cancel():
+        return  # cancelled while queued
+    try:
+        result = fn()
+    except BaseException as exc:  # as ThreadPoolExecutor does: the caller sees it through the future
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
