@@ -1,0 +1,63 @@
+"""The judge's worker threads (:mod:`mast_otel.collector.workers`): calls run in order, with or without a Future,
+and a call that raises costs neither its worker nor the calls behind it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from mast_otel.collector.workers import Workers
+
+
+def test_calls_run_in_order_and_one_that_raises_is_logged_and_the_worker_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    workers = Workers(1, "t")
+    ran: list[int] = []
+    finished = threading.Event()
+
+    def fail(_: int) -> None:
+        raise RuntimeError("boom")
+
+    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.workers"):
+        workers.call(ran.append, 1)
+        workers.call(fail, 2)
+        workers.call(ran.append, 3)
+        workers.call(lambda _: finished.set(), 0)
+        assert finished.wait(5)
+    assert ran == [1, 3]
+    assert [str(r.exc_info[1]) for r in caplog.records if r.exc_info] == ["boom"]
+    workers.close()
+
+
+def test_a_submitted_call_reports_through_its_future_and_a_queued_one_can_be_cancelled() -> None:
+    workers = Workers(1, "t")
+    gate = threading.Event()
+    first = workers.submit(lambda: gate.wait(5) and "first")
+    queued = workers.submit(lambda: "never")
+    failing = workers.submit(lambda: 1 / 0)
+    assert queued.cancel()
+    gate.set()
+    assert first.result(5) == "first"
+    assert isinstance(failing.exception(5), ZeroDivisionError)
+    assert queued.cancelled()
+    workers.close()
+
+
+def test_backlog_counts_calls_not_yet_taken_and_none_once_closed() -> None:
+    workers = Workers(1, "t")
+    gate, taken = threading.Event(), threading.Event()
+    def hold(_: int) -> None:
+        taken.set()
+        gate.wait(5)
+
+    workers.call(hold, 0)
+    assert taken.wait(5)
+    workers.call(lambda _: None, 0)
+    workers.call(lambda _: None, 0)
+    assert workers.backlog == 2
+    workers.close()
+    assert workers.backlog == 0
+    gate.set()
