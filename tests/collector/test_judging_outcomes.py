@@ -204,6 +204,28 @@ def test_the_deadline_includes_the_time_spent_queueing(tmp_path: Path, caplog: p
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # a cancelled call is no error
 
 
+def test_a_judge_that_fails_after_its_deadline_is_dropped_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first, second = recorded(1), recorded(1)
+    gate = Gate(raising(RuntimeError("too late")))
+    with opened_at_exit(gate), in_process(tmp_path, judge=FakeJudge(on_judge=gate), judge_timeout=5,
+                                          judge_concurrency=1) as c:  # fmt: skip
+        submit(c, first)
+        assert gate.started.wait(10)
+        c.clock.advance(5)
+        c.service.tick()  # released with status error; the call goes on
+        assert c.service.flush(timeout=10)
+        gate.opened.set()  # it fails now, after its conversation left
+        c.send(second)  # one worker: judged once the late call is done with
+        c.release()
+        got = c.downstream.spans()
+        assert c.metric("mast_judge_errors_total", {"reason": "timeout"}) == 1
+        assert c.metric("mast_judge_errors_total", {"reason": "exception"}) == 1  # the second's, not the late one
+    assert len(got) == len(first) + len(second)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
 def priced(spans: Sequence[SpanRecord], partial: bool) -> Verdict:
     """A model's verdict with its price: 100 tokens in, 20 out, 2 cents."""
     return dataclasses.replace(flag_messages("1.3")(spans, partial), cost_usd=0.02)
