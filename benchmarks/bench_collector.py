@@ -527,14 +527,21 @@ def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingS
         show(name)
 
     otelcol(_DURABLE, True)
-    mast("mast-otel, 1 process", cores)
-    mast(f"mast-otel, {len(cores)} cores (processes auto)", cores, "--processes", "auto")
+    mast(_ONE_PROCESS, cores)
+    mast(_all_cores(len(cores)), cores, "--processes", "auto")
     otelcol("otelcol groupbytrace, memory queue", False)
-    mast("mast-otel, 1 core (processes auto)", {min(cores)}, "--processes", "auto")
+    mast(_ONE_CORE, {min(cores)}, "--processes", "auto")
     return results
 
 
+# The names a round's results are kept under, and read back by the summary.
 _DURABLE = "otelcol groupbytrace + file_storage queue"
+_ONE_PROCESS = "mast-otel, 1 process"
+_ONE_CORE = "mast-otel, 1 core (processes auto)"
+
+
+def _all_cores(n: int) -> str:
+    return f"mast-otel, {n} cores (processes auto)"
 
 
 def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2, rounds: int = 1) -> None:
@@ -546,7 +553,7 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2, rounds: in
     sink = CountingSink()
     cores = os.sched_getaffinity(0)
     n = len(cores)
-    two, one = f"mast-otel, {n} cores (processes auto)", "mast-otel, 1 core (processes auto)"
+    two, one = _all_cores(n), _ONE_CORE
     ratios: list[tuple[float, ...]] = []  # per round: 1 process, n cores, 1 core (CPU vs otelcol); wall n / 1
     for i in range(rounds):
         if rounds > 1:
@@ -559,10 +566,10 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2, rounds: in
                   f"{wall:>9,.0f} spans/s wall")  # fmt: skip
         print(f"   mast-otel wall throughput, {n} cores / 1 core: {results[two][1] / results[one][1]:.2f}x; "
               f"load average now {os.getloadavg()[0]:.2f}")  # fmt: skip
-        ratios.append((results["mast-otel, 1 process"][0] / base, results[two][0] / base, results[one][0] / base,
+        ratios.append((results[_ONE_PROCESS][0] / base, results[two][0] / base, results[one][0] / base,
                        results[two][1] / results[one][1]))  # fmt: skip
     if rounds > 1:
-        # This machine's speed drifts by 10-30% within minutes, so one round compares runs made minutes apart:
+        # This machine's speed drifts by up to 40% within minutes, so one round compares runs made minutes apart:
         # the median over the rounds is the figure to read, with how many rounds met each threshold.
         print(f"   over {rounds} rounds: median (range; rounds at or above the threshold)")
         labels = (("1 process / otelcol durable (CPU)", 1.0), (f"{n} cores / otelcol durable (CPU)", 1.0),

@@ -108,7 +108,7 @@ class Router:
     ``concurrency`` requests routed at a time; daemon threads, never closed, so a receiver thread still routing
     during shutdown cannot wait on a sender that is gone), the last from the receiver's thread. Not gRPC's
     ``future()``: it started a thread to drive the channel on most calls, a fifth of the front's CPU
-    (docs/collector.md, "Cores").
+    (docs/collector.md, "Garbage collection, the judge queue and the front").
     """
 
     def __init__(

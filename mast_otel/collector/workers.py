@@ -21,7 +21,7 @@ class Workers:
     :meth:`submit` gives each call a Future (cancellable while queued); :meth:`call` gives none, for a caller that
     tracks and cancels its own work: the judge queues one call per conversation, and a Future with its condition,
     lock and callbacks made a dozen objects per queued conversation for the garbage collector to scan
-    (docs/collector.md, "Garbage collection").
+    (docs/collector.md, "Garbage collection, the judge queue and the front").
 
     Not a ThreadPoolExecutor: the interpreter joins an executor's threads at exit, so one judge call that never
     returns would keep a stopped collector alive forever.
