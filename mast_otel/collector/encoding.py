@@ -16,8 +16,8 @@ from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 __all__ = [
-    "RawScopeSpans", "RawSpan", "ScopeSpansView", "ShallowRequest", "ShallowResourceSpans", "encode_request", "field",
-    "scope_spans", "string_value", "walk",
+    "RawScopeSpans", "RawSpan", "ScopeSpansView", "ShallowRequest", "ShallowResourceSpans", "ShallowScopeSpans",
+    "encode_request", "field", "scope_spans", "string_value", "walk",
 ]  # fmt: skip
 
 
@@ -238,6 +238,28 @@ def _shallow_classes() -> tuple[type[Message], type[Message]]:
 ShallowRequest: Any
 ShallowResourceSpans: Any
 ShallowRequest, ShallowResourceSpans = _shallow_classes()
+
+
+def _shallow_scope_spans_class() -> type[Message]:
+    """``ScopeSpans`` with its scope and each span as bytes, for the front's split: the C parser slices out every
+    span, so the split looks at a span's first bytes for its trace id and copies the span as it came.
+
+    proto2, so a scope or schema URL that is present but empty is kept present when a part is written, as protobuf
+    writes it; both are bytes, so no UTF-8 check here (the shard's full parse makes it).
+    """
+    fp = descriptor_pb2.FileDescriptorProto(name="mast_otel_collector_split.proto", package="mast_otel.split")
+    fp.syntax = "proto2"
+    F = descriptor_pb2.FieldDescriptorProto
+    scope_spans = fp.message_type.add(name="ScopeSpans")
+    scope_spans.field.add(name="scope", number=1, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    scope_spans.field.add(name="spans", number=2, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
+    scope_spans.field.add(name="schema_url", number=3, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("mast_otel.split.ScopeSpans"))
+
+
+ShallowScopeSpans: Any = _shallow_scope_spans_class()
 
 
 def string_value(any_value: bytes | None) -> str | None:

@@ -14,15 +14,16 @@ and requests over ``max_items`` (:class:`TooLarge`), counted before any per-span
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .encoding import field, walk
+from .encoding import ShallowScopeSpans, field, walk
 from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, resource_spans_of
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_SHARD_UNAVAILABLE
 from .receiver_grpc import FORWARDED_PROTOCOL_KEY, REFUSAL_REASON_KEY, RETRY_INFO_KEY
@@ -64,25 +65,26 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
             if not data:
                 continue
             try:
-                fields = walk(data)
-            except ValueError as exc:
+                parsed = ShallowScopeSpans.FromString(data)
+            except DecodeError as exc:
                 raise Malformed(f"a ScopeSpans is not valid protobuf: {exc}") from None
-            spans = [(start, at, end) for number, start, at, end in fields if number == 2 and at >= 0]
+            spans = parsed.spans
             budget.take(len(spans))
-            # each span's field (tag and length included) is copied as it came: nothing is encoded per span
-            by_shard: dict[int, list[bytes]] = {}
-            for start, at, end in spans:
-                by_shard.setdefault(shard_of(_trace_id(data, at, end), shards), []).append(data[start:end])
+            by_shard = _by_shard(spans, shards)
             if len(by_shard) == 1:  # the whole ScopeSpans belongs to one shard: its bytes as they came
                 ((shard, mine),) = by_shard.items()
                 per_shard.setdefault(shard, []).append(data)
                 counts[shard] = counts.get(shard, 0) + len(mine)
                 continue
-            # protobuf keeps the last scope and schema_url it meets; every shard's part carries them
-            scope = next((data[f[1] : f[3]] for f in reversed(fields) if f[0] == 1), b"")
-            schema = next((data[f[1] : f[3]] for f in reversed(fields) if f[0] == 3), b"")
             for shard, mine in by_shard.items():
-                per_shard.setdefault(shard, []).append(scope + b"".join(mine) + schema)
+                # each span's bytes as they came; protobuf keeps the last scope and schema_url, and so does the
+                # shallow parse: every shard's part carries them
+                part = ShallowScopeSpans(spans=mine)
+                if parsed.HasField("scope"):
+                    part.scope = parsed.scope
+                if parsed.HasField("schema_url"):
+                    part.schema_url = parsed.schema_url
+                per_shard.setdefault(shard, []).append(part.SerializeToString())
                 counts[shard] = counts.get(shard, 0) + len(mine)
         if len(per_shard) == 1 and len(rs.scope_spans) == len(next(iter(per_shard.values()))):
             ((shard, _),) = per_shard.items()
@@ -99,6 +101,23 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
         ((shard, (_, n)),) = out.items()
         return [Part(shard, raw, n)]
     return [Part(shard, b"".join(blobs), n) for shard, (blobs, n) in sorted(out.items())]
+
+
+def _by_shard(spans: Iterable[bytes], shards: int) -> dict[int, list[bytes]]:
+    """Serialized spans grouped by the shard that owns each one's trace, in the order they came. The split's
+    per-span loop, so the trace id is read in place when the span starts with it, as SDKs write it."""
+    out: dict[int, list[bytes]] = {}
+    for span in spans:
+        if len(span) >= 18 and span[0] == 0x0A and span[1] == 16:
+            shard = zlib.crc32(span[2:18]) % shards
+        else:
+            shard = shard_of(_trace_id(span), shards)
+        mine = out.get(shard)
+        if mine is None:
+            out[shard] = [span]
+        else:
+            mine.append(span)
+    return out
 
 
 class Router:
@@ -212,16 +231,13 @@ def _outcome(call: Any) -> ExportTraceServiceResponse | grpc.RpcError | None:
         return err
 
 
-def _trace_id(data: bytes, body: int, end: int) -> bytes:
-    """The trace_id (field 1) of the serialized Span at ``data[body:end]``; b"" when absent. SDKs write it first,
-    so that is tried first, without copying the span."""
-    if end - body >= 18 and data[body] == 0x0A and data[body + 1] == 16:
-        return data[body + 2 : body + 18]
-    span = data[body:end]
+def _trace_id(span: bytes) -> bytes:
+    """The trace_id (field 1) of a serialized Span; b"" when absent or unreadable (shard 0's ingest then refuses the
+    ScopeSpans with the reason)."""
     try:
         fields = walk(span)
     except (ValueError, RecursionError):
-        return b""  # shard 0's ingest refuses the ScopeSpans with the reason
+        return b""
     trace_id = b""
     for number, _, start, stop in fields:
         if number == 1 and start >= 0:

@@ -115,6 +115,23 @@ def test_split_spreads_traces_over_the_shards_and_is_stable() -> None:
     assert shard_of(tids[0], 1) == 0
 
 
+def test_a_scope_present_but_empty_stays_present_in_every_part() -> None:
+    # protobuf writes an empty InstrumentationScope that was set (and an empty schema URL never): so must the split
+    rng = random.Random(13)
+    request = _request(rng, resources=1, scopes=1)
+    while len({shard_of(s.trace_id, 2) for s in request.resource_spans[0].scope_spans[0].spans}) < 2:
+        request = _request(rng, resources=1, scopes=1)
+    ss = request.resource_spans[0].scope_spans[0]
+    ss.ClearField("schema_url")
+    ss.scope.Clear()
+    ss.scope.SetInParent()
+    parts = split_request(request.SerializeToString(), 2, max_items=10_000)
+    assert len(parts) == 2
+    assert [p.request for p in parts] == [_share(request, p.shard, 2) for p in parts]
+    for part in parts:
+        assert ExportTraceServiceRequest.FromString(part.request).resource_spans[0].scope_spans[0].HasField("scope")
+
+
 def test_a_request_of_one_shard_is_forwarded_as_the_bytes_that_arrived() -> None:
     rng = random.Random(3)
     request = _request(rng, traces=1)
