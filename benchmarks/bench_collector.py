@@ -21,8 +21,9 @@
    the queue in memory. Each exports to one counting OTLP sink; the figure is the spans the sink received divided by
    the collector process's CPU time (user + system, from /proc, startup excluded), and the wall rate from the first
    request to the last span received. mast-otel runs twice more, pinned to one core and on all cores (taskset), for
-   the wall-clock gain of a second core. ``--rounds`` (default 3) repeats all of it in turn and prints the median
-   of each ratio: on a machine whose speed drifts, one round compares runs made minutes apart.
+   the wall-clock gain of a second core: back to back, each round in the other order. ``--rounds`` (default 3)
+   repeats all of it in turn and prints the median of each ratio: on a machine whose speed drifts, one round
+   compares runs made minutes apart.
 """
 
 from __future__ import annotations
@@ -426,6 +427,15 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
+def _own_cpu_seconds(pid: int) -> float:
+    """User + system CPU time so far of one process and its threads, not its children."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+
+
 _OTELCOL_CONFIG = """
 extensions:
   file_storage: {{directory: "{dir}", create_directory: true}}
@@ -479,7 +489,8 @@ def _run_load(proc: Any, port: int, sink: CountingSink, batches: list[bytes], cl
     total = len(batches) * SPANS_PER_BATCH
     sink.reset()
     time.sleep(0.5)  # startup work done
-    cpu0, started, own0 = _cpu_seconds(proc.pid), time.perf_counter(), time.process_time()
+    cpu0, top0 = _cpu_seconds(proc.pid), _own_cpu_seconds(proc.pid)
+    started, own0 = time.perf_counter(), time.process_time()
     with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)]) as ch:
         call = ch.unary_unary(EXPORT)
         with ThreadPoolExecutor(clients) as pool:
@@ -487,14 +498,17 @@ def _run_load(proc: Any, port: int, sink: CountingSink, batches: list[bytes], cl
     if not sink.wait(total, timeout=600):
         raise RuntimeError(f"only {sink.spans} of {total} spans reached the sink")
     wall = sink.last - started
+    cpu, top = _cpu_seconds(proc.pid) - cpu0, _own_cpu_seconds(proc.pid) - top0
+    front = f"; the front process: {top / cpu:.0%} of the collector's CPU" if top < cpu * 0.98 else ""  # has shards
     # the senders and the sink share the machine's cores with the collector: what they took is not the collector's
-    print(f"   (client and sink: {(time.process_time() - own0) / wall:.2f} cores)", flush=True)
-    return total / (_cpu_seconds(proc.pid) - cpu0), total / wall
+    print(f"   (client and sink: {(time.process_time() - own0) / wall:.2f} cores{front})", flush=True)
+    return total / cpu, total / wall
 
 
 def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingSink, clients: int,
-                      cores: set[int]) -> dict[str, tuple[float, float]]:  # fmt: skip
-    """One round of section 6: every collector in turn, ``{name: (spans per CPU-second, spans per wall second)}``."""
+                      cores: set[int], order: int) -> dict[str, tuple[float, float]]:  # fmt: skip
+    """One round of section 6: every collector in turn, ``{name: (spans per CPU-second, spans per wall second)}``;
+    ``order`` 0 runs mast-otel on all cores before the one-core run, 1 after it."""
     endpoint = f"http://127.0.0.1:{sink.port}"
     results: dict[str, tuple[float, float]] = {}
 
@@ -528,9 +542,12 @@ def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingS
 
     otelcol(_DURABLE, True)
     mast(_ONE_PROCESS, cores)
-    mast(_all_cores(len(cores)), cores, "--processes", "auto")
     otelcol("otelcol groupbytrace, memory queue", False)
-    mast(_ONE_CORE, {min(cores)}, "--processes", "auto")
+    # The two runs of the wall-clock ratio run back to back, in turn first: the machine drifts less between them
+    # than over a whole round, and a drift that lasts the round favours neither.
+    pair = [(_all_cores(len(cores)), cores), (_ONE_CORE, {min(cores)})]
+    for name, on in pair if order == 0 else reversed(pair):
+        mast(name, on, "--processes", "auto")
     return results
 
 
@@ -558,7 +575,7 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2, rounds: in
     for i in range(rounds):
         if rounds > 1:
             print(f"   -- round {i + 1} of {rounds}")
-        results = _vs_otelcol_round(tmp, f"-{i}", batches, sink, clients, cores)
+        results = _vs_otelcol_round(tmp, f"-{i}", batches, sink, clients, cores, order=i % 2)
         base = results[_DURABLE][0]
         print("   summary:")
         for name, (cpu, wall) in results.items():

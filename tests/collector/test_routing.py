@@ -149,9 +149,12 @@ def test_a_span_whose_trace_id_is_not_first_on_the_wire_is_routed_by_it() -> Non
     bodies = [field(5, b"x") + field(1, rng.randbytes(16)) + field(1, tid) + field(2, rng.randbytes(8)) for tid in tids]
     # and a 16-byte name first: the same length prefix as a trace id, under another field number
     bodies += [field(5, b"sixteen-byte-nam") + field(1, tid) + field(2, rng.randbytes(8)) for tid in tids]
+    # and a group under field 1 first (protobuf skips it: not a trace id), whose next byte is 16 like a length
+    group = bytes([0x0B, 0x10, 0x05, 0x0C])  # start group 1, field 2 = 5 (varint), end group 1
+    bodies += [group + field(1, tid) + field(2, rng.randbytes(8)) for tid in tids]
     raw = field(1, field(2, b"".join(field(2, b) for b in bodies)))
     parts = split_request(raw, 2, max_items=10_000)
-    assert sum(p.spans for p in parts) == 80 and len(parts) == 2
+    assert sum(p.spans for p in parts) == 120 and len(parts) == 2
     for part in parts:
         for s in ExportTraceServiceRequest.FromString(part.request).resource_spans[0].scope_spans[0].spans:
             assert shard_of(s.trace_id, 2) == part.shard
@@ -177,6 +180,22 @@ def test_empty_entries_are_skipped_and_what_follows_is_still_split() -> None:
     raw = field(1, b"") + field(1, field(1, rs.resource.SerializeToString()) + field(2, b"") + field(2, ss))
     parts = split_request(raw, 2, max_items=10_000)
     assert sum(p.spans for p in parts) == len(rs.scope_spans[0].spans)
+
+
+def test_a_resource_of_one_shard_loses_its_empty_scope_spans_when_the_request_is_split() -> None:
+    # the first resource's spans all go to one shard, behind an empty ScopeSpans; the second's to the other shard
+    rng = random.Random(17)
+    tids = {k: next(t for t in iter(lambda: rng.randbytes(16), None) if shard_of(t, 2) == k) for k in (0, 1)}
+    request = ExportTraceServiceRequest()
+    for k in (0, 1):
+        rs = request.resource_spans.add()
+        rs.resource.attributes.add(key="service.name").value.string_value = f"svc-{k}"
+        if k == 0:
+            rs.scope_spans.add().scope.name = "nothing here"
+        rs.scope_spans.add().spans.add(trace_id=tids[k], span_id=rng.randbytes(8), name=f"s{k}")
+    parts = split_request(request.SerializeToString(), 2, max_items=10_000)
+    assert [p.shard for p in parts] == [0, 1]
+    assert [p.request for p in parts] == [_share(request, p.shard, 2) for p in parts]
 
 
 def test_split_refuses_what_no_shard_could_read_and_counts_items_first() -> None:
