@@ -267,6 +267,7 @@ class Ingestor:
                     raise Malformed(f"a ScopeSpans is not valid protobuf: {_why(exc)}") from None
                 budget.take(len(spans))
                 facts: list[_Fact] = []
+                valid: list[Any] = []  # each fact's span, its parsed form kept for the summaries below
                 invalid = 0
                 for index, span in enumerate(spans):
                     tid, sid = span.trace_id, span.span_id
@@ -280,6 +281,7 @@ class Ingestor:
                         pairs.add((service, framework or "unknown"))
                     parent = span.parent_span_id
                     facts.append((tid, sid, parent if len(parent) == 8 else b"", index, root, conv_id, conv_parent))
+                    valid.append(span)
                 if facts:
                     if not resource_checked:
                         _readable(Resource, rs.resource, "the Resource")
@@ -288,10 +290,11 @@ class Ingestor:
                 kept = None
                 if facts and self._summaries is not None and self._summaries.has_room():
                     kept = {}  # a scope of other instrumentations' spans: noted, not summarised
-                    if _native(spans, facts):
+                    if _native(valid):
                         if summary_service is None:
                             summary_service = (service_name(Resource.FromString(rs.resource)),)
-                        kept = {f[3]: summary_record(spans[f[3]], summary_service[0]) for f in facts}
+                        service_of = summary_service[0]
+                        kept = {f[3]: summary_record(span, service_of) for f, span in zip(facts, valid, strict=True)}
                 scopes.append(_Scope(key, data, facts, invalid, kept))
         return scopes, pairs
 
@@ -408,12 +411,12 @@ class Ingestor:
         return [Tomb(tid, b"".join(ids), now, unit) for (tid, unit), ids in by_unit.items()]
 
 
-def _native(spans: Any, facts: list[_Fact]) -> bool:
-    """Whether a ScopeSpans holds a mast-otel span: only those are worth summarising (the adapters decode another
-    instrumentation's conversation in full); a scope of other spans inside a mast-otel conversation has its
-    summaries made at release instead."""
+def _native(spans: list[Any]) -> bool:
+    """Whether a ScopeSpans holds a mast-otel span (among its valid ``spans``): only those are worth summarising
+    (the adapters decode another instrumentation's conversation in full); a scope of other spans inside a mast-otel
+    conversation has its summaries made at release instead."""
     key = sc.MAST_SPAN_TYPE
-    return any(key in spans[f[3]].attributes for f in facts)
+    return any(key in span.attributes for span in spans)
 
 
 def _readable(cls: type[Message], data: bytes, what: str) -> None:

@@ -53,13 +53,12 @@ _RECORD_BYTES = 900
 
 
 def _value(raw: bytes) -> Any:
-    """A serialized AnyValue as :func:`mast_otel.spans.any_value` gives it. The usual encodings (one string of
-    any length, one non-negative int) are read in place; anything else is parsed."""
+    """A serialized AnyValue as :func:`mast_otel.spans.any_value` gives it, for one that is not a short string
+    (:func:`summary_record` reads those in place). A long string (a two-byte length) and a small non-negative int
+    are read in place too; anything else is parsed."""
     if len(raw) >= 2:
         tag, length = raw[0], raw[1]
         if tag == 0x0A:  # string_value: the text is valid UTF-8, ingest's full parse of the ScopeSpans checked it
-            if length < 0x80 and len(raw) == length + 2:
-                return raw[2:].decode("utf-8")
             if length >= 0x80 and len(raw) > 2 and raw[2] < 0x80 and len(raw) == ((length & 0x7F) | raw[2] << 7) + 3:
                 return raw[3:].decode("utf-8")
         elif tag == 0x18 and length < 0x80 and len(raw) == 2:  # int_value 0-127 (indexes, counts)
@@ -69,20 +68,27 @@ def _value(raw: bytes) -> Any:
 
 def summary_record(span: Any, service: str | None) -> SpanRecord:
     """A ``RawScopeSpans`` span (already checked readable) as the SpanRecord a full decode would give, with only
-    :data:`SUMMARY_KEYS` among its attributes and no events."""
+    :data:`SUMMARY_KEYS` among its attributes and no events.
+
+    Ingest makes one per span it receives, so this is written for speed: the attribute map is asked each key
+    once by ``in`` (cheaper than ``get`` on the C map), a short string is read in place here rather than in a
+    call to :func:`_value`, and the record is built from positional arguments (in :class:`SpanRecord`'s order)."""
     attributes = span.attributes
+    values: dict[str, Any] = {}
+    for key in _KEYS:
+        if key in attributes:
+            raw = attributes[key]
+            # a string_value of under 128 bytes (span types, ids, names: what most attributes are), whose text
+            # ingest's full parse of the ScopeSpans checked to be valid UTF-8
+            if len(raw) >= 2 and raw[0] == 0x0A and raw[1] < 0x80 and len(raw) == raw[1] + 2:
+                values[key] = raw[2:].decode("utf-8")
+            else:
+                values[key] = _value(raw)
     parent = span.parent_span_id
     return SpanRecord(
-        trace_id=span.trace_id.hex(),
-        span_id=span.span_id.hex(),
-        parent_span_id=parent.hex() or None,
-        name=span.name.decode("utf-8"),
-        start_ns=span.start_time_unix_nano,
-        end_ns=span.end_time_unix_nano,
-        attributes={key: _value(attributes[key]) for key in _KEYS if key in attributes},
-        error=span.status.code == _STATUS_ERROR,
-        service_name=service,
-    )
+        span.trace_id.hex(), span.span_id.hex(), parent.hex() or None, span.name.decode("utf-8"),
+        span.start_time_unix_nano, span.end_time_unix_nano, values, span.status.code == _STATUS_ERROR, service,
+    )  # fmt: skip
 
 
 class SpanSummaries:
