@@ -211,55 +211,49 @@ RawScopeSpans: Any = _raw_scope_spans_class()
 RawSpan: Any = message_factory.GetMessageClass(RawScopeSpans.DESCRIPTOR.fields_by_name["spans"].message_type)
 
 
-def _shallow_classes() -> tuple[type[Message], type[Message]]:
-    """``ExportTraceServiceRequest`` and ``ResourceSpans`` with their nested messages as bytes.
+_F = descriptor_pb2.FieldDescriptorProto
 
-    Parsing one costs a few bytes per element (the C parser keeps slices, builds no message per element), so
-    ingest learns how many elements a request holds, and caps them, before the per-element work; a request of
-    millions of empty ResourceSpans or spans costs a fraction of its full decode. Same wire format, so the bytes
-    read are exactly what a full parse would read.
-    """
-    fp = descriptor_pb2.FileDescriptorProto(name="mast_otel_collector_shallow.proto", package="mast_otel.shallow")
-    fp.syntax = "proto3"
-    F = descriptor_pb2.FieldDescriptorProto
-    request = fp.message_type.add(name="Request")
-    request.field.add(name="resource_spans", number=1, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
-    rs = fp.message_type.add(name="ResourceSpans")
-    rs.field.add(name="resource", number=1, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-    rs.field.add(name="scope_spans", number=2, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
-    rs.field.add(name="schema_url", number=3, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+
+def _message_classes(file: str, package: str, syntax: str,
+                     messages: dict[str, tuple[tuple[str, int, int, int], ...]]) -> list[type[Message]]:  # fmt: skip
+    """Classes of ``messages`` (name -> fields as ``(name, number, type, label)``), declared in a file and pool of
+    their own so that their names never meet OTLP's."""
+    fp = descriptor_pb2.FileDescriptorProto(name=file, package=package)
+    fp.syntax = syntax
+    for name, fields in messages.items():
+        message = fp.message_type.add(name=name)
+        for field_name, number, kind, label in fields:
+            message.field.add(name=field_name, number=number, type=kind, label=label)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fp)
-    get = message_factory.GetMessageClass
-    return (get(pool.FindMessageTypeByName("mast_otel.shallow.Request")),
-            get(pool.FindMessageTypeByName("mast_otel.shallow.ResourceSpans")))  # fmt: skip
+    return [message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}")) for name in messages]
 
 
+# ``ExportTraceServiceRequest`` and ``ResourceSpans`` with their nested messages as bytes.
+#
+# Parsing one costs a few bytes per element (the C parser keeps slices, builds no message per element), so ingest
+# learns how many elements a request holds, and caps them, before the per-element work; a request of millions of
+# empty ResourceSpans or spans costs a fraction of its full decode. Same wire format, so the bytes read are exactly
+# what a full parse would read.
 ShallowRequest: Any
 ShallowResourceSpans: Any
-ShallowRequest, ShallowResourceSpans = _shallow_classes()
+_SHALLOW_FILE = "mast_otel_collector_shallow.proto"
+ShallowRequest, ShallowResourceSpans = _message_classes(_SHALLOW_FILE, "mast_otel.shallow", "proto3", {
+    "Request": (("resource_spans", 1, _F.TYPE_BYTES, _F.LABEL_REPEATED),),
+    "ResourceSpans": (("resource", 1, _F.TYPE_BYTES, _F.LABEL_OPTIONAL),
+                      ("scope_spans", 2, _F.TYPE_BYTES, _F.LABEL_REPEATED),
+                      ("schema_url", 3, _F.TYPE_STRING, _F.LABEL_OPTIONAL)),
+})  # fmt: skip
 
-
-def _shallow_scope_spans_class() -> type[Message]:
-    """``ScopeSpans`` with its scope and each span as bytes, for the front's split: the C parser slices out every
-    span, so the split looks at a span's first bytes for its trace id and copies the span as it came.
-
-    proto2, so a scope or schema URL that is present but empty is kept present when a part is written, as protobuf
-    writes it; both are bytes, so no UTF-8 check here (the shard's full parse makes it).
-    """
-    fp = descriptor_pb2.FileDescriptorProto(name="mast_otel_collector_split.proto", package="mast_otel.split")
-    fp.syntax = "proto2"
-    F = descriptor_pb2.FieldDescriptorProto
-    scope_spans = fp.message_type.add(name="ScopeSpans")
-    scope_spans.field.add(name="scope", number=1, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-    scope_spans.field.add(name="spans", number=2, type=F.TYPE_BYTES, label=F.LABEL_REPEATED)
-    scope_spans.field.add(name="schema_url", number=3, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fp)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("mast_otel.split.ScopeSpans"))
-
-
-ShallowScopeSpans: Any = _shallow_scope_spans_class()
+# ``ScopeSpans`` with its scope and each span as bytes, for the front's split: the C parser slices out every span, so
+# the split looks at a span's first bytes for its trace id and copies the span as it came. proto2, so a scope or
+# schema URL that is present but empty is kept present when a part is written, as protobuf writes it; both are
+# bytes, so no UTF-8 check here (the shard's full parse makes it).
+ShallowScopeSpans: Any
+(ShallowScopeSpans,) = _message_classes("mast_otel_collector_split.proto", "mast_otel.split", "proto2", {
+    "ScopeSpans": (("scope", 1, _F.TYPE_BYTES, _F.LABEL_OPTIONAL), ("spans", 2, _F.TYPE_BYTES, _F.LABEL_REPEATED),
+                   ("schema_url", 3, _F.TYPE_BYTES, _F.LABEL_OPTIONAL)),
+})  # fmt: skip
 
 
 def string_value(any_value: bytes | None) -> str | None:
