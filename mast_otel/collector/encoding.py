@@ -246,12 +246,13 @@ ShallowRequest, ShallowResourceSpans = _message_classes(_SHALLOW_FILE, "mast_ote
 })  # fmt: skip
 
 # ``ScopeSpans`` with its scope and each span as bytes, for the front's split: the C parser slices out every span, so
-# the split looks at a span's first bytes for its trace id and copies the span as it came. proto2, so a scope or
-# schema URL that is present but empty is kept present when a part is written, as protobuf writes it; both are
-# bytes, so no UTF-8 check here (the shard's full parse makes it).
+# the split looks at a span's first bytes for its trace id and copies the span as it came. Every scope field is kept
+# (repeated), since protobuf merges a scope given twice; proto2, so a schema URL present but empty stays present.
+# All bytes, so no UTF-8 check here (the shard's full parse makes it).
+_SPLIT_FILE = "mast_otel_collector_split.proto"
 ShallowScopeSpans: Any
-(ShallowScopeSpans,) = _message_classes("mast_otel_collector_split.proto", "mast_otel.split", "proto2", {
-    "ScopeSpans": (("scope", 1, _F.TYPE_BYTES, _F.LABEL_OPTIONAL), ("spans", 2, _F.TYPE_BYTES, _F.LABEL_REPEATED),
+(ShallowScopeSpans,) = _message_classes(_SPLIT_FILE, "mast_otel.split", "proto2", {
+    "ScopeSpans": (("scope", 1, _F.TYPE_BYTES, _F.LABEL_REPEATED), ("spans", 2, _F.TYPE_BYTES, _F.LABEL_REPEATED),
                    ("schema_url", 3, _F.TYPE_BYTES, _F.LABEL_OPTIONAL)),
 })  # fmt: skip
 

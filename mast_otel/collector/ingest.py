@@ -34,8 +34,8 @@ from .store import NewSegment, OutRow, SpanStore, Tomb
 from .summaries import SpanSummaries, summary_record
 
 __all__ = [
-    "Backpressure", "IngestResult", "Ingestor", "ItemBudget", "Malformed", "TooLarge", "resource_spans_of",
-    "span_facts",
+    "Backpressure", "IngestResult", "Ingestor", "ItemBudget", "Malformed", "TooLarge", "parse_error_reason",
+    "resource_spans_of", "span_facts",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def resource_spans_of(raw: bytes, budget: ItemBudget) -> Iterator[tuple[bytes, A
     try:
         request = ShallowRequest.FromString(raw)
     except DecodeError as exc:
-        raise Malformed(f"the body is not an OTLP protobuf request: {_why(exc)}") from None
+        raise Malformed(f"the body is not an OTLP protobuf request: {parse_error_reason(exc)}") from None
     budget.take(len(request.resource_spans))
     for rs_data in list(request.resource_spans):
         if not rs_data:
@@ -101,7 +101,7 @@ def resource_spans_of(raw: bytes, budget: ItemBudget) -> Iterator[tuple[bytes, A
         try:
             rs = ShallowResourceSpans.FromString(rs_data)
         except DecodeError as exc:
-            raise Malformed(f"a ResourceSpans is not valid protobuf: {_why(exc)}") from None
+            raise Malformed(f"a ResourceSpans is not valid protobuf: {parse_error_reason(exc)}") from None
         budget.take(len(rs.scope_spans))
         yield rs_data, rs
 
@@ -264,10 +264,11 @@ class Ingestor:
                 try:
                     spans = RawScopeSpans.FromString(data).spans
                 except DecodeError as exc:
-                    raise Malformed(f"a ScopeSpans is not valid protobuf: {_why(exc)}") from None
+                    raise Malformed(f"a ScopeSpans is not valid protobuf: {parse_error_reason(exc)}") from None
                 budget.take(len(spans))
                 facts: list[_Fact] = []
-                valid: list[Any] = []  # each fact's span, its parsed form kept for the summaries below
+                summarise = self._summaries is not None and self._summaries.has_room()
+                valid: list[Any] = []  # each fact's span (when summaries are kept), for the summaries below
                 invalid = 0
                 for index, span in enumerate(spans):
                     tid, sid = span.trace_id, span.span_id
@@ -281,14 +282,15 @@ class Ingestor:
                         pairs.add((service, framework or "unknown"))
                     parent = span.parent_span_id
                     facts.append((tid, sid, parent if len(parent) == 8 else b"", index, root, conv_id, conv_parent))
-                    valid.append(span)
+                    if summarise:
+                        valid.append(span)
                 if facts:
                     if not resource_checked:
                         _readable(Resource, rs.resource, "the Resource")
                         resource_checked = True
                     data = self._checked(data, len(spans))
                 kept = None
-                if facts and self._summaries is not None and self._summaries.has_room():
+                if facts and summarise:
                     kept = {}  # a scope of other instrumentations' spans: noted, not summarised
                     if _native(valid):
                         if summary_service is None:
@@ -423,10 +425,10 @@ def _readable(cls: type[Message], data: bytes, what: str) -> None:
     try:
         cls.FromString(data)
     except (DecodeError, RecursionError) as exc:
-        raise Malformed(f"{what} is not valid OTLP protobuf: {_why(exc)}") from None
+        raise Malformed(f"{what} is not valid OTLP protobuf: {parse_error_reason(exc)}") from None
 
 
-def _why(exc: BaseException) -> str:
+def parse_error_reason(exc: BaseException) -> str:
     """The parser's reason without the internal message type names."""
     return str(exc).rpartition("': ")[2] or type(exc).__name__
 

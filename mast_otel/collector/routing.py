@@ -4,7 +4,8 @@ splitting it into one part per shard, forwarding the parts, and answering as a s
 A conversation is assembled, judged and released by the one process that holds all its spans, so every span of a
 trace must reach the same shard: shard = ``crc32(trace_id) mod N``. The split works on the wire format and never
 re-encodes a span: each span's bytes, and each ScopeSpans' scope and schema, are copied as they arrived into one
-request per shard. A request whose spans all belong to one shard is forwarded as the bytes that arrived.
+request per shard (under length prefixes written anew). A request whose spans all belong to one shard is forwarded
+as the bytes that arrived.
 
 A span whose trace id is not 16 bytes goes to shard 0, which rejects it exactly as a single process would (and
 says so in its partial-success answer); the split itself refuses only what no shard could read (:class:`Malformed`)
@@ -24,7 +25,7 @@ from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .encoding import ShallowScopeSpans, field, walk
-from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, resource_spans_of
+from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, parse_error_reason, resource_spans_of
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_SHARD_UNAVAILABLE
 from .receiver_grpc import FORWARDED_PROTOCOL_KEY, REFUSAL_REASON_KEY, RETRY_INFO_KEY
 from .workers import Workers
@@ -67,7 +68,7 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
             try:
                 parsed = ShallowScopeSpans.FromString(data)
             except DecodeError as exc:
-                raise Malformed(f"a ScopeSpans is not valid protobuf: {exc}") from None
+                raise Malformed(f"a ScopeSpans is not valid protobuf: {parse_error_reason(exc)}") from None
             spans = parsed.spans
             budget.take(len(spans))
             by_shard = _by_shard(spans, shards)
@@ -77,11 +78,9 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
                 counts[shard] = counts.get(shard, 0) + len(mine)
                 continue
             for shard, mine in by_shard.items():
-                # each span's bytes as they came; protobuf keeps the last scope and schema_url, and so does the
-                # shallow parse: every shard's part carries them
-                part = ShallowScopeSpans(spans=mine)
-                if parsed.HasField("scope"):
-                    part.scope = parsed.scope
+                # each span's bytes as they came, and every scope field: protobuf merges a scope given twice, so
+                # the shard merges them as a single process would; of schema_url, protobuf keeps the last
+                part = ShallowScopeSpans(scope=parsed.scope, spans=mine)
                 if parsed.HasField("schema_url"):
                     part.schema_url = parsed.schema_url
                 per_shard.setdefault(shard, []).append(part.SerializeToString())
@@ -109,7 +108,7 @@ def _by_shard(spans: Iterable[bytes], shards: int) -> dict[int, list[bytes]]:
     out: dict[int, list[bytes]] = {}
     for span in spans:
         if len(span) >= 18 and span[0] == 0x0A and span[1] == 16:
-            shard = zlib.crc32(span[2:18]) % shards
+            shard = zlib.crc32(span[2:18]) % shards  # shard_of's hash, inlined: a 16-byte id, shards >= 1
         else:
             shard = shard_of(_trace_id(span), shards)
         mine = out.get(shard)

@@ -12,12 +12,14 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from mast_otel.collector.encoding import field
@@ -182,6 +184,21 @@ def test_empty_entries_are_skipped_and_what_follows_is_still_split() -> None:
     assert sum(p.spans for p in parts) == len(rs.scope_spans[0].spans)
 
 
+def test_a_scope_given_twice_reaches_every_shard_merged_as_protobuf_merges_it() -> None:
+    rng = random.Random(19)
+    tids = {k: next(t for t in iter(lambda: rng.randbytes(16), None) if shard_of(t, 2) == k) for k in (0, 1)}
+    spans = b"".join(field(2, Span(trace_id=tids[k], span_id=rng.randbytes(8), name=f"s{k}").SerializeToString())
+                     for k in (0, 1))  # fmt: skip
+    first, second = InstrumentationScope(name="lib"), InstrumentationScope(version="2.0")
+    raw = field(1, field(2, field(1, first.SerializeToString()) + spans + field(1, second.SerializeToString())))
+    expected = ExportTraceServiceRequest.FromString(raw).resource_spans[0].scope_spans[0].scope
+    assert (expected.name, expected.version) == ("lib", "2.0")  # protobuf merged the two
+    parts = split_request(raw, 2, max_items=10_000)
+    assert len(parts) == 2
+    for part in parts:
+        assert ExportTraceServiceRequest.FromString(part.request).resource_spans[0].scope_spans[0].scope == expected
+
+
 def test_a_resource_of_one_shard_loses_its_empty_scope_spans_when_the_request_is_split() -> None:
     # the first resource's spans all go to one shard, behind an empty ScopeSpans; the second's to the other shard
     rng = random.Random(17)
@@ -203,8 +220,12 @@ def test_split_refuses_what_no_shard_could_read_and_counts_items_first() -> None
         split_request(b"\x0a\x05abc", 2, max_items=100)  # a length past the end
     with pytest.raises(Malformed, match="a ResourceSpans is not valid protobuf"):
         split_request(b"\x0a\x02\x12\x05", 2, max_items=100)  # its ScopeSpans field cut short
-    with pytest.raises(Malformed, match="a ScopeSpans is not valid protobuf"):
+    with pytest.raises(Malformed, match="a ScopeSpans is not valid protobuf") as refused:
         split_request(b"\x0a\x04\x12\x02\x12\x05", 2, max_items=100)  # a span field cut short
+    with pytest.raises(DecodeError) as parser:  # what protobuf says of those bytes, as a single process reports it
+        ScopeSpans.FromString(b"\x12\x05")  # the ScopeSpans of that request
+    reason = str(parser.value).rpartition("': ")[2]
+    assert reason and str(refused.value).endswith(f": {reason}") and "mast_otel" not in str(refused.value)
     request = ExportTraceServiceRequest()
     ss = request.resource_spans.add().scope_spans.add()
     for _ in range(50):
