@@ -107,10 +107,9 @@ def _by_shard(spans: Iterable[bytes], shards: int) -> dict[int, list[bytes]]:
     per-span loop, so the trace id is read in place when the span starts with it, as SDKs write it."""
     out: dict[int, list[bytes]] = {}
     for span in spans:
-        if len(span) >= 18 and span[0] == 0x0A and span[1] == 16:
-            shard = zlib.crc32(span[2:18]) % shards  # shard_of's hash, inlined: a 16-byte id, shards >= 1
-        else:
-            shard = shard_of(_trace_id(span), shards)
+        # the id read in place when it is the span's first field; otherwise the span is walked for it
+        trace_id = span[2:18] if len(span) >= 18 and span[0] == 0x0A and span[1] == 16 else _trace_id(span)
+        shard = shard_of(trace_id, shards)
         mine = out.get(shard)
         if mine is None:
             out[shard] = [span]
