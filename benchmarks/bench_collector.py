@@ -414,14 +414,19 @@ class CountingSink(BareReceiver):
             self.spans, self.last = 0, 0.0
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time so far of a process, its threads and its running child processes (a collector
-    with ``--processes N`` is a front and N shards), plus what its exited children used."""
+def _stat_seconds(pid: int) -> list[float]:
+    """utime, stime, cutime, cstime of a process in seconds, from /proc (zeros once it is gone)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+        return [0.0] * 4
+    return [int(f) / os.sysconf("SC_CLK_TCK") for f in fields[11:15]]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time so far of a process, its threads and its running child processes (a collector
+    with ``--processes N`` is a front and N shards), plus what its exited children used."""
+    total = sum(_stat_seconds(pid))
     for task in Path(f"/proc/{pid}/task").glob("*/children"):
         total += sum(_cpu_seconds(int(child)) for child in task.read_text().split())
     return total
@@ -429,11 +434,7 @@ def _cpu_seconds(pid: int) -> float:
 
 def _own_cpu_seconds(pid: int) -> float:
     """User + system CPU time so far of one process and its threads, not its children."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+    return sum(_stat_seconds(pid)[:2])
 
 
 _OTELCOL_CONFIG = """
