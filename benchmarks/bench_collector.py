@@ -21,7 +21,9 @@
    the queue in memory. Each exports to one counting OTLP sink; the figure is the spans the sink received divided by
    the collector process's CPU time (user + system, from /proc, startup excluded), and the wall rate from the first
    request to the last span received. mast-otel runs twice more, pinned to one core and on all cores (taskset), for
-   the wall-clock gain of a second core: back to back, each round in the other order. ``--rounds`` (default 3)
+   the wall-clock gain of a second core: back to back, each round in the other order. (b) runs again at the end of
+   the round, and each run's CPU ratio is against (b)'s two figures interpolated at the time it ran, so that a
+   drift of the machine's speed through the round does not fall on one side of a ratio. ``--rounds`` (default 3)
    repeats all of it in turn and prints the median of each ratio: on a machine whose speed drifts, one round
    compares runs made minutes apart.
 """
@@ -38,6 +40,7 @@ import threading
 import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -506,15 +509,35 @@ def _run_load(proc: Any, port: int, sink: CountingSink, batches: list[bytes], cl
     return total / cpu, total / wall
 
 
-def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingSink, clients: int,
-                      cores: set[int], order: int) -> dict[str, tuple[float, float]]:  # fmt: skip
-    """One round of section 6: every collector in turn, ``{name: (spans per CPU-second, spans per wall second)}``;
-    ``order`` 0 runs mast-otel on all cores before the one-core run, 1 after it."""
-    endpoint = f"http://127.0.0.1:{sink.port}"
-    results: dict[str, tuple[float, float]] = {}
+@dataclass
+class _Round:
+    """One round of section 6: each collector's ``(spans per CPU-second, spans per wall second)`` and the middle of
+    its run (``time.monotonic``), which places it between the round's two otelcol durable runs."""
 
-    def show(name: str) -> None:
-        cpu, wall = results[name]
+    results: dict[str, tuple[float, float]] = field(default_factory=dict)
+    when: dict[str, float] = field(default_factory=dict)
+
+    def baseline(self, name: str) -> float:
+        """otelcol durable's spans per CPU-second at the time ``name`` ran: the round's first and last durable runs,
+        interpolated in time. This machine's speed drifts by up to 2x within a quarter of an hour, and a round runs
+        for minutes: a linear drift through the round cancels this way, whichever run it falls on."""
+        (t0, t1), (b0, b1) = (self.when[_DURABLE], self.when[_DURABLE_AGAIN]), (
+            self.results[_DURABLE][0], self.results[_DURABLE_AGAIN][0])  # fmt: skip
+        return b0 + (b1 - b0) * (self.when[name] - t0) / (t1 - t0)
+
+
+def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingSink, clients: int,
+                      cores: set[int], order: int) -> _Round:  # fmt: skip
+    """One round of section 6: every collector in turn, between two runs of otelcol durable; ``order`` 0 runs
+    mast-otel on all cores before the one-core run, 1 after it."""
+    endpoint = f"http://127.0.0.1:{sink.port}"
+    round_ = _Round()
+
+    def timed(name: str, proc: Any, port: int) -> None:
+        started = time.monotonic()
+        round_.results[name] = _run_load(proc, port, sink, batches, clients)
+        round_.when[name] = (started + time.monotonic()) / 2
+        cpu, wall = round_.results[name]
         print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s, {wall:>9,.0f} spans/s wall (load {os.getloadavg()[0]:.1f})",
               flush=True)  # fmt: skip
 
@@ -528,18 +551,16 @@ def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingS
         finally:
             os.sched_setaffinity(0, mine)
         try:
-            results[name] = _run_load(proc, port, sink, batches, clients)
+            timed(name, proc, port)
         finally:
             _stop(proc)
-        show(name)
 
     def otelcol(name: str, durable: bool) -> None:
         proc, port = _otelcol_process(tmp, name + tag, sink.port, durable)
         try:
-            results[name] = _run_load(proc, port, sink, batches, clients)
+            timed(name, proc, port)
         finally:
             _stop(proc)
-        show(name)
 
     otelcol(_DURABLE, True)
     mast(_ONE_PROCESS, cores)
@@ -549,11 +570,13 @@ def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingS
     pair = [(_all_cores(len(cores)), cores), (_ONE_CORE, {min(cores)})]
     for name, on in pair if order == 0 else reversed(pair):
         mast(name, on, "--processes", "auto")
-    return results
+    otelcol(_DURABLE_AGAIN, True)
+    return round_
 
 
 # The names a round's results are kept under, and read back by the summary.
 _DURABLE = "otelcol groupbytrace + file_storage queue"
+_DURABLE_AGAIN = "otelcol groupbytrace + file_storage, again"
 _ONE_PROCESS = "mast-otel, 1 process"
 _ONE_CORE = "mast-otel, 1 core (processes auto)"
 
@@ -576,19 +599,21 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2, rounds: in
     for i in range(rounds):
         if rounds > 1:
             print(f"   -- round {i + 1} of {rounds}")
-        results = _vs_otelcol_round(tmp, f"-{i}", batches, sink, clients, cores, order=i % 2)
-        base = results[_DURABLE][0]
-        print("   summary:")
+        round_ = _vs_otelcol_round(tmp, f"-{i}", batches, sink, clients, cores, order=i % 2)
+        results = round_.results
+        first, last = results[_DURABLE][0], results[_DURABLE_AGAIN][0]
+        print(f"   summary (otelcol durable {first:,.0f} then {last:,.0f} spans/CPU-s, {last / first - 1:+.0%}: each "
+              "run is set against the two interpolated at its time):")  # fmt: skip
         for name, (cpu, wall) in results.items():
-            print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s ({cpu / base:.2f} x otelcol durable), "
+            print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s ({cpu / round_.baseline(name):.2f} x otelcol durable), "
                   f"{wall:>9,.0f} spans/s wall")  # fmt: skip
         print(f"   mast-otel wall throughput, {n} cores / 1 core: {results[two][1] / results[one][1]:.2f}x; "
               f"load average now {os.getloadavg()[0]:.2f}")  # fmt: skip
-        ratios.append((results[_ONE_PROCESS][0] / base, results[two][0] / base, results[one][0] / base,
-                       results[two][1] / results[one][1]))  # fmt: skip
+        cpu_ratios = [results[k][0] / round_.baseline(k) for k in (_ONE_PROCESS, two, one)]
+        ratios.append((*cpu_ratios, results[two][1] / results[one][1]))
     if rounds > 1:
-        # This machine's speed drifts by up to 40% within minutes, so one round compares runs made minutes apart:
-        # the median over the rounds is the figure to read, with how many rounds met each threshold.
+        # This machine's speed drifts by up to 2x within a quarter of an hour, so one round compares runs made
+        # minutes apart: the median over the rounds is the figure to read, with how many rounds met each threshold.
         print(f"   over {rounds} rounds: median (range; rounds at or above the threshold)")
         labels = (("1 process / otelcol durable (CPU)", 1.0), (f"{n} cores / otelcol durable (CPU)", 1.0),
                   ("1 core / otelcol durable (CPU)", 1.0), (f"wall, {n} cores / 1 core", 1.6))  # fmt: skip

@@ -38,7 +38,10 @@ import grpc
 from .config import CollectorConfig
 from .limits import DECODE_AMPLIFICATION, memory_limit_of
 
-__all__ = ["EXPORT_METHOD", "Shard", "ShardSet", "ShardStartError", "leftover_stores", "shard_config", "shard_store"]
+__all__ = [
+    "EXPORT_METHOD", "Shard", "ShardSet", "ShardStartError", "leftover_stores", "pin_process", "shard_config",
+    "shard_store",
+]  # fmt: skip
 
 _log = logging.getLogger(__name__)
 EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -160,6 +163,12 @@ class ShardSet:
             self._watch()
         self._terminate(self._grace)
 
+    @property
+    def front_core(self) -> int | None:
+        """The core the front should run on when the shards are pinned: shard 0's, which owns fewer traces to leave
+        room for it (:func:`.routing.shard_bounds`); None when the kernel places the processes."""
+        return self._cores[0] if self._cores is not None else None
+
     def export_callable(self, index: int) -> Any:
         """Shard ``index``'s Export callable, or None while it is restarting."""
         with self._lock:
@@ -176,12 +185,13 @@ class ShardSet:
             [sys.executable, "-m", "mast_otel.collector.shard"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         assert process.stdin is not None and process.stdout is not None
-        if self._cores is not None and shard.routed:
-            core = self._cores[shard.index]
+        if self._cores is not None:
+            # a leftover store's shard may run on any of the cores (it inherited the front's one)
+            cores = {self._cores[shard.index]} if shard.routed else set(self._cores)
             try:  # before it reads its options, so before it starts a thread: each thread it starts inherits the core
-                os.sched_setaffinity(process.pid, {core})
+                os.sched_setaffinity(process.pid, cores)
             except OSError as exc:  # it exited already (reported below), or the core went away: it runs unpinned
-                _log.warning("could not pin collector shard %d to core %d: %s", shard.index, core, exc)
+                _log.warning("could not pin collector shard %d to cores %s: %s", shard.index, sorted(cores), exc)
         try:
             process.stdin.write(line.encode())
             process.stdin.close()
@@ -271,6 +281,16 @@ class ShardSet:
                 if s.channel is not None:
                     s.channel.close()
                 s.export = None
+
+
+def pin_process(core: int) -> None:
+    """Pin every thread of this process to ``core`` (the affinity is per thread, and the front has started some);
+    threads started later inherit it. A thread that ended meanwhile is skipped."""
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), {core})
+        except ProcessLookupError:
+            continue
 
 
 def _read_line(process: subprocess.Popen[bytes], timeout: float) -> str | None:

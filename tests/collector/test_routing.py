@@ -26,7 +26,7 @@ from mast_otel.collector.encoding import field
 from mast_otel.collector.ingest import Backpressure, Malformed, TooLarge
 from mast_otel.collector.metrics import REFUSE_DISK_FULL, REFUSE_SHARD_UNAVAILABLE
 from mast_otel.collector.receiver_grpc import REFUSAL_REASON_KEY, RETRY_INFO_KEY
-from mast_otel.collector.routing import Router, shard_of, split_request
+from mast_otel.collector.routing import FRONT_SHARE, Router, shard_bounds, shard_of, split_request
 from mast_otel.collector.shard_metrics import ShardMetrics, merge_families
 from mast_otel.collector.shards import leftover_stores, shard_config, shard_store
 from tests.collector.conftest import collector_config
@@ -108,13 +108,35 @@ def test_split_puts_every_span_once_in_its_traces_shard_with_its_resource_and_sc
         assert [p.request for p in parts] == [_share(request, p.shard, shards) for p in parts]
 
 
-def test_split_spreads_traces_over_the_shards_and_is_stable() -> None:
+@pytest.mark.parametrize("shards", [2, 3, 4])
+def test_split_spreads_traces_over_the_shards_leaving_the_fronts_share_to_shard_0_and_is_stable(shards: int) -> None:
     rng = random.Random(7)
-    tids = [rng.randbytes(16) for _ in range(400)]
-    counts = [sum(shard_of(t, 2) == k for t in tids) for k in range(2)]
-    assert min(counts) > 150  # crc32 of random ids: close to half each
-    assert [shard_of(t, 2) for t in tids] == [shard_of(bytes(t), 2) for t in tids]
-    assert shard_of(tids[0], 1) == 0
+    tids = [rng.randbytes(16) for _ in range(40_000)]
+    owners = [shard_of(t, shards) for t in tids]
+    shares = [owners.count(k) / len(tids) for k in range(shards)]
+    # every shard but 0 the same share, shard 0 FRONT_SHARE less, all of them summing to 1 (crc32 of random ids:
+    # within a percent of it, three standard deviations at 40,000 ids)
+    first = (1 - (shards - 1) * FRONT_SHARE) / shards
+    assert shares[0] == pytest.approx(first, abs=0.01)
+    assert all(share == pytest.approx(first + FRONT_SHARE, abs=0.01) for share in shares[1:])
+    assert owners == [shard_of(bytes(t), shards) for t in tids]  # stable: the same bytes, the same shard
+    assert all(shard_of(t, 1) == 0 for t in tids[:100])
+
+
+def test_shard_bounds_cover_the_crc32_range_and_leave_shard_0_none_once_the_front_would_fill_a_core() -> None:
+    assert shard_bounds(1) == (1 << 32,)
+    two = shard_bounds(2)
+    assert two == (round((1 << 32) * (1 - FRONT_SHARE) / 2), 1 << 32)
+    for shards in (3, 8, 12, 13, 40):
+        bounds = shard_bounds(shards)
+        widths = [b - a for a, b in zip((0, *bounds), bounds, strict=False)]
+        assert len(bounds) == shards and bounds[-1] == 1 << 32 and all(w >= 0 for w in widths)
+        assert max(widths[1:]) - min(widths[1:]) <= 1  # the others share the rest equally
+    # from 13 shards on the front (FRONT_SHARE, 0.09, of the shards' cost per span: 12 x 0.09 > 1) would fill a core
+    # of its own: shard 0 gets no trace, but an invalid id, which it rejects
+    assert shard_bounds(12)[0] > 0 and shard_bounds(13)[0] == 0
+    tid = random.Random(1).randbytes(16)
+    assert shard_of(tid, 13) != 0 and shard_of(tid[:15], 13) == 0
 
 
 def test_a_scope_present_but_empty_stays_present_in_every_part() -> None:
