@@ -16,7 +16,6 @@ and requests over ``max_items`` (:class:`TooLarge`), counted before any per-span
 
 from __future__ import annotations
 
-import functools
 import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
@@ -44,7 +43,6 @@ _CRC_RANGE = 1 << 32
 FRONT_SHARE = 0.09
 
 
-@functools.cache
 def shard_bounds(shards: int) -> tuple[int, ...]:
     """Where each shard's range of ``crc32(trace_id)`` ends (exclusive; the last is 2**32). The front's core also
     runs shard 0, so shard 0 takes :data:`FRONT_SHARE` less than each other shard: ``w0 + FRONT_SHARE = w1 = ...``
@@ -58,7 +56,8 @@ def shard_bounds(shards: int) -> tuple[int, ...]:
 
 def shard_of(trace_id: bytes, shards: int) -> int:
     """The shard that owns a trace: stable across restarts and processes (crc32, not Python's salted hash). A
-    trace id that is not 16 bytes goes to shard 0, which rejects it as a single process would."""
+    trace id that is not 16 bytes goes to shard 0, which rejects it as a single process would. (The split works
+    out the bounds once per ScopeSpans, not per span.)"""
     return _owner(trace_id, shard_bounds(shards))
 
 
