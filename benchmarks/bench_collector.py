@@ -521,8 +521,8 @@ class _Round:
         """otelcol durable's spans per CPU-second at the time ``name`` ran: the round's first and last durable runs,
         interpolated in time. This machine's speed drifts by up to 2x within a quarter of an hour, and a round runs
         for minutes: a linear drift through the round cancels this way, whichever run it falls on."""
-        (t0, t1), (b0, b1) = (self.when[_DURABLE], self.when[_DURABLE_AGAIN]), (
-            self.results[_DURABLE][0], self.results[_DURABLE_AGAIN][0])  # fmt: skip
+        t0, t1 = self.when[_DURABLE], self.when[_DURABLE_AGAIN]
+        b0, b1 = self.results[_DURABLE][0], self.results[_DURABLE_AGAIN][0]
         return b0 + (b1 - b0) * (self.when[name] - t0) / (t1 - t0)
 
 
@@ -538,7 +538,7 @@ def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingS
         round_.results[name] = _run_load(proc, port, sink, batches, clients)
         round_.when[name] = (started + time.monotonic()) / 2
         cpu, wall = round_.results[name]
-        print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s, {wall:>9,.0f} spans/s wall (load {os.getloadavg()[0]:.1f})",
+        print(f"   {name:<46}: {cpu:>9,.0f} spans/CPU-s, {wall:>9,.0f} spans/s wall (load {os.getloadavg()[0]:.1f})",
               flush=True)  # fmt: skip
 
     def mast(name: str, on: set[int], *extra: str) -> None:
@@ -576,7 +576,7 @@ def _vs_otelcol_round(tmp: Path, tag: str, batches: list[bytes], sink: CountingS
 
 # The names a round's results are kept under, and read back by the summary.
 _DURABLE = "otelcol groupbytrace + file_storage queue"
-_DURABLE_AGAIN = "otelcol groupbytrace + file_storage, again"
+_DURABLE_AGAIN = "otelcol groupbytrace + file_storage queue again"
 _ONE_PROCESS = "mast-otel, 1 process"
 _ONE_CORE = "mast-otel, 1 core (processes auto)"
 
@@ -605,7 +605,7 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2, rounds: in
         print(f"   summary (otelcol durable {first:,.0f} then {last:,.0f} spans/CPU-s, {last / first - 1:+.0%}: each "
               "run is set against the two interpolated at its time):")  # fmt: skip
         for name, (cpu, wall) in results.items():
-            print(f"   {name:<42}: {cpu:>9,.0f} spans/CPU-s ({cpu / round_.baseline(name):.2f} x otelcol durable), "
+            print(f"   {name:<46}: {cpu:>9,.0f} spans/CPU-s ({cpu / round_.baseline(name):.2f} x otelcol durable), "
                   f"{wall:>9,.0f} spans/s wall")  # fmt: skip
         print(f"   mast-otel wall throughput, {n} cores / 1 core: {results[two][1] / results[one][1]:.2f}x; "
               f"load average now {os.getloadavg()[0]:.2f}")  # fmt: skip
@@ -619,7 +619,7 @@ def bench_vs_otelcol(tmp: Path, conversations: int, clients: int = 2, rounds: in
                   ("1 core / otelcol durable (CPU)", 1.0), (f"wall, {n} cores / 1 core", 1.6))  # fmt: skip
         for k, (label, threshold) in enumerate(labels):
             values = [r[k] for r in ratios]
-            print(f"   {label:<42}: {statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f}; "
+            print(f"   {label:<46}: {statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f}; "
                   f"{sum(v >= threshold for v in values)} of {rounds} >= {threshold})")
     sink.server.stop(0)
 

@@ -38,8 +38,9 @@ __all__ = ["FRONT_SHARE", "Part", "Router", "shard_bounds", "shard_of", "split_r
 _FORWARD_TIMEOUT_S = 60.0
 _CRC_RANGE = 1 << 32
 # What the front spends on a span, as a share of what the shards together spend on it: 8-12 us against 98-132 in
-# the two-core runs traced in docs/collector.md ("The two-core run, traced"). Shard 0, which shares its core with
-# the front, owns that much less, so that both cores finish together instead of shard 0 trailing by a second or two.
+# the two-core runs traced in docs/collector.md ("The two-core run, traced"; measured with 2 shards only). Shard 0,
+# which shares its core with the front, owns that much less, so that both cores finish together instead of shard 0
+# trailing by a second or two. Changing it moves traces between shards, as changing their number does.
 FRONT_SHARE = 0.09
 
 
@@ -56,8 +57,7 @@ def shard_bounds(shards: int) -> tuple[int, ...]:
 
 def shard_of(trace_id: bytes, shards: int) -> int:
     """The shard that owns a trace: stable across restarts and processes (crc32, not Python's salted hash). A
-    trace id that is not 16 bytes goes to shard 0, which rejects it as a single process would. (The split works
-    out the bounds once per ScopeSpans, not per span.)"""
+    trace id that is not 16 bytes goes to shard 0, which rejects it as a single process would."""
     return _owner(trace_id, shard_bounds(shards))
 
 
@@ -82,6 +82,7 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
     Raises :class:`Malformed` for bytes that are not an OTLP request and :class:`TooLarge` past ``max_items``
     (ResourceSpans + ScopeSpans + spans, as ingest counts them)."""
     budget = ItemBudget(max_items)
+    bounds = shard_bounds(shards)
     # shard -> resource_spans fields (bytes) and span count
     out: dict[int, tuple[list[bytes], int]] = {}
     for rs_data, rs in resource_spans_of(raw, budget):
@@ -96,7 +97,7 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
                 raise Malformed(f"a ScopeSpans is not valid protobuf: {parse_error_reason(exc)}") from None
             spans = parsed.spans
             budget.take(len(spans))
-            by_shard = _by_shard(spans, shards)
+            by_shard = _by_shard(spans, bounds)
             if len(by_shard) == 1:  # the whole ScopeSpans belongs to one shard: its bytes as they came
                 ((shard, mine),) = by_shard.items()
                 per_shard.setdefault(shard, []).append(data)
@@ -127,11 +128,10 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
     return [Part(shard, b"".join(blobs), n) for shard, (blobs, n) in sorted(out.items())]
 
 
-def _by_shard(spans: Iterable[bytes], shards: int) -> dict[int, list[bytes]]:
+def _by_shard(spans: Iterable[bytes], bounds: tuple[int, ...]) -> dict[int, list[bytes]]:
     """Serialized spans grouped by the shard that owns each one's trace, in the order they came. The split's
     per-span loop, so the trace id is read in place when the span starts with it, as SDKs write it."""
     out: dict[int, list[bytes]] = {}
-    bounds = shard_bounds(shards)
     for span in spans:
         # the id read in place when it is the span's first field; otherwise the span is walked for it
         trace_id = span[2:18] if len(span) >= 18 and span[0] == 0x0A and span[1] == 16 else _trace_id(span)

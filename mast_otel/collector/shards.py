@@ -190,7 +190,8 @@ class ShardSet:
             cores = {self._cores[shard.index]} if shard.routed else set(self._cores)
             try:  # before it reads its options, so before it starts a thread: each thread it starts inherits the core
                 os.sched_setaffinity(process.pid, cores)
-            except OSError as exc:  # it exited already (reported below), or the core went away: it runs unpinned
+            except OSError as exc:  # it exited already (reported below), or the core went away: it runs where the
+                # front does (on shard 0's core), slower but serving
                 _log.warning("could not pin collector shard %d to cores %s: %s", shard.index, sorted(cores), exc)
         try:
             process.stdin.write(line.encode())
@@ -285,12 +286,18 @@ class ShardSet:
 
 def pin_process(core: int) -> None:
     """Pin every thread of this process to ``core`` (the affinity is per thread, and the front has started some);
-    threads started later inherit it. A thread that ended meanwhile is skipped."""
-    for task in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(task), {core})
-        except ProcessLookupError:
-            continue
+    threads started later inherit it. A thread that ended meanwhile is skipped. Pinning is for speed only: when it
+    cannot be done (no /proc, a cpuset changed, a sandbox refusing the call) the front runs where the kernel puts
+    it, and says so once."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+        for task in tasks:
+            try:
+                os.sched_setaffinity(int(task), {core})
+            except ProcessLookupError:
+                continue
+    except OSError as exc:
+        _log.warning("could not pin the collector's front to core %d: %s; it runs unpinned", core, exc)
 
 
 def _read_line(process: subprocess.Popen[bytes], timeout: float) -> str | None:

@@ -161,21 +161,29 @@ def test_a_shard_killed_is_restarted_and_what_it_held_is_delivered(tmp_path: Pat
         assert collector.stop() == 0
 
 
-def test_fewer_processes_after_more_still_drain_the_stores_left(tmp_path: Path, sink: OtlpSink) -> None:
+@pytest.mark.parametrize(("before", "after"), [(2, 1), (3, 2)])
+def test_fewer_processes_after_more_still_drain_the_stores_left(
+    tmp_path: Path, sink: OtlpSink, before: int, after: int
+) -> None:
     spans = recorded(30)
     want = _keys(spans)
-    held = CollectorProcess(tmp_path, sink, extra=["--processes", "2", "--quiet-period", "100"])
+    held = CollectorProcess(tmp_path, sink, extra=["--processes", str(before), "--quiet-period", "100"])
     held.start()
     _send(OTLPSpanExporter(endpoint=f"127.0.0.1:{held.grpc_port}", insecure=True, timeout=30), spans)
     assert held.stop() == 0
-    assert _held(tmp_path / "collector.db.shard1") > 0 and sink.spans() == []
-    one = CollectorProcess(tmp_path, sink, extra=["--processes", "1"])
-    one.start()
+    left = tmp_path / f"collector.db.shard{before - 1}"
+    assert _held(left) > 0 and sink.spans() == []
+    fewer = CollectorProcess(tmp_path, sink, extra=["--processes", str(after)])
+    fewer.start()
     try:
+        if after > 1:  # the shard draining the store left runs on any core (the routed ones may be pinned)
+            assert fewer.proc is not None
+            (drainer,) = [pid for pid in _children(fewer.proc.pid) if _opened(pid, left)]
+            assert os.sched_getaffinity(drainer) == os.sched_getaffinity(0)
         _delivered(sink, want)
-        assert "holds spans from a run with more processes: draining it" in one.log.read_text()
+        assert "holds spans from a run with more processes: draining it" in fewer.log.read_text()
     finally:
-        assert one.stop() == 0
+        assert fewer.stop() == 0
 
 
 def test_a_shard_that_cannot_start_stops_the_collector_with_its_reason(tmp_path: Path) -> None:
