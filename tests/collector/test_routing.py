@@ -143,6 +143,20 @@ def test_routing_is_the_same_in_every_process_and_release() -> None:
     assert there.strip() == str([shard_of(rng.randbytes(16), 3) for _ in range(64)])
 
 
+def test_shard_bounds_cover_the_crc32_range_and_leave_shard_0_none_once_the_front_would_fill_a_core() -> None:
+    assert shard_bounds(1) == (1 << 32,)
+    for shards in (3, 8, 12, 13, 40):
+        bounds = shard_bounds(shards)
+        widths = [b - a for a, b in zip((0, *bounds), bounds, strict=False)]
+        assert len(bounds) == shards and bounds[-1] == 1 << 32 and all(w >= 0 for w in widths)
+        assert max(widths[1:]) - min(widths[1:]) <= 1  # the others share the rest equally
+    # from 13 shards on the front (FRONT_SHARE, 0.09, of the shards' cost per span: 12 x 0.09 > 1) would fill a core
+    # of its own: shard 0 gets no trace, but an invalid id, which it rejects
+    assert shard_bounds(12)[0] > 0 and shard_bounds(13)[0] == 0
+    tid = random.Random(1).randbytes(16)
+    assert shard_of(tid, 13) != 0 and shard_of(tid[:15], 13) == 0
+
+
 def test_a_scope_present_but_empty_stays_present_in_every_part() -> None:
     # protobuf writes an empty InstrumentationScope that was set (and an empty schema URL never): so must the split
     rng = random.Random(13)
