@@ -40,9 +40,8 @@ class FrontService:
         self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services)
         self.limiter = MemoryLimiter(memory_limit_of(config.memory_limit, config.max_request_bytes))
         self.shards = ShardSet(config, count=config.process_count, max_request_bytes=config.max_request_bytes)
-        self.router = Router(shards=self.shards.count, export_of=self.shards.export_callable, token=self.shards.token,
-                             max_items=config.max_request_spans, retry_after=config.retry_after,
-                             concurrency=2 * config.receiver_threads)  # fmt: skip
+        self.router = Router(shards=self.shards.count, link_of=self.shards.link_of,
+                             max_items=config.max_request_spans, retry_after=config.retry_after)  # fmt: skip
         self.metrics.memory_in_flight.set_function(lambda: self.limiter.in_flight)
         limits = configured_limits(config, self.limiter.limit)
         self.metrics.set_limits({**limits, "judge_concurrency": config.judge_concurrency * self.shards.count})

@@ -24,7 +24,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 from .auth import bearer_ok
 from .ingest import IngestResult
 from .limits import MemoryLimiter, OverLimit
-from .metrics import PROTOCOLS, REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
+from .metrics import REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
 from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
 
 __all__ = ["GrpcReceiver"]
@@ -33,10 +33,6 @@ _log = logging.getLogger(__name__)
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"  # what the OTel Python exporter reads
 STATUS_DETAILS_KEY = "grpc-status-details-bin"  # the standard rich-status trailer
-# Between a collector's front process and its shards only (see .front): the transport the client used, and why
-# a shard refused a part, so that the front's answer and both processes' counters say what a single process would.
-FORWARDED_PROTOCOL_KEY = "mast-otel-protocol"
-REFUSAL_REASON_KEY = "mast-otel-refusal"
 _CODES = {
     RefusalKind.MALFORMED: grpc.StatusCode.INVALID_ARGUMENT,
     RefusalKind.TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,  # without RetryInfo: do not retry as is
@@ -59,12 +55,8 @@ class GrpcReceiver:
         threads: int,
         limiter: MemoryLimiter,
         retry_after: float = 1.0,
-        forwarded: bool = False,
     ) -> None:
-        """``forwarded``: this is a shard behind a collector's front process (always with a ``token``): the
-        request's transport is read from the call's metadata and a refusal names its reason in a trailer."""
         self._ingest = ingest
-        self._forwarded = forwarded
         self._metrics = metrics
         self._token = token
         self._max = max_request_bytes
@@ -104,10 +96,7 @@ class GrpcReceiver:
 
     def _retry(self, context: Any, reason: str, message: str, delay: float) -> None:
         self._metrics.requests_refused.labels("grpc", reason).inc()
-        trailers: tuple[tuple[str, str | bytes], ...] = _retry_trailers(message, delay)
-        if self._forwarded:
-            trailers += ((REFUSAL_REASON_KEY, reason),)
-        context.set_trailing_metadata(trailers)
+        context.set_trailing_metadata(_retry_trailers(message, delay))
         context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     def _export(self, raw: bytes, context: Any) -> bytes:
@@ -125,12 +114,8 @@ class GrpcReceiver:
         except OverLimit as exc:
             self._answer(context, over_limit_refusal(exc, self._retry_after))
             raise  # unreachable: abort raises
-        protocol = "grpc"
-        if self._forwarded:
-            protocol = dict(context.invocation_metadata()).get(FORWARDED_PROTOCOL_KEY, "grpc")
-            protocol = protocol if protocol in PROTOCOLS else "grpc"
         try:
-            result = self._ingest(raw, protocol)
+            result = self._ingest(raw, "grpc")
         except Exception as exc:
             self._answer(context, ingest_refusal(exc, _log))
             raise  # unreachable: abort raises

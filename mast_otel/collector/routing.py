@@ -22,20 +22,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 from google.protobuf.message import DecodeError
-from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .encoding import ShallowScopeSpans, field, walk
 from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, parse_error_reason, resource_spans_of
-from .metrics import REFUSE_BACKPRESSURE, REFUSE_SHARD_UNAVAILABLE
-from .receiver_grpc import FORWARDED_PROTOCOL_KEY, REFUSAL_REASON_KEY, RETRY_INFO_KEY
-from .workers import Workers
+from .metrics import REFUSE_SHARD_UNAVAILABLE
+from .refusal import Refusal, RefusalKind
 
 __all__ = ["FRONT_SHARE", "Part", "Router", "shard_bounds", "shard_of", "split_request"]
 
-_FORWARD_TIMEOUT_S = 60.0
 _CRC_RANGE = 1 << 32
 # What the front spends on a span, as a share of what the shards together spend on it: 8-12 us against 98-132 in
 # the two-core runs traced in docs/collector.md ("The two-core run, traced"; measured with 2 shards only). Shard 0,
@@ -147,112 +143,75 @@ def _by_shard(spans: Iterable[bytes], bounds: tuple[int, ...]) -> dict[int, list
 class Router:
     """``route(raw, protocol)``: what a receiver calls instead of ingest; same results and exceptions.
 
-    The parts of one request go to their shards at once: each but the last from a sender thread (enough for
-    ``concurrency`` requests routed at a time; daemon threads, never closed, so a receiver thread still routing
-    during shutdown cannot wait on a sender that is gone), the last from the receiver's thread. Not gRPC's
-    ``future()``: it started a thread to drive the channel on most calls, a fifth of the front's CPU
-    (docs/collector.md, "Garbage collection, the judge queue and the front").
-    """
+    The receiver's thread writes every part to its shard's link (:mod:`.shard_link`) before it reads any answer, so
+    the shards store their parts at the same time; no other thread is involved. ``link_of(k)`` is shard ``k``'s
+    link, or None while that shard is restarting."""
 
-    def __init__(
-        self,
-        *,
-        shards: int,
-        export_of: Callable[[int], object],
-        token: str,
-        max_items: int,
-        retry_after: float,
-        timeout: float = _FORWARD_TIMEOUT_S,
-        concurrency: int = 1,
-    ) -> None:
+    def __init__(self, *, shards: int, link_of: Callable[[int], Any], max_items: int, retry_after: float) -> None:
         self._shards = shards
-        self._senders = Workers(concurrency * (shards - 1), "mast-front-send") if shards > 1 else None
-        self._export_of = export_of
-        self._auth = ("authorization", f"Bearer {token}")
+        self._link_of = link_of
         self._max_items = max_items
         self._retry_after = retry_after
-        self._timeout = timeout
 
     def route(self, raw: bytes, protocol: str) -> IngestResult:
         parts = split_request(raw, self._shards, max_items=self._max_items)
-        metadata = (self._auth, (FORWARDED_PROTOCOL_KEY, protocol))
-        calls: list[Any] = []  # per part: None (its shard is restarting), a sender's future, or the call itself
-        for i, part in enumerate(parts):
-            export: Any = self._export_of(part.shard)
-            call = None if export is None else _Send(export, part.request, self._timeout, metadata)
-            if call is not None and i < len(parts) - 1 and self._senders is not None:
-                calls.append(self._senders.submit(call.result))
-            else:
-                calls.append(call)
-        # The last part is sent from this thread first, while the senders send the others: then each is awaited.
-        answers = [_outcome(call) for call in reversed(calls)][::-1]
+        answers = [_answer(sent) for sent in [self._send(part, protocol) for part in parts]]
         total = sum(p.spans for p in parts)
         rejected, messages, refused_for_good = 0, [], 0
         retry: Backpressure | None = None
         for part, answer in zip(parts, answers, strict=True):
-            if answer is None:
-                retry = retry or self._unavailable(part, "restarting")
+            if isinstance(answer, ExportTraceServiceResponse):
+                if answer.partial_success.rejected_spans:
+                    rejected += answer.partial_success.rejected_spans
+                    messages.append(answer.partial_success.error_message)
                 continue
-            if isinstance(answer, grpc.RpcError):
-                outcome = self._refused(part, answer)
-                if isinstance(outcome, Backpressure):
-                    retry = retry or outcome
-                else:
-                    refused_for_good += 1
-                    rejected += part.spans
-                    messages.append(outcome)
-                continue
-            if answer.partial_success.rejected_spans:
-                rejected += answer.partial_success.rejected_spans
-                messages.append(answer.partial_success.error_message)
+            outcome = self._refused(part, answer)
+            if isinstance(outcome, Backpressure):
+                retry = retry or outcome
+            else:
+                refused_for_good += 1
+                rejected += part.spans
+                messages.append(outcome)
         if retry is not None:
             raise retry
         if parts and refused_for_good == len(parts):
             raise Malformed("; ".join(messages))
         return IngestResult(total, rejected, "; ".join(m for m in messages if m))
 
-    def _unavailable(self, part: Part, why: str) -> Backpressure:
-        return Backpressure(f"collector shard {part.shard} is {why}; retry", self._retry_after,
-                            REFUSE_SHARD_UNAVAILABLE)  # fmt: skip
+    def _send(self, part: Part, protocol: str) -> Any:
+        """The part written to its shard: the exchange to read its answer from, an OSError, or None (restarting)."""
+        link = self._link_of(part.shard)
+        if link is None:
+            return None
+        try:
+            return link.send(part.request, protocol)
+        except OSError as exc:
+            return exc
 
-    def _refused(self, part: Part, err: grpc.RpcError) -> Backpressure | str:
-        """A shard's refusal of a part: retryable (a Backpressure to raise) or for good (its message)."""
-        code, details = err.code(), err.details() or ""  # type: ignore[attr-defined]
-        trailers = dict(err.trailing_metadata() or ())  # type: ignore[attr-defined]
-        if code == grpc.StatusCode.INVALID_ARGUMENT:
-            return details
-        if code == grpc.StatusCode.RESOURCE_EXHAUSTED and RETRY_INFO_KEY in trailers:
-            info = error_details_pb2.RetryInfo.FromString(trailers[RETRY_INFO_KEY])
-            delay = info.retry_delay.seconds + info.retry_delay.nanos / 1e9
-            return Backpressure(details, delay, str(trailers.get(REFUSAL_REASON_KEY, REFUSE_BACKPRESSURE)))
-        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:  # too large for good (the front checks the same limits)
-            return details
-        return Backpressure(f"collector shard {part.shard}: {details or code.name}", self._retry_after,
-                            REFUSE_SHARD_UNAVAILABLE)  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class _Send:
-    """A blocking Export call of one part, made when its result is asked for: by a sender thread, or by the
-    receiver's thread for the last part."""
-
-    export: Any
-    request: bytes
-    timeout: float
-    metadata: tuple[tuple[str, str], ...]
-
-    def result(self) -> bytes:
-        return bytes(self.export(self.request, timeout=self.timeout, metadata=self.metadata))
+    def _refused(self, part: Part, answer: Refusal | OSError | None) -> Backpressure | str:
+        """A part not stored: retryable (a Backpressure to raise) or refused for good (its message)."""
+        if isinstance(answer, Refusal):
+            if answer.kind is RefusalKind.RETRY_LATER:  # full, its disk full, its memory limit: the shard's delay
+                return Backpressure(answer.message, answer.retry_after, answer.reason)
+            if answer.kind is not RefusalKind.STORE_FAILED:
+                return answer.message  # malformed or too large: told to the client as a single process would
+            why = f"collector shard {part.shard}: could not store: {answer.message}"
+        elif answer is None:
+            why = f"collector shard {part.shard} is restarting; retry"
+        else:
+            why = f"collector shard {part.shard} is not answering ({answer}); retry"
+        return Backpressure(why, self._retry_after, REFUSE_SHARD_UNAVAILABLE)
 
 
-def _outcome(call: Any) -> ExportTraceServiceResponse | grpc.RpcError | None:
-    """A part's answer, or the shard's refusal; None for a shard that is restarting (no call was made)."""
-    if call is None:
-        return None
+def _answer(sent: Any) -> ExportTraceServiceResponse | Refusal | OSError | None:
+    """A part's answer or refusal from its exchange; an OSError or None (restarting) as :meth:`Router._send` gave."""
+    if sent is None or isinstance(sent, OSError):
+        return sent
     try:
-        return ExportTraceServiceResponse.FromString(call.result())
-    except grpc.RpcError as err:
-        return err
+        answer: ExportTraceServiceResponse | Refusal = sent.answer()
+    except OSError as exc:
+        return exc
+    return answer
 
 
 def _trace_id(span: bytes) -> bytes:

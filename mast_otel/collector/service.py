@@ -3,7 +3,8 @@
 ``receivers -> Ingestor (store, then assembler) -> tick: Assembler.poll -> JudgePool | untouched release ->
 store queue -> Exporter -> downstream``, with ``/metrics`` alongside.
 
-Threads: the gRPC receiver pool and the HTTP receiver, one pipeline thread (``tick`` every ``poll_interval``:
+Threads: the gRPC receiver pool and the HTTP receiver (a shard behind a front: one thread per connection of its
+link instead), one pipeline thread (``tick`` every ``poll_interval``:
 release due conversations, enforce judge deadlines, forget old tombstones), the judge workers, one exporter
 thread, the metrics server. Tests drive the same object without threads: construct it with ``clock=``,
 skip :meth:`start_pipeline`, and call :meth:`tick`, :meth:`release_now` and :meth:`flush`.
@@ -24,7 +25,7 @@ from mast_otel.judge.model import Judge
 
 from .annotations import PhoenixAnnotationSink
 from .assembler import Assembler, Unit, Untouched
-from .config import CollectorConfig, parse_hostport
+from .config import CollectorConfig, ConfigError, parse_hostport
 from .encoding import RawScopeSpans
 from .exporter import Exporter, Sender, make_sender
 from .ingest import Ingestor, IngestResult, span_facts
@@ -35,6 +36,7 @@ from .metrics import CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
 from .release import Loaded, SegmentCache, commit_release, is_unreadable, quarantine_release
+from .shard_link import LinkServer
 from .store import SpanStore, SQLiteStore, Tomb
 from .summaries import SpanSummaries
 
@@ -57,7 +59,8 @@ class CollectorService:
         clock: Callable[[], float] = time.time,
         behind_front: bool = False,
     ) -> None:
-        """``behind_front``: one shard of a collector run as several processes (:mod:`.front` forwards to it)."""
+        """``behind_front``: one shard of a collector run as several processes: it receives only from the front,
+        over the link of :mod:`.shard_link` served at ``otlp_grpc``'s address."""
         self.config = config
         self._behind_front = behind_front
         self.clock = clock
@@ -107,6 +110,7 @@ class CollectorService:
         self._threads: list[threading.Thread] = []  # the pipeline thread first
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None
+        self.link: LinkServer | None = None
         self.metrics_server: MetricsServer | None = None
         self._watch_gauges()
         self._recover()
@@ -169,8 +173,10 @@ class CollectorService:
         ``pipeline=False`` leaves the threads off: tests then drive :meth:`tick` and :meth:`flush` themselves.
         """
         c = self.config
-        self.grpc, self.http = build_receivers(c, self.ingestor.ingest, self.metrics, self.limiter,
-                                               forwarded=self._behind_front)  # fmt: skip
+        if self._behind_front:
+            self.link = link_server(c, self.ingestor.ingest, self.metrics, self.limiter)
+        else:
+            self.grpc, self.http = build_receivers(c, self.ingestor.ingest, self.metrics, self.limiter)
         if c.metrics:
             host, port = parse_hostport(c.metrics)
             self.metrics_server = MetricsServer(host, port, self.metrics.registry)
@@ -180,6 +186,8 @@ class CollectorService:
             self.grpc.start()
         if self.http is not None:
             self.http.start()
+        if self.link is not None:
+            self.link.start()
         if self.metrics_server is not None:  # last: /healthz answering means everything is up
             self.metrics_server.start()
 
@@ -204,6 +212,8 @@ class CollectorService:
             self.grpc.stop(grace)
         if self.http is not None:
             self.http.stop()
+        if self.link is not None:
+            self.link.stop(grace)
         self._stop.set()
         self.exporter.wake()
         if self._threads:  # once the pipeline thread is gone, nothing submits judge work
@@ -314,7 +324,10 @@ class CollectorService:
 
     # -- addresses ---------------------------------------------------------------------------------------------
     def addresses(self) -> dict[str, str]:
-        return addresses_of(self.grpc, self.http, self.metrics_server)
+        addresses = addresses_of(self.grpc, self.http, self.metrics_server)
+        if self.link is not None:
+            addresses["link"] = f"{self.link.host}:{self.link.port}"
+        return addresses
 
 
 def build_receivers(
@@ -322,8 +335,6 @@ def build_receivers(
     ingest: Callable[[bytes, str], IngestResult],
     metrics: CollectorMetrics,
     limiter: MemoryLimiter,
-    *,
-    forwarded: bool = False,
 ) -> tuple[GrpcReceiver | None, HttpReceiver | None]:
     """The OTLP receivers ``c`` enables, bound (not started), each handing requests to ``ingest``."""
     grpc_receiver = http_receiver = None
@@ -331,7 +342,7 @@ def build_receivers(
         host, port = parse_hostport(c.otlp_grpc)
         grpc_receiver = GrpcReceiver(
             host, port, ingest=ingest, metrics=metrics, token=c.auth_token, max_request_bytes=c.max_request_bytes,
-            threads=c.receiver_threads, limiter=limiter, retry_after=c.retry_after, forwarded=forwarded,
+            threads=c.receiver_threads, limiter=limiter, retry_after=c.retry_after,
         )  # fmt: skip
     if c.otlp_http:
         host, port = parse_hostport(c.otlp_http)
@@ -341,6 +352,20 @@ def build_receivers(
             timeout=c.receiver_timeout, retry_after=c.retry_after,
         )  # fmt: skip
     return grpc_receiver, http_receiver
+
+
+def link_server(
+    c: CollectorConfig, ingest: Callable[[bytes, str], IngestResult], metrics: CollectorMetrics, limiter: MemoryLimiter
+) -> LinkServer:
+    """A shard's end of the front's link, at ``otlp_grpc``'s address, bound (not started)."""
+    if not c.otlp_grpc or not c.auth_token:
+        raise ConfigError("a collector shard needs otlp_grpc (where it serves the front's link) and auth_token")
+    host, port = parse_hostport(c.otlp_grpc)
+    # The front opens one connection per request it routes at a time: at most one per receiver thread of each of
+    # its two transports. The cap is twice that, so that only a front gone wrong meets it.
+    return LinkServer(host, port, ingest=ingest, metrics=metrics, token=c.auth_token,
+                      max_request_bytes=c.max_request_bytes, limiter=limiter, retry_after=c.retry_after,
+                      max_connections=4 * c.receiver_threads)  # fmt: skip
 
 
 def configured_limits(c: CollectorConfig, memory_limit: int) -> dict[str, float]:
@@ -354,9 +379,7 @@ def configured_limits(c: CollectorConfig, memory_limit: int) -> dict[str, float]
     }  # fmt: skip
 
 
-def addresses_of(
-    grpc: GrpcReceiver | None, http: HttpReceiver | None, metrics: MetricsServer | None
-) -> dict[str, str]:
+def addresses_of(grpc: GrpcReceiver | None, http: HttpReceiver | None, metrics: MetricsServer | None) -> dict[str, str]:
     """Where a collector listens, as printed in its ready line."""
     out = {}
     if grpc is not None:

@@ -3,7 +3,7 @@
 Each shard is a whole single-process collector (:class:`.service.CollectorService`) with its own store, judge
 workers and exporter; it shares nothing with the others, so every promise of one process (nothing acknowledged
 lost across kill -9, no conversation judged twice, bounded memory) holds per shard. A shard receives only from the
-front, over OTLP/gRPC on a 127.0.0.1 port it picks, authenticated by a token made for this run.
+front, over the link of :mod:`.shard_link` on a 127.0.0.1 port it picks, authenticated by a token made for this run.
 
 Startup handshake: the shard reads its configuration as one JSON line on stdin (secrets never appear in ``ps``
 or on disk), and answers with one JSON line of its addresses on stdout once it is serving. A shard whose parent
@@ -33,18 +33,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
-
-from .config import CollectorConfig
+from .config import CollectorConfig, parse_hostport
 from .limits import DECODE_AMPLIFICATION, memory_limit_of
+from .shard_link import LinkClient
 
 __all__ = [
-    "EXPORT_METHOD", "Shard", "ShardSet", "ShardStartError", "leftover_stores", "pin_process", "shard_config",
+    "Shard", "ShardSet", "ShardStartError", "leftover_stores", "pin_process", "shard_config",
     "shard_store",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
-EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+_FORWARD_TIMEOUT_S = 60.0  # a shard that never answers cannot hold a receiver thread longer
 _READY_TIMEOUT_S = 120.0
 _RESTART_BACKOFF_MAX_S = 30.0
 _SERVED_LONG_S = 60.0
@@ -79,7 +78,7 @@ def leftover_stores(store: str, routed: int) -> list[int]:
 def shard_config(config: CollectorConfig, index: int, shards: int, token: str) -> dict[str, Any]:
     """Shard ``index``'s options: the front's, with its own store and internal addresses, and the collector-wide
     bounds (pending traces and bytes, memory, span summaries, token budget) divided among ``shards`` so the whole
-    stays within what was configured."""
+    stays within what was configured. Behind the front, ``otlp_grpc`` is where the shard serves the link."""
     values = dataclasses.asdict(config)
     memory = memory_limit_of(config.memory_limit, config.max_request_bytes)
     budget = config.judge_token_budget_per_hour
@@ -101,16 +100,15 @@ def shard_config(config: CollectorConfig, index: int, shards: int, token: str) -
 
 @dataclass
 class Shard:
-    """One shard process and the channel to it (None while it is down)."""
+    """One shard process and the link to it (None while it is down, and for a leftover store)."""
 
     index: int
     store: str
     routed: bool  # False: a leftover store being drained; nothing is sent to it
     process: subprocess.Popen[bytes] | None = None
-    grpc_address: str = ""
     metrics_address: str = ""
-    channel: grpc.Channel | None = None
-    export: Any = None  # the channel's unary-unary Export callable
+    link: LinkClient | None = None
+    serving: bool = False  # its process answered ready and has not been seen dead since
     restarts: int = 0  # in a row: a shard that served a while before dying starts again without waiting
     started: float = 0.0
 
@@ -123,7 +121,6 @@ class ShardSet:
         self._config = config
         self.count = count
         self.token = secrets.token_urlsafe(32)
-        self._max_send = 2 * max_request_bytes
         # One core per shard exactly (taskset, a cpuset, a machine of its own): each shard is pinned to its core, so
         # its threads hand the GIL to each other on one core instead of across two (measured: docs/collector.md,
         # "Cores"). With more cores than shards (a CPU quota in a shared cgroup), the kernel places them.
@@ -169,14 +166,14 @@ class ShardSet:
         room for it (:func:`.routing.shard_bounds`); None when the kernel places the processes."""
         return self._cores[0] if self._cores is not None else None
 
-    def export_callable(self, index: int) -> Any:
-        """Shard ``index``'s Export callable, or None while it is restarting."""
+    def link_of(self, index: int) -> LinkClient | None:
+        """Shard ``index``'s link, or None while it is restarting."""
         with self._lock:
-            return self.shards[index].export
+            return self.shards[index].link
 
     def metrics_addresses(self) -> list[str]:
         with self._lock:
-            return [s.metrics_address for s in self.shards if s.export is not None and s.metrics_address]
+            return [s.metrics_address for s in self.shards if s.serving and s.metrics_address]
 
     def _spawn(self, shard: Shard) -> None:
         values = shard_config(self._config, shard.index, self.count, self.token)
@@ -212,16 +209,15 @@ class ShardSet:
             if "error" in addresses:
                 process.wait()
                 raise ShardStartError(str(addresses["error"]))
-            grpc_address = str(addresses["otlp_grpc"])
+            host, port = parse_hostport(str(addresses["link"]))
         except (ValueError, KeyError, TypeError) as exc:
             process.kill()
             process.wait()
             raise ShardStartError(f"collector shard {shard.index} answered {ready[:200]!r}: {exc}") from None
-        channel = grpc.insecure_channel(grpc_address, options=[("grpc.max_send_message_length", self._max_send)])
+        link = LinkClient((host, port), self.token, _FORWARD_TIMEOUT_S) if shard.routed else None
         with self._lock:
-            shard.process, shard.channel, shard.started = process, channel, time.monotonic()
-            shard.grpc_address, shard.metrics_address = grpc_address, str(addresses.get("metrics", ""))
-            shard.export = channel.unary_unary(EXPORT_METHOD) if shard.routed else None
+            shard.process, shard.link, shard.started, shard.serving = process, link, time.monotonic(), True
+            shard.metrics_address = str(addresses.get("metrics", ""))
         _log.info("collector shard %d serving (pid %d, store %s)", shard.index, process.pid, shard.store)
 
     def _watch(self) -> None:
@@ -240,10 +236,11 @@ class ShardSet:
         if process is None or process.poll() is None:
             return
         with self._lock:
-            shard.export, channel = None, shard.channel
-            shard.channel = None
-        if channel is not None:
-            channel.close()
+            link, shard.link = shard.link, None
+            serving, shard.serving = shard.serving, False
+        if link is not None:
+            link.close()
+        if serving:  # once per death, not per failed restart
             _log.error("collector shard %d (pid %d, store %s) exited with code %s; restarting", shard.index,
                        process.pid, shard.store, process.returncode)  # fmt: skip
         if time.monotonic() - shard.started > _SERVED_LONG_S:
@@ -279,9 +276,9 @@ class ShardSet:
                 p.wait()
         with self._lock:
             for s in self.shards:
-                if s.channel is not None:
-                    s.channel.close()
-                s.export = None
+                if s.link is not None:
+                    s.link.close()
+                s.link, s.serving = None, False
 
 
 def pin_process(core: int) -> None:

@@ -5,15 +5,10 @@ the outcomes a single collector gives for the same failures."""
 from __future__ import annotations
 
 import random
-import threading
-from collections.abc import Sequence
 from typing import Any
 
-import grpc
 import pytest
-from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError
-from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -24,8 +19,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from mast_otel.collector.encoding import field
 from mast_otel.collector.ingest import Backpressure, Malformed, TooLarge
-from mast_otel.collector.metrics import REFUSE_DISK_FULL, REFUSE_SHARD_UNAVAILABLE
-from mast_otel.collector.receiver_grpc import REFUSAL_REASON_KEY, RETRY_INFO_KEY
+from mast_otel.collector.metrics import REFUSE_DISK_FULL, REFUSE_MALFORMED, REFUSE_SHARD_UNAVAILABLE, REFUSE_TOO_LARGE
+from mast_otel.collector.refusal import Refusal, RefusalKind
 from mast_otel.collector.routing import FRONT_SHARE, Router, shard_bounds, shard_of, split_request
 from mast_otel.collector.shard_metrics import ShardMetrics, merge_families
 from mast_otel.collector.shards import leftover_stores, shard_config, shard_store
@@ -281,34 +276,30 @@ def test_split_refuses_what_no_shard_could_read_and_counts_items_first() -> None
 # -- the front's answer ----------------------------------------------------------------------------------------------
 
 
-class _RpcError(grpc.RpcError):  # type: ignore[misc]
-    def __init__(self, code: grpc.StatusCode, details: str, trailers: Sequence[tuple[str, Any]] = ()) -> None:
-        self._code, self._details, self._trailers = code, details, tuple(trailers)
+class _Exchange:
+    def __init__(self, answer: ExportTraceServiceResponse | Refusal | OSError) -> None:
+        self._answer = answer
 
-    def code(self) -> grpc.StatusCode:
-        return self._code
-
-    def details(self) -> str:
-        return self._details
-
-    def trailing_metadata(self) -> tuple[tuple[str, Any], ...]:
-        return self._trailers
+    def answer(self) -> ExportTraceServiceResponse | Refusal:
+        if isinstance(self._answer, OSError):
+            raise self._answer
+        return self._answer
 
 
 class _Shard:
-    """A shard's Export callable answering each part with a fixed outcome, recording what it was sent."""
+    """A shard's link answering each part with a fixed outcome, recording what it was sent."""
 
-    def __init__(self, answer: bytes | Exception) -> None:
+    def __init__(self, answer: ExportTraceServiceResponse | Refusal | OSError, *, send_fails: bool = False) -> None:
         self.answer = answer
-        self.sent: list[tuple[bytes, dict[str, str]]] = []
-        self.timeouts: list[float] = []
+        self.send_fails = send_fails
+        self.sent: list[tuple[bytes, str]] = []
 
-    def __call__(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> bytes:
-        self.sent.append((request, dict(metadata)))
-        self.timeouts.append(timeout)
-        if isinstance(self.answer, Exception):
+    def send(self, request: bytes, protocol: str) -> _Exchange:
+        if self.send_fails:
+            assert isinstance(self.answer, OSError)
             raise self.answer
-        return self.answer
+        self.sent.append((request, protocol))
+        return _Exchange(self.answer)
 
 
 def _two_shard_request() -> bytes:
@@ -321,10 +312,17 @@ def _two_shard_request() -> bytes:
 
 
 def _router(shards: list[Any]) -> Router:
-    return Router(shards=len(shards), export_of=lambda k: shards[k], token="tok", max_items=10_000, retry_after=2.5)
+    return Router(shards=len(shards), link_of=lambda k: shards[k], max_items=10_000, retry_after=2.5)
 
 
-OK = ExportTraceServiceResponse().SerializeToString()
+OK = ExportTraceServiceResponse()
+
+
+def _partial(n: int, why: str) -> ExportTraceServiceResponse:
+    answer = ExportTraceServiceResponse()
+    answer.partial_success.rejected_spans = n
+    answer.partial_success.error_message = why
+    return answer
 
 
 def test_the_front_acknowledges_once_every_shard_committed_its_part_and_says_the_transport() -> None:
@@ -332,70 +330,66 @@ def test_the_front_acknowledges_once_every_shard_committed_its_part_and_says_the
     shards = [_Shard(OK), _Shard(OK)]
     result = _router(shards).route(raw, "http")
     parts = split_request(raw, 2, max_items=10_000)
-    assert (result.accepted, result.rejected) == (sum(p.spans for p in parts), 0)
+    assert (result.accepted, result.rejected, result.message) == (sum(p.spans for p in parts), 0, "")
     for shard, part in zip(shards, parts, strict=True):
-        ((sent, metadata),) = shard.sent
-        assert sent == part.request
-        assert metadata["authorization"] == "Bearer tok" and metadata["mast-otel-protocol"] == "http"
-
-
-def test_the_parts_of_a_request_are_sent_to_their_shards_at_once() -> None:
-    """Each shard's call waits until the other shard has been called: parts sent one after the other would never
-    both arrive, and the route would fail on the first call's wait."""
-    arrived = [threading.Event(), threading.Event()]
-
-    class Waiting(_Shard):
-        def __init__(self, index: int) -> None:
-            super().__init__(OK)
-            self.index = index
-
-        def __call__(self, request: bytes, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> bytes:
-            arrived[self.index].set()
-            if not arrived[1 - self.index].wait(5):
-                raise _RpcError(grpc.StatusCode.DEADLINE_EXCEEDED, "the other part was never sent")
-            return super().__call__(request, timeout=timeout, metadata=metadata)
-
-    shards = [Waiting(0), Waiting(1)]
-    router = _router(shards)
-    for _ in range(3):
-        for event in arrived:
-            event.clear()
-        assert router.route(_two_shard_request(), "grpc").rejected == 0
-    assert [len(s.sent) for s in shards] == [3, 3]
+        assert shard.sent == [(part.request, "http")]
 
 
 def test_a_part_refused_for_now_makes_the_whole_request_retryable_with_the_shards_delay_and_reason() -> None:
-    info = error_details_pb2.RetryInfo(retry_delay=Duration(seconds=4, nanos=500_000_000))
-    full = _RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, "the store's disk is full",
-                     [(RETRY_INFO_KEY, info.SerializeToString()), (REFUSAL_REASON_KEY, REFUSE_DISK_FULL)])  # fmt: skip
+    full = Refusal(RefusalKind.RETRY_LATER, REFUSE_DISK_FULL, "the store's disk is full", 4.5)
     with pytest.raises(Backpressure) as caught:
         _router([_Shard(OK), _Shard(full)]).route(_two_shard_request(), "grpc")
     assert caught.value.retry_after == 4.5 and caught.value.reason == REFUSE_DISK_FULL
-    assert "disk is full" in str(caught.value)
+    assert str(caught.value) == "the store's disk is full"
+    # refused for now by one shard and for good by the other: the client retries the whole request
+    bad = Refusal(RefusalKind.MALFORMED, REFUSE_MALFORMED, "a ScopeSpans is not valid protobuf")
+    with pytest.raises(Backpressure):
+        _router([_Shard(bad), _Shard(full)]).route(_two_shard_request(), "grpc")
 
 
-@pytest.mark.parametrize("failure", [_RpcError(grpc.StatusCode.UNAVAILABLE, "connection refused"), None])
-def test_a_shard_down_or_restarting_makes_the_request_retryable(failure: Exception | None) -> None:
-    second: Any = _Shard(failure) if failure is not None else None  # None: the front knows it is restarting
+@pytest.mark.parametrize(
+    ("second", "told"),
+    [
+        (None, "collector shard 1 is restarting; retry"),
+        (_Shard(ConnectionRefusedError(111, "Connection refused"), send_fails=True),
+         "collector shard 1 is not answering ([Errno 111] Connection refused); retry"),
+        (_Shard(TimeoutError("timed out")), "collector shard 1 is not answering (timed out); retry"),
+        (_Shard(Refusal(RefusalKind.STORE_FAILED, "internal_error", "OperationalError", 1.0)),
+         "collector shard 1: could not store: OperationalError"),
+    ],
+)  # fmt: skip
+def test_a_shard_down_restarting_or_failing_to_store_makes_the_request_retryable(second: Any, told: str) -> None:
     with pytest.raises(Backpressure) as caught:
         _router([_Shard(OK), second]).route(_two_shard_request(), "grpc")
-    assert caught.value.reason == REFUSE_SHARD_UNAVAILABLE and caught.value.retry_after == 2.5
-    assert "shard 1" in str(caught.value)
+    assert caught.value.reason == REFUSE_SHARD_UNAVAILABLE and caught.value.retry_after == 2.5  # the front's delay
+    assert str(caught.value) == told
 
 
 def test_a_part_refused_for_good_is_told_as_rejected_spans_and_all_parts_as_malformed() -> None:
     raw = _two_shard_request()
     parts = split_request(raw, 2, max_items=10_000)
-    bad = _RpcError(grpc.StatusCode.INVALID_ARGUMENT, "a ScopeSpans is not valid protobuf")
+    bad = Refusal(RefusalKind.MALFORMED, REFUSE_MALFORMED, "a ScopeSpans is not valid protobuf")
     result = _router([_Shard(OK), _Shard(bad)]).route(raw, "grpc")
-    assert result.rejected == parts[1].spans and "not valid protobuf" in result.message
-    partial = ExportTraceServiceResponse()
-    partial.partial_success.rejected_spans = 2
-    partial.partial_success.error_message = "2 span(s) with invalid trace or span ids"
-    result = _router([_Shard(partial.SerializeToString()), _Shard(bad)]).route(raw, "grpc")
-    assert result.rejected == parts[1].spans + 2 and "invalid trace" in result.message
+    assert (result.accepted, result.rejected) == (parts[0].spans + parts[1].spans, parts[1].spans)
+    assert result.message == "a ScopeSpans is not valid protobuf"
+    result = _router([_Shard(_partial(2, "2 span(s) with invalid trace or span ids")), _Shard(bad)]).route(raw, "grpc")
+    assert result.rejected == parts[1].spans + 2
+    assert result.message == "2 span(s) with invalid trace or span ids; a ScopeSpans is not valid protobuf"
+    too_large = Refusal(RefusalKind.TOO_LARGE, REFUSE_TOO_LARGE, "request of 9 bytes exceeds max_request_bytes=8")
+    result = _router([_Shard(too_large), _Shard(OK)]).route(raw, "grpc")
+    assert result.rejected == parts[0].spans and result.message.startswith("request of 9 bytes")
     with pytest.raises(Malformed, match="not valid protobuf"):
         _router([_Shard(bad), _Shard(bad)]).route(raw, "grpc")
+
+
+def test_rejections_from_every_shard_add_up_and_are_all_told() -> None:
+    raw = _two_shard_request()
+    result = _router([_Shard(_partial(2, "two bad ids")), _Shard(_partial(3, "three bad ids"))]).route(raw, "grpc")
+    assert (result.rejected, result.message) == (5, "two bad ids; three bad ids")
+    bad = [_Shard(Refusal(RefusalKind.MALFORMED, REFUSE_MALFORMED, why)) for why in ("bad one", "bad two")]
+    with pytest.raises(Malformed) as caught:
+        _router(bad).route(raw, "grpc")
+    assert str(caught.value) == "bad one; bad two"
 
 
 # -- shards' options and stores ------------------------------------------------------------------------------------
@@ -537,41 +531,3 @@ def test_processes_is_auto_or_a_count() -> None:
             load_config({"processes": bad}, environ={})
 
 
-def test_the_front_waits_a_bounded_time_and_words_each_refusal() -> None:
-    raw = _two_shard_request()
-    shards = [_Shard(OK), _Shard(OK)]
-    Router(shards=2, export_of=lambda k: shards[k], token="t", max_items=10_000, retry_after=1, timeout=7.5).route(
-        raw, "grpc"
-    )
-    assert [s.timeouts for s in shards] == [[7.5], [7.5]]  # a shard that never answers cannot hold a receiver
-    info = error_details_pb2.RetryInfo(retry_delay=Duration(seconds=9)).SerializeToString()
-    # RetryInfo without a reason: the shard's backpressure
-    full = _RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, "full", [(RETRY_INFO_KEY, info)])
-    with pytest.raises(Backpressure) as caught:
-        _router([_Shard(OK), _Shard(full)]).route(raw, "grpc")
-    assert caught.value.reason == "backpressure" and caught.value.retry_after == 9
-    # RetryInfo on another code is not the shard's backpressure: the front's own delay, shard_unavailable
-    odd = _RpcError(grpc.StatusCode.UNAVAILABLE, "", [(RETRY_INFO_KEY, info)])
-    with pytest.raises(Backpressure) as caught:
-        _router([_Shard(OK), _Shard(odd)]).route(raw, "grpc")
-    assert caught.value.reason == REFUSE_SHARD_UNAVAILABLE and caught.value.retry_after == 2.5
-    assert str(caught.value) == "collector shard 1: UNAVAILABLE"  # no details: the code's name
-    with pytest.raises(Backpressure, match="collector shard 0 is restarting; retry"):
-        _router([None, _Shard(OK)]).route(raw, "grpc")
-
-
-def test_rejections_from_every_shard_add_up_and_are_all_told() -> None:
-    raw = _two_shard_request()
-
-    def partial(n: int, why: str) -> bytes:
-        answer = ExportTraceServiceResponse()
-        answer.partial_success.rejected_spans = n
-        answer.partial_success.error_message = why
-        return answer.SerializeToString()
-
-    result = _router([_Shard(partial(2, "two bad ids")), _Shard(partial(3, "three bad ids"))]).route(raw, "grpc")
-    assert (result.rejected, result.message) == (5, "two bad ids; three bad ids")
-    bad = [_Shard(_RpcError(grpc.StatusCode.INVALID_ARGUMENT, why)) for why in ("bad one", "bad two")]
-    with pytest.raises(Malformed) as caught:
-        _router(bad).route(raw, "grpc")
-    assert str(caught.value) == "bad one; bad two"

@@ -1,0 +1,278 @@
+"""The link between a collector's front and its shards, over real sockets on 127.0.0.1: what the shard's ingest is
+handed, what the front is told for each outcome (the outcomes the OTLP receivers give, :mod:`.refusal`), what is
+counted, and a link that breaks, stalls, is full or is spoken to without the token. The router over two real links
+at the end: every part written before any answer is read."""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from mast_otel.collector.ingest import Backpressure, IngestResult, Malformed, TooLarge
+from mast_otel.collector.limits import MemoryLimiter
+from mast_otel.collector.metrics import (
+    REFUSE_CONNECTION_LIMIT,
+    REFUSE_DISK_FULL,
+    REFUSE_INTERNAL,
+    REFUSE_MALFORMED,
+    REFUSE_MEMORY_LIMIT,
+    REFUSE_TOO_LARGE,
+    REFUSE_UNAUTHENTICATED,
+    CollectorMetrics,
+)
+from mast_otel.collector.refusal import Refusal, RefusalKind
+from mast_otel.collector.routing import Router, split_request
+from mast_otel.collector.shard_link import MAGIC, LinkClient, LinkError, LinkServer
+from tests.collector.test_routing import _request
+
+TOKEN = "run-token"
+MAX = 1 << 16
+
+
+class _Ingest:
+    """A shard's ingest: records each request and transport, answers with ``outcome`` (a result or an exception
+    to raise), after ``gate`` is set when one is given."""
+
+    def __init__(self, outcome: IngestResult | Exception | None = None, gate: threading.Event | None = None) -> None:
+        self.outcome = outcome
+        self.gate = gate
+        self.got: list[tuple[bytes, str]] = []
+        self.arrived = threading.Event()
+
+    def __call__(self, raw: bytes, protocol: str) -> IngestResult:
+        self.got.append((raw, protocol))
+        self.arrived.set()
+        if self.gate is not None and not self.gate.wait(10):
+            raise AssertionError("the gate was never opened")
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        return self.outcome or IngestResult(len(raw))
+
+
+def _refused(metrics: CollectorMetrics, protocol: str, reason: str) -> float:
+    return metrics.registry.get_sample_value(
+        "mast_collector_requests_refused_total", {"protocol": protocol, "reason": reason}
+    ) or 0.0  # fmt: skip
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., tuple[LinkServer, CollectorMetrics]]]:
+    servers: list[LinkServer] = []
+
+    def start(ingest: Callable[[bytes, str], IngestResult], *, limit: int = 1 << 30,
+              max_connections: int = 8) -> tuple[LinkServer, CollectorMetrics]:  # fmt: skip
+        metrics = CollectorMetrics()
+        server = LinkServer("127.0.0.1", 0, ingest=ingest, metrics=metrics, token=TOKEN, max_request_bytes=MAX,
+                            limiter=MemoryLimiter(limit, amplification=1), retry_after=3.5,
+                            max_connections=max_connections)  # fmt: skip
+        server.start()
+        servers.append(server)
+        return server, metrics
+
+    yield start
+    for server in servers:
+        server.stop(1.0)
+
+
+def _closed_without_answer(raw: socket.socket) -> bool:
+    """The shard closed the connection: an end of stream, or a reset when it left bytes we sent unread."""
+    try:
+        return raw.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _client(server: LinkServer, timeout: float = 10.0, token: str = TOKEN) -> LinkClient:
+    return LinkClient((server.host, server.port), token, timeout)
+
+
+def test_a_stored_request_reaches_ingest_as_sent_with_its_transport_and_the_answer_comes_back(serve: Any) -> None:
+    ingest = _Ingest(IngestResult(7, 2, "2 span(s) with invalid trace or span ids"))
+    server, _ = serve(ingest)
+    client = _client(server)
+    payload = random.Random(3).randbytes(MAX)  # the largest allowed, in more than one socket read
+    answer = client.send(payload, "http").answer()
+    assert ingest.got == [(payload, "http")]
+    assert isinstance(answer, ExportTraceServiceResponse)
+    assert answer.partial_success.rejected_spans == 2
+    assert answer.partial_success.error_message == "2 span(s) with invalid trace or span ids"
+    ingest.outcome = None
+    assert client.send(b"", "grpc").answer() == ExportTraceServiceResponse()  # all taken: an empty answer
+    assert ingest.got[1] == (b"", "grpc")
+
+
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [
+        (Malformed("a ScopeSpans is not valid protobuf"),
+         Refusal(RefusalKind.MALFORMED, REFUSE_MALFORMED, "a ScopeSpans is not valid protobuf")),
+        (TooLarge("over max_request_spans"),
+         Refusal(RefusalKind.TOO_LARGE, REFUSE_TOO_LARGE, "over max_request_spans")),
+        (Backpressure("the store's disk is full", 4.25, REFUSE_DISK_FULL),
+         Refusal(RefusalKind.RETRY_LATER, REFUSE_DISK_FULL, "the store's disk is full", 4.25)),
+        (OSError("database is locked"), Refusal(RefusalKind.STORE_FAILED, REFUSE_INTERNAL, "OSError", 1.0)),
+    ],
+)  # fmt: skip
+def test_each_refusal_reaches_the_front_as_the_receivers_word_it_and_is_counted(
+    serve: Any, outcome: Exception, expected: Refusal
+) -> None:
+    server, metrics = serve(_Ingest(outcome))
+    client = _client(server)
+    assert client.send(b"spans", "http").answer() == expected
+    assert _refused(metrics, "http", expected.reason) == 1
+    assert client.send(b"spans", "grpc").answer() == expected  # the connection goes on after a refusal
+    assert _refused(metrics, "grpc", expected.reason) == 1
+
+
+def test_a_request_over_the_limits_is_refused_without_reaching_ingest_and_the_link_goes_on(serve: Any) -> None:
+    ingest = _Ingest()
+    server, metrics = serve(ingest, limit=3 * MAX // 2)
+    client = _client(server)
+    answer = client.send(bytes(MAX + 1), "grpc").answer()
+    told = f"request of {MAX + 1} bytes exceeds max_request_bytes={MAX}; send smaller batches"
+    assert answer == Refusal(RefusalKind.TOO_LARGE, REFUSE_TOO_LARGE, told)
+    assert ingest.got == [] and _refused(metrics, "grpc", REFUSE_TOO_LARGE) == 1
+    # the oversized body was read and dropped: the next request on the same connection is read from its start
+    assert client.send(b"next", "grpc").answer() == ExportTraceServiceResponse()
+    assert ingest.got == [(b"next", "grpc")]
+    # memory: a request is charged while it is stored; two at once do not fit
+    ingest.gate = threading.Event()
+    first = client.send(bytes(MAX), "grpc")
+    assert ingest.arrived.wait(5)
+    second = client.send(bytes(MAX), "grpc").answer()
+    assert isinstance(second, Refusal) and second.kind is RefusalKind.RETRY_LATER
+    assert (second.reason, second.retry_after) == (REFUSE_MEMORY_LIMIT, 3.5)
+    ingest.gate.set()
+    assert first.answer() == ExportTraceServiceResponse()
+
+
+def test_idle_connections_are_reused_and_each_request_in_flight_has_its_own(serve: Any) -> None:
+    ingest = _Ingest()
+    server, _ = serve(ingest)
+    client = _client(server)
+    for _ in range(3):
+        client.send(b"a", "grpc").answer()
+    assert len(server._connections) == 1
+    ingest.gate = threading.Event()
+    first, second = client.send(b"1", "grpc"), client.send(b"2", "grpc")
+    ingest.gate.set()
+    assert first.answer() == second.answer() == ExportTraceServiceResponse()
+    assert len(server._connections) == 2 and sorted(r for r, _ in ingest.got[3:]) == [b"1", b"2"]
+
+
+def test_without_the_token_the_shard_stores_nothing_and_counts_it(serve: Any) -> None:
+    ingest = _Ingest()
+    server, metrics = serve(ingest)
+    with pytest.raises(OSError):
+        _client(server, token="guessed").send(b"spans", "grpc").answer()
+    with socket.create_connection((server.host, server.port), timeout=5) as raw:  # not the link at all
+        raw.sendall(b"POST /v1/traces HTTP/1.1\r\n\r\n" + bytes(64))
+        assert _closed_without_answer(raw)
+    assert ingest.got == [] and _refused(metrics, "grpc", REFUSE_UNAUTHENTICATED) == 2
+
+
+def test_a_frame_outside_the_format_closes_the_connection(serve: Any) -> None:
+    ingest = _Ingest()
+    server, _ = serve(ingest)
+    hello = MAGIC + len(TOKEN).to_bytes(2, "big") + TOKEN.encode()
+    with socket.create_connection((server.host, server.port), timeout=5) as raw:
+        raw.sendall(hello + (4).to_bytes(4, "big") + bytes([9]) + b"abcd")  # transport 9 does not exist
+        assert _closed_without_answer(raw)
+    assert ingest.got == []
+
+
+def test_connections_over_the_cap_are_closed_and_counted(serve: Any) -> None:
+    ingest = _Ingest(gate=threading.Event())
+    server, metrics = serve(ingest, max_connections=1)
+    client = _client(server)
+    first = client.send(b"1", "grpc")
+    assert ingest.arrived.wait(5)
+    with pytest.raises(OSError):
+        client.send(b"2", "grpc").answer()
+    ingest.gate.set()
+    assert first.answer() == ExportTraceServiceResponse()
+    assert _refused(metrics, "grpc", REFUSE_CONNECTION_LIMIT) == 1 and [r for r, _ in ingest.got] == [b"1"]
+
+
+def test_a_shard_that_never_answers_costs_the_front_its_timeout_and_the_connection(serve: Any) -> None:
+    ingest = _Ingest(gate=threading.Event())
+    server, _ = serve(ingest)
+    client = _client(server, timeout=0.3)
+    exchange = client.send(b"stuck", "grpc")
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        exchange.answer()
+    assert 0.25 < time.monotonic() - started < 3
+    ingest.gate.set()
+    assert client._idle == []  # a connection whose answer may still come is never reused
+
+
+def test_a_shard_gone_is_an_oserror_and_a_closed_client_keeps_no_connection(serve: Any) -> None:
+    ingest = _Ingest()
+    server, _ = serve(ingest)
+    client = _client(server)
+    client.send(b"a", "grpc").answer()
+    server.stop(1.0)
+    with pytest.raises(OSError):
+        client.send(b"b", "grpc").answer()  # the pooled connection was closed by the stop
+    with pytest.raises(OSError):
+        client.send(b"c", "grpc")  # and no new one can be opened
+    client.close()
+    assert client._idle == []
+
+
+def test_stopping_a_shard_still_answers_the_request_it_is_storing(serve: Any) -> None:
+    ingest = _Ingest(gate=threading.Event())
+    server, _ = serve(ingest)
+    client = _client(server)
+    idle = _client(server)
+    idle.send(b"idle", "grpc")  # its connection then waits for a next request that never comes
+    exchange = client.send(b"storing", "grpc")
+    while len(ingest.got) < 2:
+        time.sleep(0.01)
+    threading.Timer(0.2, ingest.gate.set).start()
+    started = time.monotonic()
+    server.stop(5.0)
+    assert time.monotonic() - started < 3  # the idle connection did not hold the stop
+    assert exchange.answer() == ExportTraceServiceResponse()
+
+
+def test_the_answer_is_read_as_the_format_says() -> None:
+    """A shard answering outside the format (a bug on one side) is a broken link for the front, not a crash."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_badly() -> None:
+        conn, _ = listener.accept()
+        conn.sendall(bytes([7]) + (0).to_bytes(4, "big"))  # an answer of unknown kind
+        while conn.recv(1 << 16):  # until the front closes the connection
+            pass
+        conn.close()
+
+    threading.Thread(target=answer_badly, daemon=True).start()
+    client = LinkClient(listener.getsockname(), TOKEN, 5.0)
+    with pytest.raises(LinkError, match="unknown kind 7"):
+        client.send(b"x", "grpc").answer()
+    listener.close()
+
+
+def test_the_router_writes_every_part_before_it_reads_an_answer(serve: Any) -> None:
+    """Each shard stores its part only once the other shard has its own: parts written one after the other's
+    answer would never both arrive, and the route would wait for a gate that never opens."""
+    both = threading.Event()
+    ingests = [_Ingest(gate=both), _Ingest(gate=both)]
+    links = [_client(serve(ingest)[0]) for ingest in ingests]
+    router = Router(shards=2, link_of=lambda k: links[k], max_items=10_000, retry_after=1.0)
+    raw = next(r for r in (_request(random.Random(s)).SerializeToString() for s in range(50))
+               if len(split_request(r, 2, max_items=10_000)) == 2)  # fmt: skip
+    threading.Thread(target=lambda: all(i.arrived.wait(5) for i in ingests) and both.set(), daemon=True).start()
+    result = router.route(raw, "http")
+    parts = split_request(raw, 2, max_items=10_000)
+    assert result.accepted == sum(p.spans for p in parts) and result.rejected == 0
+    assert [i.got for i in ingests] == [[(p.request, "http")] for p in parts]
