@@ -529,5 +529,3 @@ def test_processes_is_auto_or_a_count() -> None:
     for bad in ("-1", "two", "1.5"):
         with pytest.raises(ConfigError, match="processes"):
             load_config({"processes": bad}, environ={})
-
-
