@@ -33,11 +33,12 @@ from .refusal import Refusal, RefusalKind
 __all__ = ["FRONT_SHARE", "Part", "Router", "shard_bounds", "shard_of", "split_request"]
 
 _CRC_RANGE = 1 << 32
-# What the front spends on a span, as a share of what the shards together spend on it: 8-12 us against 98-132 in
-# the two-core runs traced in docs/collector.md ("The two-core run, traced"; measured with 2 shards only). Shard 0,
-# which shares its core with the front, owns that much less, so that both cores finish together instead of shard 0
-# trailing by a second or two. Changing it moves traces between shards, as changing their number does.
-FRONT_SHARE = 0.09
+# What the front spends on a span, as a share of what the shards together spend on it: 6.3-6.8% in the two-core
+# runs traced in docs/collector.md ("The front's link to its shards"; measured with 2 shards only; 9% when the
+# front forwarded over gRPC). Shard 0, which shares its core with the front, owns that much less, so that both
+# cores finish together instead of shard 0 trailing by a second or two. Changing it moves traces between shards,
+# as changing their number does (from 0.09 to 0.065: 1.3% of trace ids at 2 shards, 2.5% at 3, 3.7% at 4).
+FRONT_SHARE = 0.065
 
 
 def shard_bounds(shards: int) -> tuple[int, ...]:

@@ -50,6 +50,7 @@ _ANSWER = struct.Struct(">BI")  # kind, length
 _TOKEN = struct.Struct(">H")
 _DISCARD_CHUNK = 1 << 16
 _ACCEPT_POLL_S = 0.25  # how soon a stopped server's accept loop notices
+_HELLO_TIMEOUT_S = 10.0  # a local process that connects and says nothing frees its connection slot
 
 
 class LinkError(OSError):
@@ -140,7 +141,6 @@ class LinkServer:
             except OSError as exc:
                 _log.error("the collector shard's link stopped accepting: %s", exc)
                 return
-            conn.settimeout(None)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             thread = threading.Thread(target=self._serve, args=(conn,), name="mast-link", daemon=True)
             with self._lock:
@@ -185,9 +185,14 @@ class LinkServer:
             conn.close()
 
     def _hello(self, conn: socket.socket) -> bool:
-        magic = _read_exactly(conn, len(MAGIC))
-        size = _read_exactly(conn, _TOKEN.size) if magic == MAGIC else None
-        token = _read_exactly(conn, _TOKEN.unpack(size)[0]) if size is not None else None
+        conn.settimeout(_HELLO_TIMEOUT_S)
+        try:
+            magic = _read_exactly(conn, len(MAGIC))
+            size = _read_exactly(conn, _TOKEN.size) if magic == MAGIC else None
+            token = _read_exactly(conn, _TOKEN.unpack(size)[0]) if size is not None else None
+        except TimeoutError:
+            return False
+        conn.settimeout(None)
         return token is not None and hmac.compare_digest(token, self._token)
 
     def _handle(self, body: bytes, protocol: str) -> bytes:

@@ -29,6 +29,7 @@ from mast_otel.collector.metrics import (
 )
 from mast_otel.collector.refusal import Refusal, RefusalKind
 from mast_otel.collector.routing import Router, split_request
+from mast_otel.collector import shard_link
 from mast_otel.collector.shard_link import MAGIC, LinkClient, LinkError, LinkServer
 from tests.collector.test_routing import _request
 
@@ -276,3 +277,12 @@ def test_the_router_writes_every_part_before_it_reads_an_answer(serve: Any) -> N
     parts = split_request(raw, 2, max_items=10_000)
     assert result.accepted == sum(p.spans for p in parts) and result.rejected == 0
     assert [i.got for i in ingests] == [[(p.request, "http")] for p in parts]
+
+
+def test_a_connection_that_says_nothing_is_closed_and_frees_its_slot(serve: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(shard_link, "_HELLO_TIMEOUT_S", 0.2)
+    server, metrics = serve(_Ingest(), max_connections=1)
+    with socket.create_connection((server.host, server.port), timeout=5) as silent:
+        assert _closed_without_answer(silent)
+    assert _client(server).send(b"after", "grpc").answer() == ExportTraceServiceResponse()
+    assert _refused(metrics, "grpc", REFUSE_UNAUTHENTICATED) == 1
