@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from mast_otel.collector import shard_link
 from mast_otel.collector.ingest import Backpressure, IngestResult, Malformed, TooLarge
 from mast_otel.collector.limits import MemoryLimiter
 from mast_otel.collector.metrics import (
@@ -29,7 +30,6 @@ from mast_otel.collector.metrics import (
 )
 from mast_otel.collector.refusal import Refusal, RefusalKind
 from mast_otel.collector.routing import Router, split_request
-from mast_otel.collector import shard_link
 from mast_otel.collector.shard_link import MAGIC, LinkClient, LinkError, LinkServer
 from tests.collector.test_routing import _request
 
