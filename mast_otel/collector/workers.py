@@ -1,4 +1,4 @@
-"""Worker threads: daemon threads running queued calls in order, with a cancellable Future or without one."""
+"""Worker threads: daemon threads running queued calls in order (the judge's)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any, TypeVar
 
 __all__ = ["Workers"]
@@ -18,10 +17,9 @@ T = TypeVar("T")
 class Workers:
     """``n`` daemon threads running queued calls in order.
 
-    :meth:`submit` gives each call a Future (cancellable while queued); :meth:`call` gives none, for a caller that
-    tracks and cancels its own work: the judge queues one call per conversation, and a Future with its condition,
-    lock and callbacks made a dozen objects per queued conversation for the garbage collector to scan
-    (docs/collector.md, "Garbage collection, the judge queue and the front").
+    No Future per call: the caller tracks and cancels its own work. The judge queues one call per conversation, and
+    a Future with its condition, lock and callbacks made a dozen objects per queued conversation for the garbage
+    collector to scan (docs/collector.md, "Garbage collection, the judge queue and the front").
 
     Not a ThreadPoolExecutor: the interpreter joins an executor's threads at exit, so one judge call that never
     returns would keep a stopped collector alive forever.
@@ -33,11 +31,6 @@ class Workers:
         self._closed = False
         for i in range(n):
             threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True).start()
-
-    def submit(self, fn: Callable[[], T]) -> Future[T]:
-        future: Future[T] = Future()
-        self._queue.put((_run_with_future, (future, fn)))
-        return future
 
     def call(self, fn: Callable[[T], object], arg: T) -> None:
         """Queue ``fn(arg)``; it reports its own outcome (an exception it raises is logged, the worker goes on)."""
@@ -63,14 +56,3 @@ class Workers:
         for _ in range(self._n):
             self._queue.put(None)
 
-
-def _run_with_future(item: tuple[Future[Any], Callable[[], Any]]) -> None:
-    future, fn = item
-    if not future.set_running_or_notify_cancel():
-        return  # cancelled while queued
-    try:
-        result = fn()
-    except BaseException as exc:  # as ThreadPoolExecutor does: the caller sees it through the future
-        future.set_exception(exc)
-    else:
-        future.set_result(result)
