@@ -5,6 +5,7 @@ at the end: every part written before any answer is read."""
 
 from __future__ import annotations
 
+import logging
 import random
 import socket
 import threading
@@ -30,7 +31,7 @@ from mast_otel.collector.metrics import (
 )
 from mast_otel.collector.refusal import Refusal, RefusalKind
 from mast_otel.collector.routing import Router, split_request
-from mast_otel.collector.shard_link import MAGIC, LinkClient, LinkError, LinkServer
+from mast_otel.collector.shard_link import MAGIC, LinkClient, LinkError, LinkServer, _read_exactly
 from tests.collector.test_routing import _request
 
 TOKEN = "run-token"
@@ -150,6 +151,7 @@ def test_a_request_over_the_limits_is_refused_without_reaching_ingest_and_the_li
     second = client.send(bytes(MAX), "grpc").answer()
     assert isinstance(second, Refusal) and second.kind is RefusalKind.RETRY_LATER
     assert (second.reason, second.retry_after) == (REFUSE_MEMORY_LIMIT, 3.5)
+    assert _refused(metrics, "grpc", REFUSE_MEMORY_LIMIT) == 1
     ingest.gate.set()
     assert first.answer() == ExportTraceServiceResponse()
 
@@ -168,38 +170,55 @@ def test_idle_connections_are_reused_and_each_request_in_flight_has_its_own(serv
     assert len(server._connections) == 2 and sorted(r for r, _ in ingest.got[3:]) == [b"1", b"2"]
 
 
-def test_without_the_token_the_shard_stores_nothing_and_counts_it(serve: Any) -> None:
+def test_without_the_token_the_shard_stores_nothing_and_counts_it(serve: Any, caplog: Any) -> None:
     ingest = _Ingest()
     server, metrics = serve(ingest)
-    with pytest.raises(OSError):
+    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.shard_link"), pytest.raises(OSError):
         _client(server, token="guessed").send(b"spans", "grpc").answer()
     with socket.create_connection((server.host, server.port), timeout=5) as raw:  # not the link at all
         raw.sendall(b"POST /v1/traces HTTP/1.1\r\n\r\n" + bytes(64))
         assert _closed_without_answer(raw)
     assert ingest.got == [] and _refused(metrics, "grpc", REFUSE_UNAUTHENTICATED) == 2
+    assert "a connection to the collector shard's link without the run's token; closed" in caplog.messages
 
 
-def test_a_frame_outside_the_format_closes_the_connection(serve: Any) -> None:
+def test_a_frame_outside_the_format_closes_the_connection(serve: Any, caplog: Any) -> None:
     ingest = _Ingest()
-    server, _ = serve(ingest)
+    server, metrics = serve(ingest)
     hello = MAGIC + len(TOKEN).to_bytes(2, "big") + TOKEN.encode()
-    with socket.create_connection((server.host, server.port), timeout=5) as raw:
-        raw.sendall(hello + (4).to_bytes(4, "big") + bytes([9]) + b"abcd")  # transport 9 does not exist
-        assert _closed_without_answer(raw)
-    assert ingest.got == []
+    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.shard_link"):
+        with socket.create_connection((server.host, server.port), timeout=5) as raw:
+            raw.sendall(hello + (4).to_bytes(4, "big") + bytes([2]) + b"abcd")  # transports are 0 and 1
+            assert _closed_without_answer(raw)
+        # an oversized request cut short: never answered, so never counted as refused
+        with socket.create_connection((server.host, server.port), timeout=5) as raw:
+            raw.sendall(hello + (MAX + 10).to_bytes(4, "big") + bytes([0]) + bytes(100))
+        deadline = time.monotonic() + 5
+        while server._connections and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert ingest.got == [] and _refused(metrics, "grpc", REFUSE_TOO_LARGE) == 0
+    assert "a connection from the collector's front failed: transport 2 is not one of ('grpc', 'http')" in (
+        caplog.messages
+    )
 
 
-def test_connections_over_the_cap_are_closed_and_counted(serve: Any) -> None:
+def test_connections_over_the_cap_are_closed_and_counted(serve: Any, caplog: Any) -> None:
     ingest = _Ingest(gate=threading.Event())
     server, metrics = serve(ingest, max_connections=1)
     client = _client(server)
     first = client.send(b"1", "grpc")
     assert ingest.arrived.wait(5)
-    with pytest.raises(OSError):
+    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.shard_link"), pytest.raises(OSError):
         client.send(b"2", "grpc").answer()
     ingest.gate.set()
     assert first.answer() == ExportTraceServiceResponse()
     assert _refused(metrics, "grpc", REFUSE_CONNECTION_LIMIT) == 1 and [r for r, _ in ingest.got] == [b"1"]
+    assert "the front opened more than 1 connections to this shard; closing one" in caplog.messages
+    client.close()  # its connection ends, and a new one is taken again
+    deadline = time.monotonic() + 5
+    while server._connections and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _client(server).send(b"3", "grpc").answer() == ExportTraceServiceResponse()
 
 
 def test_a_shard_that_never_answers_costs_the_front_its_timeout_and_the_connection(serve: Any) -> None:
@@ -245,22 +264,61 @@ def test_stopping_a_shard_still_answers_the_request_it_is_storing(serve: Any) ->
     assert exchange.answer() == ExportTraceServiceResponse()
 
 
-def test_the_answer_is_read_as_the_format_says() -> None:
-    """A shard answering outside the format (a bug on one side) is a broken link for the front, not a crash."""
+def _fake_shard(reply: bytes) -> tuple[str, int]:
+    """A listener that takes one connection, reads the hello and one request, writes ``reply`` and closes."""
     listener = socket.create_server(("127.0.0.1", 0))
 
-    def answer_badly() -> None:
+    def serve() -> None:
         conn, _ = listener.accept()
-        conn.sendall(bytes([7]) + (0).to_bytes(4, "big"))  # an answer of unknown kind
-        while conn.recv(1 << 16):  # until the front closes the connection
-            pass
-        conn.close()
+        with conn:
+            _read_exactly(conn, len(MAGIC) + 2 + len(TOKEN))
+            header = _read_exactly(conn, 5)
+            assert header is not None
+            _read_exactly(conn, int.from_bytes(header[:4], "big"))
+            conn.sendall(reply)
+        listener.close()
 
-    threading.Thread(target=answer_badly, daemon=True).start()
-    client = LinkClient(listener.getsockname(), TOKEN, 5.0)
-    with pytest.raises(LinkError, match="unknown kind 7"):
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()
+
+
+@pytest.mark.parametrize(
+    ("reply", "told"),
+    [
+        (b"", "the shard closed the connection before answering"),
+        (bytes([0, 0, 0]), "the shard closed the connection before answering"),  # half a header
+        (bytes([0]) + (10).to_bytes(4, "big") + b"abc", "the shard closed the connection while answering"),
+        (bytes([7]) + (0).to_bytes(4, "big"), "an answer of unknown kind 7"),
+        (bytes([0]) + (1).to_bytes(4, "big") + b"\xff", "an answer the front cannot read: "),
+        (bytes([1]) + (2).to_bytes(4, "big") + b"{]", "a refusal the front cannot read: "),
+        (bytes([1]) + (2).to_bytes(4, "big") + b"{}", "a refusal the front cannot read: 'kind'"),
+    ],
+)  # fmt: skip
+def test_an_answer_outside_the_format_is_a_broken_link_for_the_front(reply: bytes, told: str) -> None:
+    """A shard answering outside the format (a bug on one side) is a broken link for the front, not a crash."""
+    client = LinkClient(_fake_shard(reply), TOKEN, 5.0)
+    with pytest.raises(LinkError) as caught:
         client.send(b"x", "grpc").answer()
-    listener.close()
+    assert str(caught.value).startswith(told)
+    assert client._idle == []
+
+
+def test_reading_exactly_n_bytes_across_partial_reads_and_an_early_close() -> None:
+    for timeout in (None, 5.0):  # the shard's blocking sockets, the front's with a timeout
+        reader, writer = socket.socketpair()
+        reader.settimeout(timeout)
+
+        def write(to: socket.socket) -> None:
+            for piece in (b"abc", b"defg", b"hi"):
+                to.sendall(piece)
+                time.sleep(0.05)
+            to.close()
+
+        threading.Thread(target=write, args=(writer,), daemon=True).start()
+        assert _read_exactly(reader, 0) == b""
+        assert _read_exactly(reader, 7) == b"abcdefg"
+        assert _read_exactly(reader, 3) is None  # "hi", then the end
+        reader.close()
 
 
 def test_the_router_writes_every_part_before_it_reads_an_answer(serve: Any) -> None:
@@ -286,3 +344,60 @@ def test_a_connection_that_says_nothing_is_closed_and_frees_its_slot(serve: Any,
         assert _closed_without_answer(silent)
     assert _client(server).send(b"after", "grpc").answer() == ExportTraceServiceResponse()
     assert _refused(metrics, "grpc", REFUSE_UNAUTHENTICATED) == 1
+
+
+def test_a_shard_link_binds_where_it_is_told_or_says_why_not(serve: Any) -> None:
+    server, _ = serve(_Ingest())
+    assert (server.host, server.port) == ("127.0.0.1", server._listener.getsockname()[1])
+
+    def bound(port: int) -> LinkServer:
+        return LinkServer("127.0.0.1", port, ingest=_Ingest(), metrics=CollectorMetrics(), token=TOKEN,
+                          max_request_bytes=MAX, limiter=MemoryLimiter(1 << 20), retry_after=1.0,
+                          max_connections=1)  # fmt: skip
+
+    with pytest.raises(OSError, match=f"cannot bind the collector shard's link to 127.0.0.1:{server.port}: "):
+        bound(server.port)
+    never_started = bound(0)
+    port = never_started.port
+    never_started.stop()  # a shard that fails before it serves still frees its port
+    socket.create_server(("127.0.0.1", port)).close()
+
+
+def test_the_links_threads_are_named_daemons_and_accept_after_a_quiet_spell(serve: Any) -> None:
+    server, _ = serve(_Ingest())
+    time.sleep(3 * shard_link._ACCEPT_POLL_S)  # several accept timeouts with nobody connecting
+    client = _client(server)  # kept: its connection's thread lives as long as the connection
+    assert client.send(b"late", "grpc").answer() == ExportTraceServiceResponse()
+    threads = {t.name: t.daemon for t in threading.enumerate() if t.name.startswith("mast-link")}
+    assert threads == {"mast-link-accept": True, "mast-link": True}  # a stuck thread never holds a stopped shard
+
+
+def test_a_stop_waits_for_a_request_being_stored_at_most_its_grace(serve: Any) -> None:
+    ingest = _Ingest(gate=threading.Event())
+    server, _ = serve(ingest)
+    exchange = _client(server).send(b"stuck", "grpc")
+    assert ingest.arrived.wait(5)
+    started = time.monotonic()
+    server.stop(0.3)
+    assert time.monotonic() - started < 2
+    ingest.gate.set()
+    assert exchange.answer() == ExportTraceServiceResponse()  # answered once it is stored, after the stop
+
+
+def test_an_accept_that_fails_is_logged(serve: Any, caplog: Any) -> None:
+    server, _ = serve(_Ingest())
+    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.shard_link"):
+        server._listener.close()
+        assert server._acceptor is not None
+        server._acceptor.join(5)
+    assert any(m.startswith("the collector shard's link stopped accepting: ") and "Bad file descriptor" in m
+               for m in caplog.messages)  # fmt: skip
+
+
+def test_a_client_closed_during_an_exchange_keeps_no_connection(serve: Any) -> None:
+    server, _ = serve(_Ingest())
+    client = _client(server)
+    exchange = client.send(b"a", "grpc")
+    client.close()
+    assert exchange.answer() == ExportTraceServiceResponse()
+    assert client._idle == []
