@@ -26,7 +26,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from .encoding import ShallowScopeSpans, field, walk
-from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, parse_error_reason, resource_spans_of
+from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, TooLarge, parse_error_reason, resource_spans_of
 from .metrics import REFUSE_SHARD_UNAVAILABLE
 from .refusal import Refusal, RefusalKind
 
@@ -158,7 +158,7 @@ class Router:
         parts = split_request(raw, self._shards, max_items=self._max_items)
         answers = [_answer(sent) for sent in [self._send(part, protocol) for part in parts]]
         total = sum(p.spans for p in parts)
-        rejected, messages, refused_for_good = 0, [], 0
+        rejected, messages, for_good = 0, [], []
         retry: Backpressure | None = None
         for part, answer in zip(parts, answers, strict=True):
             if isinstance(answer, ExportTraceServiceResponse):
@@ -167,16 +167,17 @@ class Router:
                     messages.append(answer.partial_success.error_message)
                 continue
             outcome = self._refused(part, answer)
-            if isinstance(outcome, Backpressure):
-                retry = retry or outcome
+            if isinstance(outcome, Backpressure):  # the longest delay any shard asked for
+                retry = outcome if retry is None or outcome.retry_after > retry.retry_after else retry
             else:
-                refused_for_good += 1
+                for_good.append(outcome)
                 rejected += part.spans
-                messages.append(outcome)
+                messages.append(outcome.message)
         if retry is not None:
             raise retry
-        if parts and refused_for_good == len(parts):
-            raise Malformed("; ".join(messages))
+        if parts and len(for_good) == len(parts):  # nothing taken: the client is told as a single process tells it
+            told = "; ".join(messages)
+            raise TooLarge(told) if all(r.kind is RefusalKind.TOO_LARGE for r in for_good) else Malformed(told)
         return IngestResult(total, rejected, "; ".join(m for m in messages if m))
 
     def _send(self, part: Part, protocol: str) -> Any:
@@ -189,15 +190,16 @@ class Router:
         except OSError as exc:
             return exc
 
-    def _refused(self, part: Part, answer: Refusal | OSError | None) -> Backpressure | str:
-        """A part not stored: retryable (a Backpressure to raise) or refused for good (its message)."""
+    def _refused(self, part: Part, answer: Refusal | OSError | None) -> Backpressure | Refusal:
+        """A part not stored: retryable (a Backpressure to raise) or refused for good (malformed or too large)."""
         if isinstance(answer, Refusal):
             if answer.kind is RefusalKind.RETRY_LATER:  # full, its disk full, its memory limit: the shard's delay
                 return Backpressure(answer.message, answer.retry_after, answer.reason)
-            if answer.kind is not RefusalKind.STORE_FAILED:
-                return answer.message  # malformed or too large: told to the client as a single process would
-            why = f"collector shard {part.shard}: could not store: {answer.message}"
-        elif answer is None:
+            if answer.kind is RefusalKind.STORE_FAILED:  # the shard's reason (internal_error) and delay
+                message = f"collector shard {part.shard}: could not store: {answer.message}"
+                return Backpressure(message, answer.retry_after, answer.reason)
+            return answer
+        if answer is None:
             why = f"collector shard {part.shard} is restarting; retry"
         else:
             why = f"collector shard {part.shard} is not answering ({answer}); retry"

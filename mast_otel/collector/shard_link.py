@@ -10,8 +10,8 @@ every answer: no threads are handed anything.
 Both ends are this module, in the same version (the front starts its shards from its own interpreter), so the
 format carries no version beyond its opening magic:
 
-- a connection opens with :data:`MAGIC`, then the token (u16 length, bytes); a shard that does not recognise them
-  counts the refusal and closes the connection;
+- a connection opens with :data:`MAGIC`, then the token (u16 length, bytes), within :data:`_HELLO_TIMEOUT_S`; a
+  shard that does not receive exactly that counts the refusal (transport ``link``) and closes the connection;
 - a request: u32 length, u8 transport (an index into :data:`.metrics.PROTOCOLS`), then the serialized
   ExportTraceServiceRequest;
 - an answer: u8 kind, u32 length, then the body: for :data:`STORED`, the ExportTraceServiceResponse; for
@@ -30,6 +30,7 @@ import logging
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 
 from google.protobuf.message import DecodeError
@@ -40,7 +41,7 @@ from .limits import MemoryLimiter, OverLimit
 from .metrics import PROTOCOLS, REFUSE_CONNECTION_LIMIT, REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
 from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
 
-__all__ = ["MAGIC", "REFUSED", "STORED", "Exchange", "LinkClient", "LinkError", "LinkServer"]
+__all__ = ["LINK", "MAGIC", "REFUSED", "STORED", "Exchange", "LinkClient", "LinkError", "LinkServer"]
 
 _log = logging.getLogger(__name__)
 MAGIC = b"mast-otel-link/1\n"
@@ -50,7 +51,9 @@ _ANSWER = struct.Struct(">BI")  # kind, length
 _TOKEN = struct.Struct(">H")
 _DISCARD_CHUNK = 1 << 16
 _ACCEPT_POLL_S = 0.25  # how soon a stopped server's accept loop notices
-_HELLO_TIMEOUT_S = 10.0  # a local process that connects and says nothing frees its connection slot
+_HELLO_TIMEOUT_S = 2.0  # the whole hello, which the front writes as it connects; a slow one frees its slot
+_MAX_ANSWER = 1 << 20  # an answer is a partial-success message or a refusal: a few hundred bytes
+LINK = "link"  # the transport label of refusals of the link itself (not of a request)
 
 
 class LinkError(OSError):
@@ -111,13 +114,15 @@ class LinkServer:
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._stopping = threading.Event()
         self._acceptor: threading.Thread | None = None
+        self._warned: set[str] = set()
 
     def start(self) -> None:
         self._acceptor = threading.Thread(target=self._accept, name="mast-link-accept", daemon=True)
         self._acceptor.start()
 
     def stop(self, grace: float = 2.0) -> None:
-        """Take no more requests; a request being stored gets up to ``grace`` seconds to be answered."""
+        """Take no more requests; the requests being stored get up to ``grace`` seconds, together, to be answered."""
+        deadline = time.monotonic() + grace
         self._stopping.set()
         if self._acceptor is not None:
             self._acceptor.join()
@@ -130,7 +135,7 @@ class LinkServer:
             except OSError:
                 pass
         for thread in connections.values():
-            thread.join(grace)
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _accept(self) -> None:
         while not self._stopping.is_set():
@@ -148,9 +153,8 @@ class LinkServer:
                 if not full:
                     self._connections[conn] = thread
             if full:
-                self._metrics.requests_refused.labels("grpc", REFUSE_CONNECTION_LIMIT).inc()
-                _log.warning("the front opened more than %d connections to this shard; closing one",
-                             self._max_connections)  # fmt: skip
+                self._refuse_connection(REFUSE_CONNECTION_LIMIT, f"more than {self._max_connections} connections to "
+                                        "this shard's link; closing the ones over")  # fmt: skip
                 conn.close()
                 continue
             thread.start()
@@ -158,8 +162,8 @@ class LinkServer:
     def _serve(self, conn: socket.socket) -> None:
         try:
             if not self._hello(conn):
-                self._metrics.requests_refused.labels("grpc", REFUSE_UNAUTHENTICATED).inc()
-                _log.warning("a connection to the collector shard's link without the run's token; closed")
+                self._refuse_connection(REFUSE_UNAUTHENTICATED, "a connection to this shard's link without the run's "
+                                        "token in time; closing such connections")  # fmt: skip
                 return
             while (header := _read_exactly(conn, _REQUEST.size)) is not None:
                 length, transport = _REQUEST.unpack(header)
@@ -185,15 +189,33 @@ class LinkServer:
             conn.close()
 
     def _hello(self, conn: socket.socket) -> bool:
-        conn.settimeout(_HELLO_TIMEOUT_S)
+        """Exactly the hello this run's front sends, read under one deadline (a client trickling bytes cannot hold
+        its connection slot) and compared in constant time."""
+        expected = MAGIC + _TOKEN.pack(len(self._token)) + self._token
+        deadline = time.monotonic() + _HELLO_TIMEOUT_S
+        got = b""
         try:
-            magic = _read_exactly(conn, len(MAGIC))
-            size = _read_exactly(conn, _TOKEN.size) if magic == MAGIC else None
-            token = _read_exactly(conn, _TOKEN.unpack(size)[0]) if size is not None else None
-        except TimeoutError:
+            while len(got) < len(expected):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                conn.settimeout(left)
+                chunk = conn.recv(len(expected) - len(got))
+                if not chunk:
+                    return False
+                got += chunk
+            conn.settimeout(None)
+        except OSError:  # timed out, or reset
             return False
-        conn.settimeout(None)
-        return token is not None and hmac.compare_digest(token, self._token)
+        return hmac.compare_digest(got, expected)
+
+    def _refuse_connection(self, reason: str, message: str) -> None:
+        """Count a connection refused before any request (transport ``link``); warn once per reason, so that a local
+        process retrying cannot flood the log."""
+        self._metrics.requests_refused.labels(LINK, reason).inc()
+        if reason not in self._warned:
+            self._warned.add(reason)
+            _log.warning("%s (counted in mast_collector_requests_refused_total{protocol=\"link\"})", message)
 
     def _handle(self, body: bytes, protocol: str) -> bytes:
         """The answer frame to one request, as the OTLP receivers decide it (:mod:`.refusal`)."""
@@ -265,6 +287,8 @@ class LinkClient:
 
     def _take(self) -> socket.socket:
         with self._lock:
+            if self._closed:  # the shard went away after the router looked its link up
+                raise LinkError("the link to this shard is closed (the shard is restarting)")
             if self._idle:
                 return self._idle.pop()
         conn = socket.create_connection(self.address, timeout=self._timeout)
@@ -291,17 +315,22 @@ class Exchange:
 
     def __init__(self, client: LinkClient, conn: socket.socket) -> None:
         self._client = client
-        self._conn = conn
+        self._conn: socket.socket | None = conn
 
     def answer(self) -> ExportTraceServiceResponse | Refusal:
         """The shard's answer: the response to a stored request, or its refusal. Raises OSError (the connection is
-        then closed) when it broke, timed out or answered outside the format."""
-        conn = self._conn
+        then closed) when it broke, timed out or answered outside the format. Once only: the connection then serves
+        another exchange."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            raise LinkError("this exchange was answered already")
         try:
             header = _read_exactly(conn, _ANSWER.size)
             if header is None:
                 raise LinkError("the shard closed the connection before answering")
             kind, length = _ANSWER.unpack(header)
+            if length > _MAX_ANSWER:
+                raise LinkError(f"an answer of {length} bytes, over {_MAX_ANSWER}")
             body = _read_exactly(conn, length)
             if body is None:
                 raise LinkError("the shard closed the connection while answering")

@@ -19,7 +19,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from mast_otel.collector.encoding import field
 from mast_otel.collector.ingest import Backpressure, Malformed, TooLarge
-from mast_otel.collector.metrics import REFUSE_DISK_FULL, REFUSE_MALFORMED, REFUSE_SHARD_UNAVAILABLE, REFUSE_TOO_LARGE
+from mast_otel.collector.metrics import (
+    REFUSE_DISK_FULL,
+    REFUSE_INTERNAL,
+    REFUSE_MALFORMED,
+    REFUSE_SHARD_UNAVAILABLE,
+    REFUSE_TOO_LARGE,
+)
 from mast_otel.collector.refusal import Refusal, RefusalKind
 from mast_otel.collector.routing import FRONT_SHARE, Router, shard_bounds, shard_of, split_request
 from mast_otel.collector.shard_metrics import ShardMetrics, merge_families
@@ -279,8 +285,10 @@ def test_split_refuses_what_no_shard_could_read_and_counts_items_first() -> None
 class _Exchange:
     def __init__(self, answer: ExportTraceServiceResponse | Refusal | OSError) -> None:
         self._answer = answer
+        self.read = False
 
     def answer(self) -> ExportTraceServiceResponse | Refusal:
+        self.read = True
         if isinstance(self._answer, OSError):
             raise self._answer
         return self._answer
@@ -293,13 +301,15 @@ class _Shard:
         self.answer = answer
         self.send_fails = send_fails
         self.sent: list[tuple[bytes, str]] = []
+        self.exchanges: list[_Exchange] = []
 
     def send(self, request: bytes, protocol: str) -> _Exchange:
         if self.send_fails:
             assert isinstance(self.answer, OSError)
             raise self.answer
         self.sent.append((request, protocol))
-        return _Exchange(self.answer)
+        self.exchanges.append(_Exchange(self.answer))
+        return self.exchanges[-1]
 
 
 def _two_shard_request() -> bytes:
@@ -337,10 +347,24 @@ def test_the_front_acknowledges_once_every_shard_committed_its_part_and_says_the
 
 def test_a_part_refused_for_now_makes_the_whole_request_retryable_with_the_shards_delay_and_reason() -> None:
     full = Refusal(RefusalKind.RETRY_LATER, REFUSE_DISK_FULL, "the store's disk is full", 4.5)
+    shards = [_Shard(OK), _Shard(full)]
     with pytest.raises(Backpressure) as caught:
-        _router([_Shard(OK), _Shard(full)]).route(_two_shard_request(), "grpc")
+        _router(shards).route(_two_shard_request(), "grpc")
     assert caught.value.retry_after == 4.5 and caught.value.reason == REFUSE_DISK_FULL
     assert str(caught.value) == "the store's disk is full"
+    assert all(e.read for shard in shards for e in shard.exchanges)  # every answer read: no connection left behind
+    # the longest delay any shard asked for, whichever comes first
+    busy = Refusal(RefusalKind.RETRY_LATER, "backpressure", "full", 1.0)
+    for pair in ([busy, full], [full, busy]):
+        with pytest.raises(Backpressure) as caught:
+            _router([_Shard(pair[0]), _Shard(pair[1])]).route(_two_shard_request(), "grpc")
+        assert (caught.value.retry_after, caught.value.reason) == (4.5, REFUSE_DISK_FULL)
+    # a store that failed: the shard's reason and delay, as a single process counts and answers it
+    failed = Refusal(RefusalKind.STORE_FAILED, REFUSE_INTERNAL, "OperationalError", 1.0)
+    with pytest.raises(Backpressure) as caught:
+        _router([_Shard(OK), _Shard(failed)]).route(_two_shard_request(), "grpc")
+    assert (caught.value.retry_after, caught.value.reason) == (1.0, REFUSE_INTERNAL)
+    assert str(caught.value) == "collector shard 1: could not store: OperationalError"
     # refused for now by one shard and for good by the other: the client retries the whole request
     bad = Refusal(RefusalKind.MALFORMED, REFUSE_MALFORMED, "a ScopeSpans is not valid protobuf")
     with pytest.raises(Backpressure):
@@ -354,11 +378,9 @@ def test_a_part_refused_for_now_makes_the_whole_request_retryable_with_the_shard
         (_Shard(ConnectionRefusedError(111, "Connection refused"), send_fails=True),
          "collector shard 1 is not answering ([Errno 111] Connection refused); retry"),
         (_Shard(TimeoutError("timed out")), "collector shard 1 is not answering (timed out); retry"),
-        (_Shard(Refusal(RefusalKind.STORE_FAILED, "internal_error", "OperationalError", 1.0)),
-         "collector shard 1: could not store: OperationalError"),
     ],
 )  # fmt: skip
-def test_a_shard_down_restarting_or_failing_to_store_makes_the_request_retryable(second: Any, told: str) -> None:
+def test_a_shard_down_or_restarting_makes_the_request_retryable(second: Any, told: str) -> None:
     with pytest.raises(Backpressure) as caught:
         _router([_Shard(OK), second]).route(_two_shard_request(), "grpc")
     assert caught.value.reason == REFUSE_SHARD_UNAVAILABLE and caught.value.retry_after == 2.5  # the front's delay
@@ -380,6 +402,11 @@ def test_a_part_refused_for_good_is_told_as_rejected_spans_and_all_parts_as_malf
     assert result.rejected == parts[0].spans and result.message.startswith("request of 9 bytes")
     with pytest.raises(Malformed, match="not valid protobuf"):
         _router([_Shard(bad), _Shard(bad)]).route(raw, "grpc")
+    with pytest.raises(Malformed, match="not valid protobuf; request of 9 bytes"):
+        _router([_Shard(bad), _Shard(too_large)]).route(raw, "grpc")
+    with pytest.raises(TooLarge) as caught:  # too large on every shard: too large, as a single process says it
+        _router([_Shard(too_large), _Shard(too_large)]).route(raw, "grpc")
+    assert str(caught.value) == "; ".join([too_large.message] * 2)
 
 
 def test_rejections_from_every_shard_add_up_and_are_all_told() -> None:
@@ -420,10 +447,13 @@ def test_shard_0_keeps_the_store_and_leftover_shard_stores_are_found(tmp_path: A
 # -- one /metrics -------------------------------------------------------------------------------------------------
 
 
-def _registry(received: float, refused: float, pending: float) -> CollectorRegistry:
+def _registry(received: float, refused: float, pending: float, link_refused: float = 0) -> CollectorRegistry:
     r = CollectorRegistry()
     Counter("mast_collector_spans_received", "d", ["protocol"], registry=r).labels("grpc").inc(received)
-    Counter("mast_collector_requests_refused", "d", ["reason"], registry=r).labels("backpressure").inc(refused)
+    counter = Counter("mast_collector_requests_refused", "d", ["protocol", "reason"], registry=r)
+    counter.labels("grpc", "backpressure").inc(refused)
+    if link_refused:  # a shard's refusals of connections to its link: the front never counts them
+        counter.labels("link", "unauthenticated").inc(link_refused)
     Gauge("mast_collector_traces_pending", "d", registry=r).set(pending)
     return r
 
@@ -441,7 +471,7 @@ def test_metrics_of_front_and_shards_are_summed_and_refusals_counted_by_the_fron
     from mast_otel.collector import shard_metrics
 
     front = _registry(0, 1, 0)
-    shards = [generate_latest(_registry(5, 7, 2)).decode(), generate_latest(_registry(3, 9, 4)).decode()]
+    shards = [generate_latest(_registry(5, 7, 2, 2)).decode(), generate_latest(_registry(3, 9, 4, 3)).decode()]
     served: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -476,7 +506,9 @@ def test_metrics_of_front_and_shards_are_summed_and_refusals_counted_by_the_fron
     values = {(f.name, s.name): s.value for f in families.values() for s in f.samples}
     assert values[("mast_collector_spans_received", "mast_collector_spans_received_total")] == 8
     assert values[("mast_collector_traces_pending", "mast_collector_traces_pending")] == 6
-    assert values[("mast_collector_requests_refused", "mast_collector_requests_refused_total")] == 1
+    refused = {(s.labels["protocol"], s.labels["reason"]): s.value
+               for s in families["mast_collector_requests_refused"].samples if s.name.endswith("_total")}  # fmt: skip
+    assert refused == {("grpc", "backpressure"): 1, ("link", "unauthenticated"): 5}
     assert families["mast_collector_traces_pending"].documentation == "d"
     assert "# HELP mast_collector_traces_pending d" in text
     assert len(served) == 2
