@@ -359,6 +359,10 @@ def test_a_part_refused_for_now_makes_the_whole_request_retryable_with_the_shard
         with pytest.raises(Backpressure) as caught:
             _router([_Shard(pair[0]), _Shard(pair[1])]).route(_two_shard_request(), "grpc")
         assert (caught.value.retry_after, caught.value.reason) == (4.5, REFUSE_DISK_FULL)
+    tie = Refusal(RefusalKind.RETRY_LATER, REFUSE_DISK_FULL, "the store's disk is full", 1.0)
+    with pytest.raises(Backpressure) as caught:  # the same delay twice: the first part's reason
+        _router([_Shard(busy), _Shard(tie)]).route(_two_shard_request(), "grpc")
+    assert (caught.value.retry_after, caught.value.reason) == (1.0, "backpressure")
     # a store that failed: the shard's reason and delay, as a single process counts and answers it
     failed = Refusal(RefusalKind.STORE_FAILED, REFUSE_INTERNAL, "OperationalError", 1.0)
     with pytest.raises(Backpressure) as caught:
