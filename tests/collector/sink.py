@@ -62,13 +62,16 @@ class OtlpSink:
         self.requests = 0
         self._grpc: grpc.Server | None = None
         self._http: ThreadingHTTPServer | None = None
+        self._known = False  # once an endpoint was read (or the sink started), its ports are kept
 
     @property
     def grpc_endpoint(self) -> str:
+        self._known = True
         return f"http://127.0.0.1:{self.grpc_port}"
 
     @property
     def http_endpoint(self) -> str:
+        self._known = True
         return f"http://127.0.0.1:{self.http_port}/v1/traces"
 
     # -- servers ---------------------------------------------------------------------------------------------
@@ -84,7 +87,7 @@ class OtlpSink:
                     break
             except RuntimeError:
                 pass
-            time.sleep(0.1)
+            self.grpc_port = self._port_again(self.grpc_port)
         server.start()
         self._grpc = server
         sink = self
@@ -107,10 +110,30 @@ class OtlpSink:
                 pass
 
         ThreadingHTTPServer.allow_reuse_address = True
-        self._http = ThreadingHTTPServer(("127.0.0.1", self.http_port), Handler)
+        for attempt in range(50):
+            try:
+                self._http = ThreadingHTTPServer(("127.0.0.1", self.http_port), Handler)
+                break
+            except OSError:
+                if attempt == 49:
+                    raise
+                self.http_port = self._port_again(self.http_port)
+        assert self._http is not None
+        self._known = True
         self._http.daemon_threads = True
         threading.Thread(target=self._http.serve_forever, args=(0.1,), daemon=True).start()
         return self
+
+    def _port_again(self, port: int) -> int:
+        """The port to try next: while no test knows it yet, another free one (free_port's port can be taken
+        between its check and the bind, by any connection's local port); once known, the same one a little later
+        (it may linger briefly after a stop)."""
+        if not self._known:
+            from tests.servers import free_port
+
+            return free_port()
+        time.sleep(0.1)
+        return port
 
     def stop(self) -> None:
         if self._grpc is not None:
