@@ -2,9 +2,9 @@
 # Creates/updates .venv with what the tests and the demo need. Idempotent: a second run only checks.
 #   MAST_OTEL_VENV    where (default .venv)
 #   MAST_OTEL_EXTRAS  which extras (default ag2,collector,judge,dev,local-llm: everything the tests use)
-# Uses ../shared/wheels (a prebuilt llama-cpp-python) when present; without it llama-cpp-python is built from
-# PyPI (about 7 minutes on 2 cores), which needs a C/C++ toolchain and cmake: installed here with apt-get if
-# missing (as root), like python3-venv on a Debian/Ubuntu machine that lacks it.
+# llama-cpp-python (the local-llm extra) has no binary wheel on PyPI: it is built here from its sdist, once per
+# machine, for a fixed x86-64 level and never with -march=native (scripts/build-llama-wheel.sh), and the wheel is
+# kept in ~/.cache/mast-otel/wheels so a second run, another clone or CI on the same machine reuses it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -30,14 +30,16 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 FIND_LINKS=()
-if [ -d "$ROOT/../shared/wheels" ]; then
-  FIND_LINKS=(--find-links "$ROOT/../shared/wheels")
-elif [[ "$EXTRAS" == *local-llm* ]] && ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null; then
-  missing=()
-  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-  command -v g++ >/dev/null 2>&1 || missing+=(build-essential)
-  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
-  echo "[setup] no prebuilt wheel in ../shared/wheels: building llama-cpp-python from PyPI (about 7 minutes)"
+if [[ "$EXTRAS" == *local-llm* ]]; then
+  wheel_dir=$(bash scripts/build-llama-wheel.sh)
+  FIND_LINKS=(--find-links "$wheel_dir")
+  # A .venv made before the portable build (or for another level) holds a llama_cpp tuned to some CPU: replace it.
+  llama_mark="$VENV/.mast-otel-llama"
+  if [ ! -f "$llama_mark" ] || [ "$(cat "$llama_mark")" != "$wheel_dir" ]; then
+    echo "[setup] installing llama-cpp-python from $wheel_dir"
+    "$VENV/bin/pip" install -q --force-reinstall --no-deps "$wheel_dir"/llama_cpp_python-*.whl
+    echo "$wheel_dir" > "$llama_mark"
+  fi
 fi
 
 stamp="$VENV/.mast-otel-installed"

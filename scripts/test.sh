@@ -8,9 +8,21 @@
 # Extra arguments go to the main tier's pytest (e.g. `-m "not integration"` for the fast tiers only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+run_start=$(date +%s)
+step_start=$run_start
+step() {  # step NAME: closes the previous step with its time, so a cold run's log says where the minutes went
+  local now
+  now=$(date +%s)
+  echo "[test] (previous step: $((now - step_start)) s; total $((now - run_start)) s) $1"
+  step_start=$now
+}
+step "setup-env (.venv; llama-cpp-python built once per machine)"
 bash scripts/setup-env.sh
+step "setup-system"
 bash scripts/setup-system.sh
+step "setup-phoenix"
 bash scripts/setup-phoenix.sh
+step "setup-go-tools"
 bash scripts/setup-go-tools.sh  # Jaeger + the front-tier OpenTelemetry Collector, built once per machine
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
 if [ "${CI:-}" = "true" ]; then
@@ -18,15 +30,19 @@ if [ "${CI:-}" = "true" ]; then
   export MAST_OTEL_REQUIRE_FULL_DATA=1
 fi
 
-echo "[test] ruff"
+step "ruff"
 "$VENV/bin/ruff" check .
-echo "[test] mypy"
+step "mypy"
 "$VENV/bin/mypy" mast_otel
-echo "[test] lint-imports (the layer contracts in pyproject.toml: no import runs up a layer, no cycles)"
+step "lint-imports (the layer contracts in pyproject.toml: no import runs up a layer, no cycles)"
 "$VENV/bin/lint-imports"
-echo "[test] framework environments (nox --install-only: the demo test runs examples in them)"
+step "framework environments (nox --install-only: the demo test runs examples in them)"
 "$VENV/bin/nox" --no-color -f noxfile.py --install-only
-echo "[test] pytest (main tier)"
+# The integration tests talk to llama.cpp: one completion first, so a server that cannot run here is one clear
+# failure naming the cause, not a connection error in each of them.
+step "local model server: one completion"
+"$VENV/bin/python" -m tests.llama_preflight
+step "pytest (main tier)"
 set +e
 "$VENV/bin/pytest" -q -rs "$@"
 rc=$?
@@ -38,7 +54,7 @@ fi
 if [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
-echo "[test] fresh clone of HEAD, no ../shared beside it: fast tier"
+step "fresh clone of HEAD, no ../shared beside it: fast tier"
 clone_parent=$(mktemp -d)
 trap 'rm -rf "$clone_parent"' EXIT
 git -c advice.detachedHead=false clone -q --no-local "$(pwd)" "$clone_parent/mast-otel"
@@ -51,10 +67,11 @@ git -c advice.detachedHead=false clone -q --no-local "$(pwd)" "$clone_parent/mas
   env -u MAST_OTEL_MAST_DATA -u MAST_OTEL_REQUIRE_FULL_DATA PYTHONPATH="$clone_parent/mast-otel" \
     "$VENV/bin/pytest" -q -rs -p no:cacheprovider -m "not integration"
 )
-echo "[test] framework tiers (nox)"
+step "framework tiers (nox)"
 export MAST_OTEL_MAIN_PYTHON="$VENV/bin/python"
 "$VENV/bin/nox" --no-color -f noxfile.py
 # A seeded sample of the mutation run (the whole run takes about an hour: docs/benchmarks.md, "Mutation testing"):
 # the drawn mutants must be killed as often as the threshold says, or the tests stopped pinning what they did.
-echo "[test] mutation sample (nox -s mutation -- --sample ${MAST_OTEL_MUTATION_SAMPLE:-10})"
+step "mutation sample (nox -s mutation -- --sample ${MAST_OTEL_MUTATION_SAMPLE:-10})"
 "$VENV/bin/nox" --no-color -f noxfile.py -s mutation -- --sample "${MAST_OTEL_MUTATION_SAMPLE:-10}"
+step "done"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
@@ -32,7 +33,7 @@ def wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = N
     last: Exception | None = None
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before {url} answered")
+            raise RuntimeError(f"server exited with {exit_status(proc.returncode)} before {url} answered")
         try:
             with urllib.request.urlopen(url, timeout=2) as r:
                 if r.status < 500:
@@ -41,6 +42,16 @@ def wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = N
             last = exc
         time.sleep(0.2)
     raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
+
+
+def exit_status(returncode: int) -> str:
+    """``returncode`` as a person reads it: a negative one is the signal that killed the process, by name."""
+    if returncode < 0:
+        try:
+            return f"signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
 
 
 def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
@@ -92,6 +103,7 @@ class LlamaServer:
     base_url: str  # http://127.0.0.1:PORT/v1
     model: str
     pid: int
+    process: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
 
 
 def gguf_path() -> Path:
@@ -122,7 +134,7 @@ def llama_server(
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120, proc=proc)
-        yield LlamaServer(base_url=f"http://127.0.0.1:{port}/v1", model=MODEL_ALIAS, pid=proc.pid)
+        yield LlamaServer(base_url=f"http://127.0.0.1:{port}/v1", model=MODEL_ALIAS, pid=proc.pid, process=proc)
     finally:
         stop(proc)
         log.close()
