@@ -18,6 +18,9 @@ Baselines are computed in the same run, on the same runs, so every figure has it
 speaker drawn uniformly, then one of its messages; seeded, so repeatable) and ``earliest_signal`` (the message
 the earliest structural signal points at: a model-free fact, no judgement; no prediction when no signal fires).
 The published figures (:mod:`.attribution_published`) are printed beside them with their sources.
+
+Every method is scored over every run of a subset: a run it gave no answer for, the judge's errors and skips
+included, is a miss. The table's "runs scored" and the chart's legend (``name (n=...)``) say over how many.
 """
 
 from __future__ import annotations
@@ -154,9 +157,9 @@ def evaluate(runs: Sequence[WhoWhenRun], judge: Judge | None, *, seed: int = 0) 
         if judge is not None:
             verdict = judge.judge(spans)
             statuses[verdict.status] = statuses.get(verdict.status, 0) + 1
-            prediction = judge_prediction(verdict)
-            if verdict.status != sc.JUDGE_ERROR:
-                judged.append((prediction, run))
+            answered = verdict.status not in (sc.JUDGE_ERROR, sc.JUDGE_SKIPPED)
+            prediction = judge_prediction(verdict) if answered else Prediction(None, None)
+            judged.append((prediction, run))  # an error or a skip is a miss, in the denominator like any run
             row["judge"] = {"agent": prediction.agent, "step": prediction.step, "status": verdict.status}
         rows.append(row)
     present = [name for name in SUBSETS if any(r.subset == name for r in runs)]
@@ -164,8 +167,10 @@ def evaluate(runs: Sequence[WhoWhenRun], judge: Judge | None, *, seed: int = 0) 
     for name in [*present, ALL]:
         methods = {m: score([(p, r) for p, r in pairs if _in(name, r.subset)]) for m, pairs in predictions.items()}
         if judge is not None:
-            errors = sum(1 for row in rows if _in(name, row["subset"]) and row["judge"]["status"] == sc.JUDGE_ERROR)
-            methods = {"judge": {**score([(p, r) for p, r in judged if _in(name, r.subset)]), "errors": errors},
+            statuses_here = [row["judge"]["status"] for row in rows if _in(name, row["subset"])]
+            methods = {"judge": {**score([(p, r) for p, r in judged if _in(name, r.subset)]),
+                                 "errors": statuses_here.count(sc.JUDGE_ERROR),
+                                 "skipped": statuses_here.count(sc.JUDGE_SKIPPED)},
                        **methods}  # fmt: skip
         subsets[name] = {"runs": sum(1 for r in runs if _in(name, r.subset)), "methods": methods}
     return {"runs": len(runs), "seed": seed, "subsets": subsets, "methods": subsets[ALL]["methods"],
@@ -209,7 +214,7 @@ def markdown(report: Mapping[str, Any], judge_name: str | None) -> str:
         "earliest_signal is a model-free fact (the first message a structural signal points at), not a judgement.",
     ]
     if "judge" in report["methods"]:
-        lines.append(f"Judge verdicts by status: {report['judge_statuses']} (errors are counted, not scored).")
+        lines.append(f"Judge verdicts by status: {report['judge_statuses']} (an error or a skip is scored as a miss).")
     return "\n".join(lines) + "\n"
 
 
@@ -236,7 +241,7 @@ def run(files: Sequence[str], judge: Judge | None, judge_name: str | None, out: 
     (out / "attribution.json").write_text(json.dumps({"judge": judge_name, "files": list(files), **report},
                                                      indent=1, ensure_ascii=False), encoding="utf-8")  # fmt: skip
     (out / "attribution.md").write_text(text, encoding="utf-8")
-    series = {name: [m[k] or 0.0 for k in METRICS] for name, m in report["methods"].items()}
+    series = {f"{name} (n={m['runs']})": [m[k] or 0.0 for k in METRICS] for name, m in report["methods"].items()}
     writer = write_chart(out / "attribution.png", METRICS, series, "who and when: accuracy against human labels")
     print(text)
     print(f"wrote {out / 'attribution.json'}, {out / 'attribution.md'}, {out / 'attribution.png'} (chart: {writer})",

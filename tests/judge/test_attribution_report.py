@@ -1,5 +1,5 @@
-"""``mast-otel eval --attribution`` in-process: what a judge's answers score per subset (errors counted apart,
-never scored), the report files and table a user reads, and where the command finds its input.
+"""``mast-otel eval --attribution`` in-process: what a judge's answers score per subset (an error or a skip is a
+miss), the report files and table a user reads, and where the command finds its input.
 
 The oracle is the Who&When run files (their labels, read with plain ``json``) and figures worked by hand from
 them; the judge is scripted here, answering per run by the run's question.
@@ -74,26 +74,30 @@ def scripted(runs: Sequence[WhoWhenRun], *verdicts: Verdict) -> ScriptedJudge:
 # --- the judge's figures ----------------------------------------------------------------------------------------
 
 
-def test_the_judge_is_scored_per_subset_with_errors_counted_apart() -> None:
+def test_the_judge_is_scored_per_subset_with_errors_and_skips_as_misses() -> None:
     """Algorithm-generated: run 1 right (the agent's name in another case), run 2 an error, run 3 a longer name
     that holds the labelled one (wrong for us, right for the study's substring test), two steps late.
-    Hand-crafted: every run skipped, no answer (scored as wrong). Worked by hand from the labels."""
+    Hand-crafted: every run skipped, no answer. An error or a skip is a miss, in the denominator as any run.
+    Worked by hand from the labels."""
     algorithmic, handcrafted = load_whowhen(SAMPLE), load_whowhen(HAND_CRAFTED)
     (agent1, step1), _, (agent3, step3) = _labels(SAMPLE)
     judge = scripted(algorithmic, blame(agent1.lower(), step1), Verdict.error(sc.SOURCE_LLM, "timeout"),
                      blame(f"{agent3} (assistant)", step3 + 2))  # fmt: skip
     report = evaluate([*algorithmic, *handcrafted], judge)
     scores = {name: block["methods"]["judge"] for name, block in report["subsets"].items()}
+    # 3 runs: agent right in run 1 only (1/3); step exact and within 1 run 1 only (1/3), within 3 runs 1 and 3
+    # (2/3); study agent run 3 only ("excel_expert" does not hold "Excel_Expert"), study step run 1 only.
     assert scores["algorithm-generated"] == {
-        "runs": 2, "predicted": 2, "agent": 0.5, "step_exact": 0.5, "step_within_1": 0.5, "step_within_3": 1.0,
-        "study_agent": 0.5,  # substring, case-bound: run 3's name holds the label, "excel_expert" does not
-        "study_step": 0.5, "errors": 1,
+        "runs": 3, "predicted": 2, "agent": 0.3333, "step_exact": 0.3333, "step_within_1": 0.3333,
+        "step_within_3": 0.6667, "study_agent": 0.3333, "study_step": 0.3333, "errors": 1, "skipped": 0,
     }  # fmt: skip
     assert scores["hand-crafted"] == {"runs": 6, "predicted": 0, "agent": 0.0, "step_exact": 0.0,
                                       "step_within_1": 0.0, "step_within_3": 0.0, "study_agent": 0.0,
-                                      "study_step": 0.0, "errors": 0}  # fmt: skip
-    assert scores["all"] == {"runs": 8, "predicted": 2, "agent": 0.125, "step_exact": 0.125, "step_within_1": 0.125,
-                             "step_within_3": 0.25, "study_agent": 0.125, "study_step": 0.125, "errors": 1}  # fmt: skip
+                                      "study_step": 0.0, "errors": 0, "skipped": 6}  # fmt: skip
+    # 9 runs: the same hits over 9 (1/9 = 0.1111, 2/9 = 0.2222).
+    assert scores["all"] == {"runs": 9, "predicted": 2, "agent": 0.1111, "step_exact": 0.1111,
+                             "step_within_1": 0.1111, "step_within_3": 0.2222, "study_agent": 0.1111,
+                             "study_step": 0.1111, "errors": 1, "skipped": 6}  # fmt: skip
     assert report["judge_statuses"] == {sc.JUDGE_OK: 2, sc.JUDGE_ERROR: 1, sc.JUDGE_SKIPPED: 6}
     assert [row["judge"] for row in report["rows"][:3]] == [
         {"agent": agent1.lower(), "step": step1, "status": sc.JUDGE_OK},
@@ -102,6 +106,53 @@ def test_the_judge_is_scored_per_subset_with_errors_counted_apart() -> None:
     ]
     for block in report["subsets"].values():  # the judge first, then the baselines
         assert list(block["methods"]) == ["judge", *BASELINES]
+
+
+def test_a_judge_right_once_that_errs_or_skips_the_rest_scores_against_a_hand_count() -> None:
+    """The three algorithm-generated sample runs, every figure worked by hand from the files (history, labels):
+
+    run        label (agent, step)          first speaker (agent, step)     last speaker (agent, step)
+    1.json     Excel_Expert, 0              Excel_Expert, 0                 DataVerification_Expert, 5
+    10.json    Validation_Expert, 5         Validation_Expert, 0            Validation_Expert, 9
+    59.json    DataExtraction_Expert, 1     DataExtraction_Expert, 0        Computer_terminal, 9
+
+    The judge answers run 1 rightly, errs on 10.json and skips 59.json: right once out of 3, never 1 of 1."""
+    runs = load_whowhen(SAMPLE)
+    judge = scripted(runs, blame("Excel_Expert", 0), Verdict.error(sc.SOURCE_LLM, "timeout"))  # 59.json: skipped
+    report = evaluate(runs, judge)
+    methods = report["methods"]
+    # judge: 1 hit / 3 runs on every figure ("0" in "0" for the study's step); 1 error, 1 skip, 1 answer.
+    third = 0.3333
+    assert methods["judge"] == {"runs": 3, "predicted": 1, "agent": third, "step_exact": third,
+                                "step_within_1": third, "step_within_3": third, "study_agent": third,
+                                "study_step": third, "errors": 1, "skipped": 1}  # fmt: skip
+    # first speaker: agent 3/3; steps off by 0, 5, 1: exact 1/3, within 1 2/3, within 3 2/3;
+    # study step: "0" in "0", "5" not in "0", "1" not in "0": 1/3.
+    assert methods["first_speaker"] == {"runs": 3, "predicted": 3, "agent": 1.0, "step_exact": third,
+                                        "step_within_1": 0.6667, "step_within_3": 0.6667, "study_agent": 1.0,
+                                        "study_step": third}  # fmt: skip
+    # last speaker: agent right in 10.json only, 1/3; steps off by 5, 4, 8: 0 everywhere;
+    # study step: "0" not in "5", "5" not in "9", "1" not in "9": 0.
+    assert methods["last_speaker"] == {"runs": 3, "predicted": 3, "agent": third, "step_exact": 0.0,
+                                       "step_within_1": 0.0, "step_within_3": 0.0, "study_agent": third,
+                                       "study_step": 0.0}  # fmt: skip
+    assert all(m["runs"] == 3 for m in methods.values())  # every method over the same runs
+    lines = markdown(report, "scripted").splitlines()
+    assert "| judge | 3 | 1 | 33.3% | 33.3% | 33.3% | 33.3% | 33.3% | 33.3% |" in lines
+    assert "| first_speaker | 3 | 3 | 100.0% | 33.3% | 66.7% | 66.7% | 100.0% | 33.3% |" in lines
+    assert "| last_speaker | 3 | 3 | 33.3% | 0.0% | 0.0% | 0.0% | 33.3% | 0.0% |" in lines
+
+
+def test_an_error_verdict_that_names_a_step_is_still_a_miss() -> None:
+    """An error (or a skip) is a miss even when the verdict carries a decisive step: what failed is not scored."""
+    runs = load_whowhen(SAMPLE)
+    (agent1, step1), *_ = _labels(SAMPLE)
+    failed = dataclasses.replace(blame(agent1, step1), status=sc.JUDGE_ERROR)
+    skipped = dataclasses.replace(blame(agent1, step1), status=sc.JUDGE_SKIPPED)
+    for verdict in (failed, skipped):
+        judge = scripted(runs[:1], verdict)
+        scores = evaluate(runs[:1], judge)["methods"]["judge"]
+        assert (scores["runs"], scores["predicted"], scores["agent"], scores["step_exact"]) == (1, 0, 0.0, 0.0)
 
 
 def test_without_a_judge_only_the_baselines_are_scored() -> None:
@@ -259,7 +310,7 @@ def test_the_table_gives_each_method_per_subset_in_percent_and_n_a_where_nothing
     assert lines[every + 5 :] == [
         "", "## Published figures (not measured here)", "", *published_table(), "",
         "earliest_signal is a model-free fact (the first message a structural signal points at), not a judgement.",
-        "Judge verdicts by status: {'ok': 3, 'error': 1} (errors are counted, not scored).",
+        "Judge verdicts by status: {'ok': 3, 'error': 1} (an error or a skip is scored as a miss).",
     ]  # fmt: skip
     judge_row = "| judge | 3 | 2 | 66.7% | n/a | 0.0% | 100.0% | 33.3% | 12.5% |"
     first_row = "| first_speaker | 4 | 4 | 0.0% | 25.0% | 25.0% | 50.0% | 0.0% | 25.0% |"
@@ -300,7 +351,7 @@ def test_the_command_writes_json_markdown_and_chart_and_prints_the_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], charted: list[Chart]
 ) -> None:
     runs = load_whowhen(SAMPLE)
-    judge = scripted(runs, *[Verdict.error(sc.SOURCE_LLM, "down")] * 3)  # nothing scored: n/a, a bar of 0
+    judge = scripted(runs, *[Verdict.error(sc.SOURCE_LLM, "down")] * 3)  # every run a miss: 0.0, a bar of 0
     out = tmp_path / "reports" / "attribution"  # made, parents and all
     assert attribution.run([str(SAMPLE)], judge, "scripted judgé", out, 2) == 0
     printed = capsys.readouterr()
@@ -309,19 +360,19 @@ def test_the_command_writes_json_markdown_and_chart_and_prints_the_table(
     saved = json.loads(written)
     assert saved["judge"] == "scripted judgé" and saved["files"] == [str(SAMPLE)]
     assert saved["runs"] == 2 and [row["run"] for row in saved["rows"]] == ["1.json", "10.json"]  # the limit
-    assert saved["methods"]["judge"]["errors"] == 2 and saved["methods"]["judge"]["agent"] is None
+    assert saved["methods"]["judge"]["errors"] == 2 and saved["methods"]["judge"]["agent"] == 0.0
     table = (out / "attribution.md").read_text(encoding="utf-8")
     assert printed.out == table + "\n"
     assert table.splitlines()[0] == "# mast-otel eval --attribution (scripted judgé)"
-    assert "| judge | 0 | 0 | n/a | n/a | n/a | n/a | n/a | n/a |" in table
+    assert "| judge | 2 | 0 | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% |" in table
     for name in ("attribution.json", "attribution.md", "attribution.png"):
         assert str(out / name) in printed.err and (out / name).is_file()
     ((path, metrics, series, title),) = charted
     assert path == out / "attribution.png" and list(metrics) == list(attribution.METRICS)
     assert title == "who and when: accuracy against human labels"
-    assert series["judge"] == [0.0, 0.0, 0.0, 0.0]
+    assert series["judge (n=2)"] == [0.0, 0.0, 0.0, 0.0]  # the legend says over how many runs
     first = saved["methods"]["first_speaker"]
-    assert series["first_speaker"] == [first[k] for k in ("agent", "step_exact", "step_within_1", "step_within_3")]
+    assert series["first_speaker (n=2)"] == [first[k] for k in attribution.METRICS]
 
 
 @pytest.mark.parametrize("limit", [None, 0])
@@ -335,7 +386,7 @@ def test_without_a_limit_every_run_is_scored(
     assert saved["runs"] == 9 and saved["judge"] is None
     every = saved["subsets"]["all"]["methods"]
     ((_, metrics, series, _),) = charted
-    assert series == {name: [every[name][k] for k in metrics] for name in BASELINES}
+    assert series == {f"{name} (n=9)": [every[name][k] for k in metrics] for name in BASELINES}
     assert "## all runs (9 runs)" in capsys.readouterr().out
 
 
