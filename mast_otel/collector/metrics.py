@@ -70,6 +70,7 @@ REFUSE_DISK_FULL = "disk_full"  # the store's disk is full: retryable
 REFUSE_TIMEOUT = "timeout"  # a client too slow to send its request (HTTP)
 REFUSE_CONNECTION_LIMIT = "connection_limit"  # HTTP connections over the cap, closed at once
 REFUSE_SHARD_UNAVAILABLE = "shard_unavailable"  # processes > 1: a shard restarting or not answering: retryable
+REFUSE_CONCURRENCY = "concurrency"  # gRPC calls over the receiver's cap, answered before any body is read: retryable
 REFUSE_REASONS = (
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
@@ -83,6 +84,7 @@ REFUSE_REASONS = (
     REFUSE_TIMEOUT,
     REFUSE_CONNECTION_LIMIT,
     REFUSE_SHARD_UNAVAILABLE,
+    REFUSE_CONCURRENCY,
 )
 # Why a decoded span was refused (the client is told; backpressure ones are retried by the SDK).
 SPAN_REFUSE_REASONS = (REFUSE_BACKPRESSURE, "invalid_id")

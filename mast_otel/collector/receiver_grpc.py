@@ -4,16 +4,31 @@ The method is registered with raw-bytes (de)serializers so the collector decodes
 *why* a request fails and count it: UNAUTHENTICATED (bad or missing bearer token), INVALID_ARGUMENT (not an
 ExportTraceServiceRequest, or one that could not be read back once stored: never retry it), RESOURCE_EXHAUSTED
 without retry info (over ``max_request_bytes`` or another per-request limit: do not retry it as is),
-RESOURCE_EXHAUSTED *with* ``RetryInfo`` (store full, disk full or ``memory_limit`` reached: standard SDK exporters
-wait the given delay and retry), UNAVAILABLE (the store failed: retry). gRPC itself refuses requests over twice
-``max_request_bytes`` before they reach this code, and holds at most ``4 x receiver_threads`` calls at once (more
-get RESOURCE_EXHAUSTED from gRPC).
+RESOURCE_EXHAUSTED *with* ``RetryInfo`` (more calls at once than the receiver admits, store full, disk full or
+``memory_limit`` reached: standard OTLP exporters wait the given delay and retry), UNAVAILABLE (the store failed:
+retry). gRPC itself refuses requests over twice ``max_request_bytes`` before they reach this code.
+
+Admission. At most ``4 x receiver_threads`` Export calls are admitted at once (``threads`` decoding, the rest
+waiting for a thread). The decision is taken by :class:`_ExportService` on gRPC's polling thread, as each call
+arrives and before its body is read; a call over the cap is answered at once, on a thread of its own, with
+RESOURCE_EXHAUSTED + RetryInfo (``retry_after``) and counted as ``concurrency``. gRPC's own cap
+(``maximum_concurrent_rpcs``) is not used: it answers RESOURCE_EXHAUSTED *without* RetryInfo, which the OTLP
+specification tells exporters not to retry, so they drop the batch, and it counts nothing.
+
+Why waiting and refused calls cost bounded bytes: the method is registered as client-streaming (on the wire a
+unary call is the same HTTP/2 stream), so gRPC Python reads a call's message only when the handler asks for it,
+on a receiver thread, where the bytes are then charged to the :class:`~.limits.MemoryLimiter`. Until then the
+message stays with the client: gRPC core buffers at most the stream's HTTP/2 flow-control window for it and
+grants more only to a stream with a read pending. A refused call's body is never asked for, and the stream is
+reset once the status is sent. So each waiting call costs its window and a few hundred bytes of call state, there
+are at most ``4 x receiver_threads - threads`` of them, and refused calls are each answered in microseconds.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,13 +39,15 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 from .auth import bearer_ok
 from .ingest import IngestResult
 from .limits import MemoryLimiter, OverLimit
-from .metrics import REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
+from .metrics import REFUSE_CONCURRENCY, REFUSE_MALFORMED, REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
 from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
 
 __all__ = ["GrpcReceiver"]
 
 _log = logging.getLogger(__name__)
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+METHOD = f"/{SERVICE}/Export"
+CALLS_PER_THREAD = 4  # admitted calls per receiver thread: one decoding, three waiting with their bodies unread
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"  # what the OTel Python exporter reads
 STATUS_DETAILS_KEY = "grpc-status-details-bin"  # the standard rich-status trailer
 _CODES = {
@@ -62,18 +79,17 @@ class GrpcReceiver:
         self._max = max_request_bytes
         self._limiter = limiter
         self._retry_after = retry_after
+        self._admission = _Admission(CALLS_PER_THREAD * threads)
+        self._refusals = ThreadPoolExecutor(max_workers=1, thread_name_prefix="otlp-grpc-busy")
         self._server = grpc.server(
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="otlp-grpc"),
             options=[
                 ("grpc.max_receive_message_length", 2 * max_request_bytes),
                 ("grpc.so_reuseport", 0),
             ],
-            maximum_concurrent_rpcs=4 * threads,  # calls queued for a thread hold their bytes: bounded
+            maximum_concurrent_rpcs=None,  # the receiver admits calls itself (_ExportService): see the module doc
         )
-        handler = grpc.method_handlers_generic_handler(
-            SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(self._export)}
-        )
-        self._server.add_generic_rpc_handlers((handler,))
+        self._server.add_generic_rpc_handlers((_ExportService(self),))
         try:
             address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # IPv6 literals need brackets
             bound = self._server.add_insecure_port(address)
@@ -89,6 +105,12 @@ class GrpcReceiver:
 
     def stop(self, grace: float = 2.0) -> None:
         self._server.stop(grace).wait(grace + 1)
+        self._refusals.shutdown(wait=False)
+
+    @property
+    def admitted(self) -> int:
+        """Export calls admitted and not yet answered."""
+        return self._admission.active
 
     def _refuse(self, context: Any, reason: str, code: grpc.StatusCode, message: str) -> None:
         self._metrics.requests_refused.labels("grpc", reason).inc()
@@ -99,11 +121,34 @@ class GrpcReceiver:
         context.set_trailing_metadata(_retry_trailers(message, delay))
         context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
+    def _admitted(self, messages: Iterator[bytes], context: Any) -> bytes:
+        """An admitted call, on a receiver thread: check the token, then read the one request message, then store."""
+        try:
+            if self._token is not None:
+                auth = dict(context.invocation_metadata()).get("authorization")
+                if not bearer_ok(auth, self._token):
+                    self._refuse(
+                        context, REFUSE_UNAUTHENTICATED, grpc.StatusCode.UNAUTHENTICATED, "missing or bad token"
+                    )
+            raw = next(messages, None)
+            if raw is None:
+                if not context.is_active():
+                    return b""  # cancelled, or over the message size gRPC accepts: gRPC has answered
+                self._refuse(context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, "no request message")
+                return b""  # unreachable: abort raises
+            return self._export(raw, context)
+        finally:
+            self._admission.leave()
+
+    def _busy(self, messages: Iterator[bytes], context: Any) -> bytes:
+        """A call over the admission cap: retry later. Its message is never read."""
+        self._retry(
+            context, REFUSE_CONCURRENCY, f"more than {self._admission.cap} Export calls at once; retry after the "
+            "delay given", self._retry_after,
+        )  # fmt: skip
+        return b""  # unreachable: abort raises
+
     def _export(self, raw: bytes, context: Any) -> bytes:
-        if self._token is not None:
-            auth = dict(context.invocation_metadata()).get("authorization")
-            if not bearer_ok(auth, self._token):
-                self._refuse(context, REFUSE_UNAUTHENTICATED, grpc.StatusCode.UNAUTHENTICATED, "missing or bad token")
         if len(raw) > self._max:
             self._refuse(
                 context, REFUSE_TOO_LARGE, grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -131,6 +176,54 @@ class GrpcReceiver:
             self._refuse(context, refusal.reason, _CODES[refusal.kind], f"could not store: {refusal.message}")
         else:
             self._refuse(context, refusal.reason, _CODES[refusal.kind], refusal.message)
+
+
+class _Admission:
+    """A count of the Export calls admitted and not yet answered, capped at ``cap``."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.active = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> bool:
+        with self._lock:
+            if self.active >= self.cap:
+                return False
+            self.active += 1
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self.active -= 1
+
+
+class _OnThreadOf:
+    """A handler behaviour that gRPC Python runs on ``pool`` instead of the server's (its ``experimental_thread_pool``
+    hook): refusals are never queued behind the admitted calls. A gRPC without the hook runs it on the server's
+    pool, which only delays the answer."""
+
+    def __init__(self, behaviour: Callable[[Iterator[bytes], Any], bytes], pool: ThreadPoolExecutor) -> None:
+        self._behaviour = behaviour
+        self.experimental_thread_pool = pool
+
+    def __call__(self, messages: Iterator[bytes], context: Any) -> bytes:
+        return self._behaviour(messages, context)
+
+
+class _ExportService(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """Finds the handler of each arriving call, on gRPC's polling thread: Export within the cap, a refusal above it,
+    None (UNIMPLEMENTED, answered by gRPC) for any other method. Nothing here reads a body or blocks."""
+
+    def __init__(self, receiver: GrpcReceiver) -> None:
+        self._admission = receiver._admission
+        self._export = grpc.stream_unary_rpc_method_handler(receiver._admitted)
+        self._busy = grpc.stream_unary_rpc_method_handler(_OnThreadOf(receiver._busy, receiver._refusals))
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        if handler_call_details.method != METHOD:  # type: ignore[attr-defined]
+            return None
+        return self._export if self._admission.enter() else self._busy
 
 
 def _retry_trailers(message: str, delay: float) -> tuple[tuple[str, bytes], ...]:
