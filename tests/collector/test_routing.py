@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from google.protobuf.message import DecodeError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -201,6 +203,45 @@ def test_a_span_whose_trace_id_is_not_first_on_the_wire_is_routed_by_it() -> Non
     for part in parts:
         for s in ExportTraceServiceRequest.FromString(part.request).resource_spans[0].scope_spans[0].spans:
             assert shard_of(s.trace_id, 2) == part.shard
+
+
+_ID = st.binary(min_size=16, max_size=16)
+_OTHER = st.sampled_from([field(2, b"12345678"), field(5, b"a name"), field(5, b"sixteen-byte-nam"),
+                          bytes([0x39]) + bytes(8), bytes([0x30, 0x05]), field(9, field(1, b"k"))])  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids=st.lists(st.one_of(_ID, st.binary(max_size=20)), min_size=2, max_size=4),
+       others=st.lists(_OTHER, max_size=4), first=st.booleans(), data=st.data())  # fmt: skip
+def test_a_trace_id_given_twice_is_routed_by_the_one_protobuf_keeps(
+    ids: list[bytes], others: list[bytes], first: bool, data: st.DataObject
+) -> None:
+    """A span carrying trace_id more than once (valid protobuf, which no SDK writes) goes to the shard of the id
+    protobuf's parse keeps, the last, whatever the first one and the fields between: the shard files it under
+    that id, so any other shard would split its trace. The span starts with a 16-byte id when ``first``."""
+    fields = [field(1, i) for i in ids] + others
+    if first:
+        fields = [field(1, ids[0]), *data.draw(st.permutations(fields[1:]))]
+    else:
+        fields = data.draw(st.permutations(fields))
+    body = b"".join(fields)
+    kept = Span.FromString(body).trace_id
+    raw = field(1, field(2, field(2, body)))
+    for shards in (2, 3, 5):
+        (part,) = split_request(raw, shards, max_items=100)
+        assert part.shard == shard_of(kept, shards)
+        (span,) = ExportTraceServiceRequest.FromString(part.request).resource_spans[0].scope_spans[0].spans
+        assert span.SerializeToString() == Span.FromString(body).SerializeToString()
+
+
+def test_a_span_starting_with_one_trace_id_and_ending_with_another_goes_to_the_last_ones_shard() -> None:
+    """The example from the issue: the first 16 bytes are a trace id of one shard, the last field another's."""
+    rng = random.Random(23)
+    tids = {k: next(t for t in iter(lambda: rng.randbytes(16), None) if shard_of(t, 2) == k) for k in (0, 1)}
+    for a, b in ((0, 1), (1, 0)):
+        body = field(1, tids[a]) + field(2, rng.randbytes(8)) + field(5, b"n") + field(1, tids[b])
+        (part,) = split_request(field(1, field(2, field(2, body))), 2, max_items=100)
+        assert Span.FromString(body).trace_id == tids[b] and part.shard == b
 
 
 def test_spans_with_invalid_trace_ids_go_to_shard_0_which_rejects_them() -> None:
