@@ -34,6 +34,7 @@ class SpanRecord:
     error: bool = False
     service_name: str | None = None
     events: tuple[SpanEvent, ...] = ()
+    scope_name: str | None = None  # the instrumentation scope that wrote it (its tracer's name)
 
     @property
     def span_type(self) -> str | None:
@@ -66,6 +67,7 @@ def from_readable_span(span: Any) -> SpanRecord:
         error=span.status.status_code.name == "ERROR",
         service_name=resource_attrs.get("service.name"),
         events=tuple(SpanEvent(e.name, dict(e.attributes or {})) for e in getattr(span, "events", ()) or ()),
+        scope_name=getattr(getattr(span, "instrumentation_scope", None), "name", None) or None,
     )
 
 
@@ -90,8 +92,9 @@ def from_otlp_request(request: Any) -> Iterator[SpanRecord]:
     for resource_spans in request.resource_spans:
         service = service_name(resource_spans.resource)
         for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope.name or None
             for span in scope_spans.spans:
-                yield from_otlp_span(span, service)
+                yield from_otlp_span(span, service, scope)
 
 
 def service_name(resource: Any) -> Any:
@@ -103,8 +106,9 @@ def service_name(resource: Any) -> Any:
     return service
 
 
-def from_otlp_span(span: Any, service: Any) -> SpanRecord:
-    """One OTLP ``Span`` protobuf as a SpanRecord, under a resource whose service name is ``service``."""
+def from_otlp_span(span: Any, service: Any, scope_name: str | None = None) -> SpanRecord:
+    """One OTLP ``Span`` protobuf as a SpanRecord, under a resource whose service name is ``service`` and an
+    instrumentation scope named ``scope_name``."""
     return SpanRecord(
         trace_id=span.trace_id.hex(),
         span_id=span.span_id.hex(),
@@ -118,6 +122,7 @@ def from_otlp_span(span: Any, service: Any) -> SpanRecord:
         events=tuple(SpanEvent(e.name, {kv.key: any_value(kv.value) for kv in e.attributes}) for e in span.events)
         if span.events
         else (),
+        scope_name=scope_name,
     )
 
 

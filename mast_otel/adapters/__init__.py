@@ -72,15 +72,19 @@ _CANDIDATES: tuple[tuple[str, frozenset[str] | None], ...] = (
 ROOT_CANDIDATE_KEYS: tuple[str, ...] = tuple(key for key, _ in _CANDIDATES)
 
 
-# Span names that mark a root candidate with no attribute to tell it by (Google ADK's legacy ``invocation``), as
-# bytes: ingest reads the name undecoded.
-ROOT_CANDIDATE_NAMES: frozenset[bytes] = frozenset(n.encode() for n in genai.ROOT_NAMES)
+# (instrumentation scope, span name) pairs that mark a root candidate with no attribute to tell it by (Google
+# ADK's legacy ``invocation``), as bytes: ingest reads both undecoded. A name alone marks nothing: any program may
+# call a span ``invocation``, and holding it would delay its trace by up to max_trace_age.
+ROOT_CANDIDATE_NAMES: frozenset[tuple[bytes, bytes]] = frozenset(
+    (scope.encode(), name.encode()) for scope, name in genai.ROOT_NAMES
+)
 
 
-def root_candidate(get: Callable[[str], str | None], name: str = "") -> bool:
-    """Whether a span (read through ``get``: attribute key -> string value or None; and its name) may root a
-    foreign conversation, so the collector holds it and its subtree as one unit instead of passing them through."""
-    if name in genai.ROOT_NAMES:
+def root_candidate(get: Callable[[str], str | None], name: str = "", scope: str | None = None) -> bool:
+    """Whether a span (read through ``get``: attribute key -> string value or None; its name and its
+    instrumentation scope's name) may root a foreign conversation, so the collector holds it and its subtree as
+    one unit instead of passing them through."""
+    if (scope, name) in genai.ROOT_NAMES:
         return True
     for key, values in _CANDIDATES:
         value = get(key)
@@ -145,4 +149,4 @@ def _held_as_root(span: SpanRecord) -> bool:
         value = span.get(key)
         return value if isinstance(value, str) else None
 
-    return root_candidate(get, span.name)
+    return root_candidate(get, span.name, span.scope_name)

@@ -49,8 +49,9 @@ SOURCE = "genai"
 # Strands' multi-agent roots name their operation after the pattern (not a published value).
 ROOT_OPERATIONS = frozenset({sc.OP_INVOKE_WORKFLOW, sc.OP_INVOKE_AGENT, "invoke_swarm", "invoke_graph"})
 _LLM_OPERATIONS = frozenset({sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION})
-# Google ADK's legacy schema (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1) roots a run in a span with no attribute.
-ROOT_NAMES = frozenset({"invocation"})
+# Google ADK's legacy schema (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1) roots a run in a span with no attribute,
+# known by (instrumentation scope, span name): a span of that name from any other scope is no root.
+ROOT_NAMES = frozenset({("gcp.vertex.agent", "invocation")})
 # ... and records each model call twice: its own call_llm span (content in gcp.vertex.agent.llm_*) holds the
 # generate_content span of the model client.
 _ADK_V1_LLM = "call_llm"
@@ -90,7 +91,7 @@ def recognises(span: SpanRecord) -> bool:
 def is_root(span: SpanRecord) -> bool:
     # _operation: an operation written as an array (bad data) is no operation, not an unhashable set member.
     return (_operation(span) in ROOT_OPERATIONS or span.get(WORKFLOW_ID) is not None
-            or span.name in ROOT_NAMES)  # fmt: skip
+            or (span.scope_name, span.name) in ROOT_NAMES)  # fmt: skip
 
 
 def framework_of(spans: list[SpanRecord]) -> str:

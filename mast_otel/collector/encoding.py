@@ -163,8 +163,8 @@ def encode_request(rows: Iterable[tuple[int, bytes]], resource: Callable[[int], 
 
 
 def _raw_scope_spans_class() -> type[Message]:
-    """``ScopeSpans`` as seen by ingest: per span only the ids, the name, times, status code and the attributes,
-    as a map from key to the serialized ``AnyValue``.
+    """``ScopeSpans`` as seen by ingest: the scope's name, and per span only the ids, the name, times, status code
+    and the attributes, as a map from key to the serialized ``AnyValue``.
 
     A ``KeyValue`` (key = 1, value = 2) is on the wire exactly a map entry, so the C parser builds the map and
     ingest looks up the few keys assembly needs instead of looping over every attribute in Python, the receive
@@ -197,7 +197,13 @@ def _raw_scope_spans_class() -> type[Message]:
         name="attributes", number=9, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
         type_name=".mast_otel.raw.Span.AttributesEntry",
     )  # fmt: skip
+    # The InstrumentationScope's name as bytes: a root candidate known by its span name is known only within the
+    # scope that writes it (Google ADK's legacy ``invocation``). A message, so a scope given twice is merged.
+    instrumentation_scope = fp.message_type.add(name="Scope")
+    instrumentation_scope.field.add(name="name", number=1, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
     scope = fp.message_type.add(name="ScopeSpans")
+    scope.field.add(name="scope", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
+                    type_name=".mast_otel.raw.Scope")  # fmt: skip
     scope.field.add(
         name="spans", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED, type_name=".mast_otel.raw.Span"
     )

@@ -106,12 +106,15 @@ def resource_spans_of(raw: bytes, budget: ItemBudget) -> Iterator[tuple[bytes, A
         yield rs_data, rs
 
 
-def span_facts(attributes: Mapping[str, bytes], name: bytes = b"") -> tuple[bool, str | None, str | None, str | None]:
+def span_facts(
+    attributes: Mapping[str, bytes], name: bytes = b"", scope: bytes = b""
+) -> tuple[bool, str | None, str | None, str | None]:
     """(is a conversation root, conversation id, parent conversation id, framework) from a ``RawScopeSpans``
-    span's attributes (and name). The framework is read for roots only (it labels the conversation's metrics)."""
+    span's attributes (and its name and scope's name). The framework is read for roots only (it labels the
+    conversation's metrics)."""
     get = attributes.get
     span_type = get(sc.MAST_SPAN_TYPE)
-    if span_type is None and name in ROOT_CANDIDATE_NAMES:
+    if span_type is None and (scope, name) in ROOT_CANDIDATE_NAMES:
         return True, None, None, None
     if span_type is None:
         # Another instrumentation's span. Its agent/workflow span is held like a recorder root; the adapters
@@ -262,9 +265,10 @@ class Ingestor:
                 if not data:
                     continue
                 try:
-                    spans = RawScopeSpans.FromString(data).spans
+                    raw_scope = RawScopeSpans.FromString(data)
                 except DecodeError as exc:
                     raise Malformed(f"a ScopeSpans is not valid protobuf: {parse_error_reason(exc)}") from None
+                spans, scope_name = raw_scope.spans, raw_scope.scope.name
                 budget.take(len(spans))
                 facts: list[_Fact] = []
                 summarise = self._summaries is not None and self._summaries.has_room()
@@ -275,7 +279,7 @@ class Ingestor:
                     if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
                         invalid += 1
                         continue
-                    root, conv_id, conv_parent, framework = span_facts(span.attributes, span.name)
+                    root, conv_id, conv_parent, framework = span_facts(span.attributes, span.name, scope_name)
                     if root:
                         if service is None:
                             service = _service_name(rs.resource) or "unknown"

@@ -21,7 +21,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 from mast_otel.spans import SpanRecord, from_otlp_span, service_name
@@ -125,11 +125,16 @@ class Loaded:
         by_resource: dict[int, list[_Group]] = {}
         for g in self.groups:
             by_resource.setdefault(g.segment.resource, []).append(g)
-        parse, make = (RawSpan.FromString, summary_record) if summary else (Span.FromString, from_otlp_span)
         out: list[SpanRecord] = []
         for rid, groups in by_resource.items():
             service = service_name(Resource.FromString(store.resource(rid)[0]))
-            out.extend(make(parse(body), service) for g in groups for _, body in g.spans)
+            if summary:
+                out.extend(summary_record(RawSpan.FromString(body), service) for g in groups for _, body in g.spans)
+                continue
+            for g in groups:
+                # The scope field alone is a valid ScopeSpans encoding: its name without parsing the spans again.
+                scope = ScopeSpans.FromString(g.view.scope_field).scope.name or None
+                out.extend(from_otlp_span(Span.FromString(body), service, scope) for _, body in g.spans)
         return out
 
     def outbox(self, replace: Mapping[bytes, bytes]) -> list[OutRow]:

@@ -135,11 +135,12 @@ class CollectorService:
         with self.lock:
             for segment in self.store.segments():
                 try:
-                    spans = RawScopeSpans.FromString(segment.data).spans
+                    raw_scope = RawScopeSpans.FromString(segment.data)
                 except Exception as exc:
                     self._quarantine_segment(segment.id, exc)
                     continue
                 kept = 0
+                spans, scope_name = raw_scope.spans, raw_scope.scope.name
                 for index, span in enumerate(spans):
                     tid, sid = span.trace_id, span.span_id
                     if len(tid) != 16 or len(sid) != 8:
@@ -148,7 +149,8 @@ class CollectorService:
                         released[tid] = {i for t in self.store.tombs(tid) for i in t.ids()}
                     if sid in released[tid] or self.assembler.holds(tid, sid):
                         continue
-                    root, conv_id, conv_parent, _ = span_facts(span.attributes)
+                    # As ingest read it: a root known by its scope and name is a root after a restart too.
+                    root, conv_id, conv_parent, _ = span_facts(span.attributes, span.name, scope_name)
                     parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
                     self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, index=index,
                                        conv_root=root, conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip

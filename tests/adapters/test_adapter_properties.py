@@ -563,7 +563,7 @@ def _any_value(value: object) -> bytes:
 def test_files_hold_the_spans_the_collector_holds() -> None:
     """``mast-otel judge FILE`` (foreign_units) holds as a conversation's root exactly the spans the collector's
     ingest holds, whatever the attribute's type: a root kind written as a number is no root to either, and ADK's
-    legacy ``invocation`` span is one to both by its name alone."""
+    legacy ``invocation`` span is one to both by its name within ADK's scope, and to neither from any other."""
     from mast_otel.collector.ingest import span_facts
 
     keys = ["ag2.span.type", sc.OI_SPAN_KIND, "traceloop.span.kind", sc.GEN_AI_OPERATION_NAME, "workflow.id"]
@@ -580,10 +580,18 @@ def test_files_hold_the_spans_the_collector_holds() -> None:
         1.5,
         True,
     ]
-    for n, (key, value, name) in enumerate(itertools.product(keys, values, ("invocation", "invocation.step", "step"))):
-        span = SpanRecord("b" * 32, f"{n + 1:016x}", None, name, 1, 2, {key: value})
+    names = ("invocation", "invocation.step", "step")
+    scopes = ("gcp.vertex.agent", "my.app", "")
+    for n, (key, value, name, scope) in enumerate(itertools.product(keys, values, names, scopes)):
+        span = SpanRecord("b" * 32, f"{n + 1:016x}", None, name, 1, 2, {key: value}, scope_name=scope or None)
         held = bool(foreign_units([span]))
-        assert held == span_facts({key: _any_value(value)}, name.encode())[0], (key, value, name)
+        facts = span_facts({key: _any_value(value)}, name.encode(), scope.encode())
+        assert held == facts[0], (key, value, name, scope)
+    # The name is a marker only within its scope; nowhere does it need an attribute.
+    for scope, expected in (("gcp.vertex.agent", True), ("my.app", False), ("", False)):
+        span = SpanRecord("b" * 32, "1" * 16, None, "invocation", 1, 2, {}, scope_name=scope or None)
+        assert bool(foreign_units([span])) is expected, scope
+        assert span_facts({}, b"invocation", scope.encode())[0] is expected, scope
 
 
 def test_files_find_the_foreign_conversation_in_every_trace() -> None:

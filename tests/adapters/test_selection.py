@@ -57,7 +57,8 @@ def test_root_candidates_are_the_adapters_roots() -> None:
             value = span.get(key)
             return value if isinstance(value, str) else None
 
-        assert root_candidate(get, span.name) == any(is_root(span) for _, _, is_root, _ in ADAPTERS), span
+        rooted = any(is_root(span) for _, _, is_root, _ in ADAPTERS)
+        assert root_candidate(get, span.name, span.scope_name) == rooted, span
 
 
 def _calls(fn: Callable[[], Any]) -> int:

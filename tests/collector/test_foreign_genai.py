@@ -157,3 +157,21 @@ def test_adks_legacy_schema_is_one_conversation_on_its_invocation_span(sink: Otl
     root = _root(got, keys)
     assert root.name == "invocation" and root.parent_span_id == ""
     assert (root.attributes[sc.MAST_SOURCE], root.attributes[sc.MAST_FRAMEWORK]) == ("genai", "google-adk")
+
+
+def test_a_span_called_invocation_is_a_root_only_in_adks_scope(sink: OtlpSink, make_collector) -> None:
+    """A root candidate known by its name alone is known by its instrumentation scope too: any program may call a
+    span ``invocation``, and held as a conversation root its trace would wait up to max_trace_age. From ADK's scope
+    it is held as a root (and found to be no conversation); from any other it is a span no conversation holds."""
+    clock = FakeClock()
+    judge = FakeJudge()
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    unassigned = MetricNames.SPANS_UNASSIGNED
+    for n, (scope, reason) in enumerate((("my.app", "no_conversation"), ("gcp.vertex.agent", "not_a_conversation"))):
+        span = {"traceId": f"{n + 1:032x}", "spanId": f"{n + 1:016x}", "name": "invocation",
+                "startTimeUnixNano": "1", "endTimeUnixNano": "2"}  # fmt: skip
+        post_json(service, {"resourceSpans": [{"scopeSpans": [{"scope": {"name": scope}, "spans": [span]}]}]})
+        judge_and_export(service, clock)
+        assert metric(scrape(service), unassigned, reason=reason) == 1, scope
+    assert sorted(s.name for s in sink.wait_count(2)) == ["invocation", "invocation"] and not judge.calls
