@@ -21,7 +21,7 @@ BUILTIN_SECRET_PATTERNS: tuple[str, ...] = (
     r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
     r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",  # GitHub tokens
     r"\bgithub_pat_[A-Za-z0-9_]{40,}\b",
-    r"\bAIza[0-9A-Za-z_\-]{35}\b",  # Google API key
+    r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])",  # Google API key (may end in "-": no \b after it)
     r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
     r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWT
     r"(?i:\bbearer\s+)[A-Za-z0-9._~+/\-]{8,}=*",
