@@ -77,9 +77,18 @@ def instrument(
     kwargs: dict[str, Any] = {"config": config}
     if tracer_provider is not None:
         kwargs["tracer_provider"] = tracer_provider
+    # Whoever instrumented first (an earlier call, opentelemetry-instrument, a library), this call's redaction
+    # applies from now on to everything already instrumented: redaction is never dropped, only added to.
+    if _registry.tighten_redaction(config.redactor):
+        _log.info(
+            "mast-otel: the redaction given to this instrument() call now applies to every framework instrumented"
+        )
     if _registry.STATE.active:
         if kwargs != _registry.STATE.kwargs:
-            _log.warning("mast_otel.instrument() is already active; call uninstrument() first to change its options")
+            _log.warning(
+                "mast_otel.instrument() is already active: its redaction was added, its other options are not "
+                "applied; call uninstrument() first to change them"
+            )
         return
     _registry.activate(set(frameworks) if frameworks is not None else None, kwargs)
 

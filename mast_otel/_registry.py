@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,9 @@ class _State:
         self.kwargs: dict[str, Any] = {}
         self.hooked: set[str] = set()
         self.instrumented: dict[str, BaseInstrumentor] = {}
+        # Every recorder an integration built (mast_otel.integrations.recorder_for), however it was instrumented:
+        # by instrument(), by opentelemetry-instrument, by the program calling an instrumentor itself.
+        self.recorders: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 STATE = _State()
@@ -116,3 +120,19 @@ def _instrument(integration: Integration) -> None:
         safe_call(f"{integration.name}.undo", instrumentor._uninstrument)
         return
     STATE.instrumented[integration.name] = instrumentor
+
+
+def tighten_redaction(redactor: Any) -> int:
+    """Add ``redactor``'s patterns and callback to the redactor of every recorder the integrations built, in place
+    (open spans and derived configs share it); returns how many redactors grew. A later ``instrument()`` calls
+    this, so redaction it is given applies from then on, whoever instrumented first."""
+    grown = 0
+    with STATE.lock:
+        for recorder in list(STATE.recorders):
+            live = recorder.config.redactor
+            if live is redactor:
+                continue
+            before = (live.patterns, live.callback)
+            live.tighten(redactor.patterns, redactor.callback)
+            grown += (live.patterns, live.callback) != before
+    return grown

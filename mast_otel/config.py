@@ -13,7 +13,11 @@ Environment variables:
     Characters kept per message, tool argument or result (default 8192; 0 disables the cap).
 ``MAST_OTEL_REDACT_PATTERNS``
     Extra regexes, one per line (or a JSON list of strings), redacted on top of the built-in secret patterns.
-    Each is compiled here: a bad one raises ``ValueError`` naming it, at configuration time.
+    Each is compiled here. A bad one (a regex that does not compile) fails closed: it is counted and logged once
+    (kind ``config.MAST_OTEL_REDACT_PATTERNS``; the pattern itself is not logged), content capture is turned off,
+    and every text that still reaches a span (an exception's message, a termination detail) is replaced whole by
+    ``[REDACTED]``: what the pattern was meant to hide is never exported unredacted. ``instrument()`` does not
+    raise. A bad pattern given as ``redact_patterns=`` (code, not deployment) raises ``ValueError`` naming it.
 ``MAST_OTEL_PROPOSED_SEMCONV``
     ``true`` adds attributes that exist only in open semantic-convention proposals (``gen_ai.transfer.*`` on
     handoffs, PR #447) next to the stable ``mast.handoff.*`` ones; default ``false``.
@@ -24,10 +28,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .redaction import Redactor
+from ._safety import record_failure
+from .redaction import REDACTED, Redactor
 
 _log = logging.getLogger(__name__)
 
@@ -70,17 +76,43 @@ class CaptureConfig:
         if max_content_length is None:
             max_content_length = _parse_int(env.get(MAX_CONTENT_LENGTH_ENV), DEFAULT_MAX_CONTENT_LENGTH)
         patterns = list(_parse_patterns(env.get(REDACT_PATTERNS_ENV)))
+        if not all(_compiles(p) for p in patterns):
+            # Fail closed: without the pattern nothing can be redacted as asked, so nothing is captured, and text
+            # that is written whatever the capture switch (exception messages) is withheld whole.
+            _bad_value(REDACT_PATTERNS_ENV, "holds a regex that does not compile; content capture is off and "
+                       "exception texts are withheld")  # fmt: skip
+            patterns = [p for p in patterns if _compiles(p)]
+            capture_content = False
+            redact = _withhold
         patterns.extend(redact_patterns or ())
         if proposed_semconv is None:
-            proposed_semconv = env.get(PROPOSED_SEMCONV_ENV, "").strip().lower() in ("true", "1", "yes", "on")
+            proposed_semconv = _parse_switch(env, PROPOSED_SEMCONV_ENV, default=False)
         if openinference is None:
-            openinference = env.get(OPENINFERENCE_ENV, "").strip().lower() not in ("false", "0", "no", "off")
+            openinference = _parse_switch(env, OPENINFERENCE_ENV, default=True)
         return cls(
             capture_content=capture_content,
             redactor=Redactor(patterns=tuple(patterns), callback=redact, max_length=max_content_length),
             proposed_semconv=proposed_semconv,
             openinference=openinference,
         )
+
+
+def _bad_value(name: str, problem: str) -> None:
+    """Count and log once (kind ``config.NAME``) a variable that cannot be used; its value is not logged (a
+    redaction pattern describes a secret)."""
+    record_failure(f"config.{name}", ValueError(name), note=f"{name} {problem}")
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return False
+    return True
+
+
+def _withhold(_text: str) -> str:
+    return REDACTED
 
 
 def _parse_capture(raw: str | None) -> bool:
@@ -90,11 +122,8 @@ def _parse_capture(raw: str | None) -> bool:
     if value in _ON:
         return True
     if value not in _OFF:
-        _log.warning(
-            "%s=%r is not one of true/false/SPAN_ONLY/SPAN_AND_EVENT/EVENT_ONLY/NO_CONTENT; content capture is off",
-            CAPTURE_CONTENT_ENV,
-            raw,
-        )
+        _bad_value(CAPTURE_CONTENT_ENV, "is not one of true/false/SPAN_ONLY/SPAN_AND_EVENT/EVENT_ONLY/NO_CONTENT; "
+                   "content capture is off")  # fmt: skip
     return False
 
 
@@ -104,8 +133,19 @@ def _parse_int(raw: str | None, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        _log.warning("%s=%r is not an integer; using %d", MAX_CONTENT_LENGTH_ENV, raw, default)
+        _bad_value(MAX_CONTENT_LENGTH_ENV, f"is not an integer; using {default}")
         return default
+
+
+def _parse_switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in ("true", "1", "yes", "on"):
+        return True
+    if raw in ("false", "0", "no", "off"):
+        return False
+    if raw:
+        _bad_value(name, f"is not true or false; using {str(default).lower()}")
+    return default
 
 
 def _parse_patterns(raw: str | None) -> Sequence[str]:
@@ -115,7 +155,7 @@ def _parse_patterns(raw: str | None) -> Sequence[str]:
     if text.startswith("["):
         try:
             loaded = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; "[[[[..." nests too deep
             _log.warning("%s looks like JSON but does not parse; reading it as one regex per line", REDACT_PATTERNS_ENV)
         else:
             if isinstance(loaded, list) and all(isinstance(p, str) for p in loaded):

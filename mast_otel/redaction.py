@@ -86,11 +86,36 @@ class Redactor:
     max_length: int = 8192
     builtin: bool = True
     _user: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _added_callbacks: tuple[Callable[[str], str], ...] = field(init=False, default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Every user pattern is compiled here, at configuration time: a bad one is a clear error now, never a
         # crash inside the instrumented program at its first message.
         object.__setattr__(self, "_user", tuple(compile_user_pattern(p) for p in self.patterns))
+
+    def tighten(self, patterns: Sequence[str] = (), callback: Callable[[str], str] | None = None) -> None:
+        """Add ``patterns`` (compiled first: a bad one raises ``ValueError`` and adds nothing) and ``callback`` (run
+        after this redactor's own) to this redactor, in place.
+
+        Redaction set by a later ``instrument()`` must apply at once to every recorder, config and open span that
+        holds this redactor; redaction only ever grows, so the one exception to "frozen" can only remove text.
+        """
+        new = tuple(p for p in dict.fromkeys(patterns) if p not in self.patterns)
+        compiled = tuple(compile_user_pattern(p) for p in new)
+        if callback is not None and callback is not self.callback and callback not in self._added_callbacks:
+            object.__setattr__(self, "_added_callbacks", (*self._added_callbacks, callback))
+            first = self.callback
+            if first is not None:
+
+                def both(text: str) -> str:
+                    return callback(first(text))
+
+                callback_now: Callable[[str], str] | None = both
+            else:
+                callback_now = callback
+            object.__setattr__(self, "callback", callback_now)
+        object.__setattr__(self, "patterns", (*self.patterns, *new))
+        object.__setattr__(self, "_user", self._user + compiled)
 
     def redact(self, text: str) -> tuple[str, bool, bool]:
         """Return ``(text, redacted, truncated)``."""

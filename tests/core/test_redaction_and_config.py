@@ -64,13 +64,19 @@ def test_inline_global_flags_work_and_redact() -> None:
     assert config.redactor.redact("sk-proj-" + "a" * 24)[0] == "[REDACTED]"  # built-ins still apply
 
 
-def test_bad_pattern_from_the_environment_fails_instrument_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mast_otel
-
+def test_bad_pattern_from_the_environment_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deployment's typo never raises out of ``instrument()``: content capture goes off, and text written whatever
+    the switch (an exception's message) is withheld whole, so what the pattern meant to hide stays in."""
     monkeypatch.setenv("MAST_OTEL_REDACT_PATTERNS", "fine-[0-9]+\n(?i)ok\nbroken[")
+    config = CaptureConfig.from_env(capture_content=True)
+    assert config.capture_content is False
+    assert config.redactor.redact("fine-42 and broken[ text")[0] == REDACTED
+    assert config.redactor.redact("")[0] == REDACTED
+
+
+def test_bad_pattern_given_in_code_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match=r"invalid redaction pattern 'broken\['"):
-        mast_otel.instrument(frameworks=[])
-    mast_otel.uninstrument()
+        CaptureConfig.from_env(redact_patterns=["broken["], environ={})
 
 
 def test_cut_middle() -> None:
