@@ -10,6 +10,9 @@ program's randomness where the framework allows (AG2's random speaker selection,
 parametrize over :func:`available` ones. ``python -m tests.program_randomness NAME`` runs one scenario plain, then
 after a bare ``mast_otel.instrument()`` (mast-otel's own provider), in a fresh process, and prints both
 observations as JSON: a process sets its global provider once, so that path needs a process of its own.
+``python -m tests.program_randomness NAME grpc`` (or ``http/protobuf``) does the same with the streams fixed before
+``instrument()`` and the spans exported to an endpoint that answers "unavailable", so exports fail and are retried
+while the program runs (:func:`main_export_fails`).
 """
 
 from __future__ import annotations
@@ -36,13 +39,24 @@ def fixed_uuid4s() -> Iterator[uuid.UUID]:
     return (uuid.UUID(f"00000000-0000-4000-8000-{i:012}", version=4) for i in range(10000))
 
 
-def observe(run: Callable[[Any], Any], recorder: Any = None) -> dict[str, Any]:
+def observe(
+    run: Callable[[Any], Any],
+    recorder: Any = None,
+    *,
+    before: Callable[[], Any] | None = None,
+    settle: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """Seed ``random``, fix ``uuid.uuid4``, run ``run(recorder)``; return its own record and the program's next
     draws. ``recorder`` (a ``Recorder``) is used only by the recorder scenario: None is that program without
-    mast-otel."""
+    mast-otel. ``before()``, called once the streams are fixed, returns the recorder instead (it may call
+    ``instrument()``: what that draws shows); ``settle()`` runs between the run and the next draws."""
     random.seed(SEED)
     with mock.patch("uuid.uuid4", side_effect=fixed_uuid4s()):
+        if before is not None:
+            recorder = before()
         record = run(recorder)
+        if settle is not None:
+            settle()
         return {
             "record": record,
             "next_random": [random.random() for _ in range(3)],
@@ -233,6 +247,102 @@ def instrumentor(name: str) -> Any:
     return getattr(__import__(module, fromlist=[cls]), cls)()
 
 
+class Unavailable:
+    """An OTLP endpoint that is up and answers every export "try again later" (gRPC ``UNAVAILABLE``, HTTP 503,
+    both retryable), counting the attempts: a collector that is restarting. Runs in this process."""
+
+    def __init__(self) -> None:
+        import threading
+        from concurrent import futures
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import grpc
+
+        self.attempts = 0
+        self._arrived = threading.Condition()
+        unavailable = self
+
+        def export(_request: bytes, context: Any) -> bytes:
+            unavailable._count()
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the test collector is restarting")
+            return b""
+
+        handler = grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService",
+            {"Export": grpc.unary_unary_rpc_method_handler(export)},
+        )
+        self._grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=[handler])
+        self.grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
+        self._grpc.start()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                unavailable._count()
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http.daemon_threads = True
+        self.http_port = self._http.server_address[1]
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+
+    def _count(self) -> None:
+        with self._arrived:
+            self.attempts += 1
+            self._arrived.notify_all()
+
+    def wait_for(self, attempts: int, timeout: float = 60.0) -> int:
+        """Block until ``attempts`` exports were tried (the first and its retries); return how many were."""
+        with self._arrived:
+            self._arrived.wait_for(lambda: self.attempts >= attempts, timeout)
+            return self.attempts
+
+
+def main_export_fails(name: str, protocol: str) -> None:
+    """Print ``{"plain": ..., "instrumented": ..., "spans": N, "attempts": M}`` for scenario ``name``: the program
+    fixes its streams after ``import mast_otel`` and before ``instrument()``, and its spans are exported over
+    ``protocol`` ("grpc" or "http/protobuf") to an endpoint that answers "unavailable", so the exporter retries
+    while the program runs; the next draws are taken after the third attempt (two retries) reached it."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+    import mast_otel
+
+    class Counting(SpanProcessor):
+        ended = 0
+
+        def on_end(self, span: ReadableSpan) -> None:
+            Counting.ended += 1
+
+    endpoint = Unavailable()
+    os.environ["OTEL_EXPORTER_OTLP_PROTOCOL"] = protocol
+    os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = (
+        f"http://127.0.0.1:{endpoint.grpc_port}"
+        if protocol == "grpc"
+        else f"http://127.0.0.1:{endpoint.http_port}/v1/traces"
+    )
+    os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "50"  # export (and fail) while the program still runs
+    os.environ["OTEL_EXPORTER_OTLP_TIMEOUT"] = "30"  # room for two back-offs (about 1 s, then 2 s)
+    run = SCENARIOS[name].run
+    plain = observe_warm(run)
+
+    def instrument() -> Any:
+        mast_otel.instrument()  # mast-otel's own provider: nothing set one before
+        trace.get_tracer_provider().add_span_processor(Counting())  # type: ignore[attr-defined]
+        return mast_otel.Recorder(framework="randomness")
+
+    instrumented = observe(run, before=instrument, settle=lambda: endpoint.wait_for(3) and None)
+    print(json.dumps({"plain": plain, "instrumented": instrumented, "spans": Counting.ended,
+                      "attempts": endpoint.attempts}, default=str))  # fmt: skip
+    sys.stdout.flush()
+    os._exit(0)  # the exporter is still retrying: leave without waiting for it
+
+
 def main(name: str) -> None:
     """Print ``{"plain": ..., "instrumented": ..., "spans": N}`` for scenario ``name``, the second run after a bare
     ``mast_otel.instrument()``; then leave without the exit-time export (there is no collector to export to)."""
@@ -258,4 +368,7 @@ def main(name: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) > 2:
+        main_export_fails(sys.argv[1], sys.argv[2])
+    else:
+        main(sys.argv[1])

@@ -2,9 +2,10 @@
 
 A program that seeds ``random`` and fixes ``uuid.uuid4``'s sequence gets the same run record and the same next
 values with mast-otel on as without: on a provider the program passes in (the SDK's default id generator, which
-draws from ``random``) and after a bare ``instrument()`` (mast-otel's own provider), for the recorder API and every
-integration whose framework this environment has (tests/program_randomness.py; this module also runs in the
-LangGraph, autogen-agentchat, OpenAI Agents, AG2 1.x, CrewAI and MetaGPT sessions).
+draws from ``random``) and after a bare ``instrument()`` (mast-otel's own provider, also while its exports fail and
+are retried), for the recorder API and every integration whose framework this environment has
+(tests/program_randomness.py; this module also runs in the LangGraph, autogen-agentchat, OpenAI Agents, AG2 1.x,
+CrewAI and MetaGPT sessions).
 """
 
 from __future__ import annotations
@@ -62,6 +63,28 @@ def test_bare_instrument(name: str) -> None:
     assert seen["instrumented"] == seen["plain"]
 
 
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
+def test_bare_instrument_while_exports_fail(name: str, protocol: str) -> None:
+    """The program fixes its streams after ``import mast_otel`` and before ``instrument()``, and its spans meet a
+    collector that answers "unavailable": ``instrument()`` itself (resource, exporter imports) and the exporter's
+    retries (back-off jitter) draw none of the program's values."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.program_randomness", name, protocol],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["spans"] > 0, "the instrumented run recorded nothing: the comparison proves nothing"
+    assert seen["attempts"] >= 3, "the exports were not retried: the comparison proves nothing"
+    assert seen["instrumented"] == seen["plain"]
+
+
 def test_the_comparison_sees_a_draw() -> None:
     """The oracle is sharp: one extra ``uuid.uuid4()`` (what mast-otel's conversation id used to be) shows."""
     import uuid
@@ -73,9 +96,11 @@ def test_the_comparison_sees_a_draw() -> None:
     assert observe(drawing) != observe(SCENARIOS["recorder"].run)
 
 
-def test_own_provider_resource_draws_no_uuid4(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("detectors", [None, "process"])
+def test_own_provider_resource_draws_no_uuid4(monkeypatch: pytest.MonkeyPatch, detectors: str | None) -> None:
     """The SDK's ``Resource.create()`` takes ``service.instance.id`` from ``uuid.uuid4()`` (once per process);
-    the resource of mast-otel's own provider has the same keys and takes it from ``os.urandom``."""
+    the resource of mast-otel's own provider has the same keys and takes it from ``os.urandom``, also with the
+    detectors a program names in ``OTEL_EXPERIMENTAL_RESOURCE_DETECTORS``."""
     import uuid
     from unittest import mock
 
@@ -83,6 +108,8 @@ def test_own_provider_resource_draws_no_uuid4(monkeypatch: pytest.MonkeyPatch) -
 
     from mast_otel._setup import own_resource
 
+    if detectors is not None:
+        monkeypatch.setenv("OTEL_EXPERIMENTAL_RESOURCE_DETECTORS", detectors)
     monkeypatch.setattr(resources, "_service_instance_id", None)  # as in a process that made no resource yet
     drawn: list[uuid.UUID] = []
 
