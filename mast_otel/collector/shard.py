@@ -1,8 +1,10 @@
 """``python -m mast_otel.collector.shard``: one shard process of a collector run as several (see :mod:`.shards`).
 
-Reads ``{"config": {...}, "parent": PID}`` as one JSON line on stdin, asks the kernel to kill it when its parent
-dies, runs a :class:`.service.CollectorService` behind the front, writes its addresses as one JSON line on stdout,
-and serves until SIGTERM. Exit code 2: it could not start (the reason is logged on stderr).
+Reads ``{"config": {...}, "parent": PID, "link": FD}`` as one JSON line on stdin, asks the kernel to kill it when
+its parent dies, runs a :class:`.service.CollectorService` behind the front (taking the front's connections over
+the inherited control socket ``FD``; none for a store left by a run with more processes, which only drains), writes
+its addresses as one JSON line on stdout, and serves until SIGTERM. Exit code 2: it could not start (the reason is
+logged on stderr).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -81,7 +84,9 @@ def main() -> int:
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     gc_tuning.tune()
     try:
-        service = CollectorService(config, behind_front=True)
+        fd = request.get("link")
+        link = socket.socket(fileno=int(fd)) if fd is not None else None
+        service = CollectorService(config, behind_front=True, link=link)
         service.start()
     except (ConfigError, OSError, StoreError) as exc:
         return _cannot_start(exc)

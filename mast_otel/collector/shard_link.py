@@ -1,17 +1,19 @@
 """The link from a collector's front process to its shards (see :mod:`.front`): one Export request per frame, over
-TCP on 127.0.0.1, authenticated by the run's token.
+connections that only the front can make.
 
-Why not OTLP/gRPC, which it was until 2026-11-27: from Python, one gRPC call carrying a 125 KB part cost the caller
-about 250 us of CPU and the shard 340-460 us; the same bytes over a plain socket cost about 40 us each
-(docs/collector.md, "The front's link to its shards"). The front made one call per shard per request, from a
-thread of its own for each part but the last. Over the link the receiver's thread writes every part, then reads
-every answer: no threads are handed anything.
+Each connection is one end of a ``socketpair`` the front created; it hands the other end to the shard over a
+control socket that the shard inherited when the front started it (``SCM_RIGHTS``). No address is listened on, so
+no other process, of this user or another, can open a connection: there is no port to find, no token to check, no
+hello to wait for and no slot for a stranger to hold. The front opens as many connections as it routes requests at
+once (one per receiver thread at most), and the shard serves each on a thread of its own.
+
+Why not OTLP/gRPC: from Python, one gRPC call carrying a 125 KB part cost the caller about 250 us of CPU and the shard
+340-460 us; the same bytes over a plain socket cost 20-40 us each (benchmarks/results/). Over the link the
+receiver's thread writes every part, then reads every answer: no threads are handed anything.
 
 Both ends are this module, in the same version (the front starts its shards from its own interpreter), so the
-format carries no version beyond its opening magic:
+format carries no version:
 
-- a connection opens with :data:`MAGIC`, then the token (u16 length, bytes), within :data:`_HELLO_TIMEOUT_S`; a
-  shard that does not receive exactly that counts the refusal (transport ``link``) and closes the connection;
 - a request: u32 length, u8 transport (an index into :data:`.metrics.PROTOCOLS`), then the serialized
   ExportTraceServiceRequest;
 - an answer: u8 kind, u32 length, then the body: for :data:`STORED`, the ExportTraceServiceResponse; for
@@ -24,7 +26,6 @@ retryable refusal: a client's retry then arrives at the shard as a duplicate (co
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import socket
@@ -38,22 +39,27 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from .ingest import IngestResult
 from .limits import MemoryLimiter, OverLimit
-from .metrics import PROTOCOLS, REFUSE_CONNECTION_LIMIT, REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
+from .metrics import PROTOCOLS, REFUSE_TOO_LARGE, CollectorMetrics
 from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
 
-__all__ = ["LINK", "MAGIC", "REFUSED", "STORED", "Exchange", "LinkClient", "LinkError", "LinkServer"]
+__all__ = ["REFUSED", "STORED", "Exchange", "LinkClient", "LinkError", "LinkServer", "link_pair"]
 
 _log = logging.getLogger(__name__)
-MAGIC = b"mast-otel-link/1\n"
 STORED, REFUSED = 0, 1
 _REQUEST = struct.Struct(">IB")  # length, transport
 _ANSWER = struct.Struct(">BI")  # kind, length
-_TOKEN = struct.Struct(">H")
 _DISCARD_CHUNK = 1 << 16
 _ACCEPT_POLL_S = 0.25  # how soon a stopped server's accept loop notices
-_HELLO_TIMEOUT_S = 2.0  # the whole hello, which the front writes as it connects; a slow one frees its slot
 _MAX_ANSWER = 1 << 20  # an answer is a partial-success message or a refusal: a few hundred bytes
-LINK = "link"  # the transport label of refusals of the link itself (not of a request)
+_HANDED = b"c"  # the byte each handed-over connection travels with (SCM_RIGHTS needs at least one)
+_FDS_PER_MESSAGE = 16
+
+
+def link_pair() -> tuple[socket.socket, socket.socket]:
+    """The control socket's two ends: the front keeps the first; the second goes to the shard it starts, inherited
+    (``pass_fds``), and is closed in the front once the shard has it."""
+    front, shard = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return front, shard
 
 
 class LinkError(OSError):
@@ -78,43 +84,30 @@ def _read_exactly(conn: socket.socket, n: int) -> bytes | None:
 
 
 class LinkServer:
-    """A shard's end: serves the front's connections, one thread each, handing each request to ``ingest``.
-
-    At most ``max_connections`` at once (the front opens one per request it routes at a time); one more is
-    closed at once and counted. Bound, not started: :meth:`start`, :meth:`stop`."""
+    """A shard's end: takes the connections the front hands over ``control`` and serves each on a thread of its own,
+    handing each request to ``ingest``. Not started: :meth:`start`, :meth:`stop`."""
 
     def __init__(
         self,
-        host: str,
-        port: int,
+        control: socket.socket,
         *,
         ingest: Callable[[bytes, str], IngestResult],
         metrics: CollectorMetrics,
-        token: str,
         max_request_bytes: int,
         limiter: MemoryLimiter,
         retry_after: float,
-        max_connections: int,
     ) -> None:
+        self._control = control
         self._ingest = ingest
         self._metrics = metrics
-        self._token = token.encode()
         self._max = max_request_bytes
         self._limiter = limiter
         self._retry_after = retry_after
-        self._max_connections = max_connections
-        try:
-            self._listener = socket.create_server((host, port))
-        except OSError as exc:
-            raise OSError(f"cannot bind the collector shard's link to {host}:{port}: {exc}") from None
-        self._listener.settimeout(_ACCEPT_POLL_S)
-        self.host = host
-        self.port: int = self._listener.getsockname()[1]
+        self._control.settimeout(_ACCEPT_POLL_S)
         self._lock = threading.Lock()
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._stopping = threading.Event()
         self._acceptor: threading.Thread | None = None
-        self._warned: set[str] = set()
 
     def start(self) -> None:
         self._acceptor = threading.Thread(target=self._accept, name="mast-link-accept", daemon=True)
@@ -126,7 +119,7 @@ class LinkServer:
         self._stopping.set()
         if self._acceptor is not None:
             self._acceptor.join()
-        self._listener.close()
+        self._control.close()
         with self._lock:
             connections = dict(self._connections)
         for conn in connections:
@@ -140,31 +133,24 @@ class LinkServer:
     def _accept(self) -> None:
         while not self._stopping.is_set():
             try:
-                conn, _ = self._listener.accept()
+                message, fds, _, _ = socket.recv_fds(self._control, _FDS_PER_MESSAGE, _FDS_PER_MESSAGE)
             except TimeoutError:
                 continue
             except OSError as exc:
-                _log.error("the collector shard's link stopped accepting: %s", exc)
+                _log.error("the collector shard's link stopped taking connections: %s", exc)
                 return
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            thread = threading.Thread(target=self._serve, args=(conn,), name="mast-link", daemon=True)
-            with self._lock:
-                full = len(self._connections) >= self._max_connections
-                if not full:
+            if not message and not fds:
+                return  # the front closed its end: it is gone, and this process goes with it (PR_SET_PDEATHSIG)
+            for fd in fds:
+                conn = socket.socket(fileno=fd)
+                conn.settimeout(None)
+                thread = threading.Thread(target=self._serve, args=(conn,), name="mast-link", daemon=True)
+                with self._lock:
                     self._connections[conn] = thread
-            if full:
-                self._refuse_connection(REFUSE_CONNECTION_LIMIT, f"more than {self._max_connections} connections to "
-                                        "this shard's link; closing the ones over")  # fmt: skip
-                conn.close()
-                continue
-            thread.start()
+                thread.start()
 
     def _serve(self, conn: socket.socket) -> None:
         try:
-            if not self._hello(conn):
-                self._refuse_connection(REFUSE_UNAUTHENTICATED, "a connection to this shard's link without the run's "
-                                        "token in time; closing such connections")  # fmt: skip
-                return
             while (header := _read_exactly(conn, _REQUEST.size)) is not None:
                 length, transport = _REQUEST.unpack(header)
                 if transport >= len(PROTOCOLS):
@@ -187,35 +173,6 @@ class LinkServer:
             with self._lock:
                 self._connections.pop(conn, None)
             conn.close()
-
-    def _hello(self, conn: socket.socket) -> bool:
-        """Exactly the hello this run's front sends, read under one deadline (a client trickling bytes cannot hold
-        its connection slot) and compared in constant time."""
-        expected = MAGIC + _TOKEN.pack(len(self._token)) + self._token
-        deadline = time.monotonic() + _HELLO_TIMEOUT_S
-        got = b""
-        try:
-            while len(got) < len(expected):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                conn.settimeout(left)
-                chunk = conn.recv(len(expected) - len(got))
-                if not chunk:
-                    return False
-                got += chunk
-            conn.settimeout(None)
-        except OSError:  # timed out, or reset
-            return False
-        return hmac.compare_digest(got, expected)
-
-    def _refuse_connection(self, reason: str, message: str) -> None:
-        """Count a connection refused before any request (transport ``link``); warn once per reason, so that a local
-        process retrying cannot flood the log."""
-        self._metrics.requests_refused.labels(LINK, reason).inc()
-        if reason not in self._warned:
-            self._warned.add(reason)
-            _log.warning("%s (counted in mast_collector_requests_refused_total{protocol=\"link\"})", message)
 
     def _handle(self, body: bytes, protocol: str) -> bytes:
         """The answer frame to one request, as the OTLP receivers decide it (:mod:`.refusal`)."""
@@ -254,12 +211,12 @@ def _discard(conn: socket.socket, length: int) -> bool:
 
 
 class LinkClient:
-    """The front's end of the link to one shard: idle connections kept for the next request, a new one opened
-    when none is idle, so each request routed at a time has its own. :meth:`close` when the shard goes away."""
+    """The front's end of the link to one shard: idle connections kept for the next request, a new one made and
+    handed to the shard when none is idle, so each request routed at a time has its own. :meth:`close` when the
+    shard goes away (it closes ``control`` too)."""
 
-    def __init__(self, address: tuple[str, int], token: str, timeout: float) -> None:
-        self.address = address
-        self._hello = MAGIC + _TOKEN.pack(len(token.encode())) + token.encode()
+    def __init__(self, control: socket.socket, timeout: float) -> None:
+        self._control = control
         self._timeout = timeout
         self._idle: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -278,10 +235,12 @@ class LinkClient:
         return Exchange(self, conn)
 
     def close(self) -> None:
-        """Close the idle connections; one still in an exchange is closed when the exchange ends."""
+        """Close the idle connections and the control socket; one still in an exchange is closed when the exchange
+        ends."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            self._control.close()
         for conn in idle:
             conn.close()
 
@@ -291,14 +250,16 @@ class LinkClient:
                 raise LinkError("the link to this shard is closed (the shard is restarting)")
             if self._idle:
                 return self._idle.pop()
-        conn = socket.create_connection(self.address, timeout=self._timeout)
-        try:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn.sendall(self._hello)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:  # under the lock: close() must not close the control socket while it carries a descriptor
+                socket.send_fds(self._control, [_HANDED], [theirs.fileno()])
+            except BaseException:
+                ours.close()
+                raise
+            finally:
+                theirs.close()  # the shard holds its own copy now (or never will)
+        ours.settimeout(self._timeout)
+        return ours
 
     def _give_back(self, conn: socket.socket) -> None:
         with self._lock:

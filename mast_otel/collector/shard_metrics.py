@@ -4,9 +4,7 @@ Alert rules and dashboards are written against one collector's series (docs/coll
 exactly those names and labels: each sample is the sum over the processes that have it (counters, histogram
 buckets and gauges such as pending spans all add up across shards). Two families are the front's alone: the
 requests refused (a shard's refusal of a forwarded part is counted once, by the front, under the client's
-transport) and the configured limits (the front reports what was configured, not each shard's share). A shard's
-refusals of connections to its link (transport ``link``: no token, too many) are no request's, so the front
-never counts them: those samples are kept.
+transport) and the configured limits (the front reports what was configured, not each shard's share).
 A shard that does not answer is left out of that scrape; its counters come back when it does.
 """
 
@@ -19,8 +17,6 @@ from collections.abc import Callable, Iterable, Iterator
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
-
-from .shard_link import LINK
 
 __all__ = ["FRONT_ONLY", "ShardMetrics", "merge_families"]
 
@@ -65,21 +61,11 @@ class ShardMetrics:
             except OSError as exc:
                 _log.warning("could not read a collector shard's metrics at %s: %s", url, exc)
                 continue
-            sources.append([_shards_own(f) for f in text_string_to_metric_families(text)
-                            if f.name not in FRONT_ONLY or f.name == _REFUSED])  # fmt: skip
+            sources.append([f for f in text_string_to_metric_families(text) if f.name not in FRONT_ONLY])
         yield from merge_families(sources)
 
     def describe(self) -> list[Metric]:
         return []  # names are checked in the front's own registry; scraped ones vary with the shards
-
-
-def _shards_own(family: Metric) -> Metric:
-    """A shard's family as merged: of the requests refused, only the link's own refusals."""
-    if family.name != _REFUSED:
-        return family
-    kept = Metric(family.name, family.documentation, family.type, family.unit)
-    kept.samples = [sample for sample in family.samples if sample.labels.get("protocol") == LINK]
-    return kept
 
 
 def registry_of(metrics: ShardMetrics) -> CollectorRegistry:

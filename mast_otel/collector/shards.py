@@ -2,17 +2,24 @@
 
 Each shard is a whole single-process collector (:class:`.service.CollectorService`) with its own store, judge
 workers and exporter; it shares nothing with the others, so every promise of one process (nothing acknowledged
-lost across kill -9, no conversation judged twice, bounded memory) holds per shard. A shard receives only from the
-front, over the link of :mod:`.shard_link` on a 127.0.0.1 port it picks, authenticated by a token made for this run.
+lost across kill -9, no conversation judged twice, bounded memory) holds per shard. A shard listens on no address
+for data: it receives only from the front, over connections the front creates and hands it on a control socket
+the shard inherits (:mod:`.shard_link`), so no other process can reach it.
 
 Startup handshake: the shard reads its configuration as one JSON line on stdin (secrets never appear in ``ps``
-or on disk), and answers with one JSON line of its addresses on stdout once it is serving. A shard whose parent
-dies is killed with it (``PR_SET_PDEATHSIG``), so a kill -9 of the front is a kill -9 of the whole collector and a
-restart never finds an old shard still writing to a store.
+or on disk), and answers with one JSON line of its addresses (its /metrics) on stdout once it is serving. A shard
+whose parent dies is killed with it (``PR_SET_PDEATHSIG``), so a kill -9 of the front is a kill -9 of the whole
+collector and a restart never finds an old shard still writing to a store.
 
 Stores: shard 0 uses ``store`` itself (so ``processes=1`` and ``processes=N`` share the file layout), shard k
 ``store.shard<k>``. A store of a shard that a smaller ``processes`` no longer routes to is still opened and drained
 (its held conversations judged and delivered); it receives nothing new.
+
+Bounds: what was configured is the collector's total. Every bound a process enforces (pending traces and bytes,
+memory, span summaries, the disk reserve, the judge's token budget) is divided among all the shard processes,
+routed and draining alike, and the front takes one share of the memory for the requests it routes. So the sum over
+processes never exceeds what was configured; a configuration too small to give each process room for one request
+of ``max_request_bytes`` is refused at start with the numbers.
 """
 
 from __future__ import annotations
@@ -20,11 +27,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import os
 import re
-import secrets
 import select
+import socket
 import subprocess
 import sys
 import threading
@@ -33,13 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import CollectorConfig, parse_hostport
+from .config import CollectorConfig, ConfigError
 from .limits import DECODE_AMPLIFICATION, memory_limit_of
-from .shard_link import LinkClient
+from .shard_link import LinkClient, link_pair
 
 __all__ = [
-    "Shard", "ShardSet", "ShardStartError", "leftover_stores", "pin_process", "shard_config",
-    "shard_store",
+    "Shard", "ShardSet", "ShardStartError", "front_memory", "leftover_stores", "memory_total", "pin_process",
+    "shard_config", "shard_store",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -75,25 +81,62 @@ def leftover_stores(store: str, routed: int) -> list[int]:
     return sorted(found)
 
 
-def shard_config(config: CollectorConfig, index: int, shards: int, token: str) -> dict[str, Any]:
-    """Shard ``index``'s options: the front's, with its own store and internal addresses, and the collector-wide
-    bounds (pending traces and bytes, memory, span summaries, token budget) divided among ``shards`` so the whole
-    stays within what was configured. Behind the front, ``otlp_grpc`` is where the shard serves the link."""
+def front_memory(config: CollectorConfig, processes: int) -> int:
+    """The front's share of the memory limit: one of ``processes + 1`` (each shard process and the front)."""
+    return _memory_share(config, processes)
+
+
+def memory_total(config: CollectorConfig, processes: int) -> int:
+    """The collector's memory limit with ``processes`` shard processes: ``memory_limit``, or (0, auto) the default
+    raised to what the front and each shard need to take one request of ``max_request_bytes``."""
+    if config.memory_limit:
+        return config.memory_limit
+    least = config.max_request_bytes * DECODE_AMPLIFICATION
+    return max(memory_limit_of(0, config.max_request_bytes), least * (processes + 1))
+
+
+def _memory_share(config: CollectorConfig, processes: int) -> int:
+    memory = memory_total(config, processes)
+    share = memory // (processes + 1)
+    least = config.max_request_bytes * DECODE_AMPLIFICATION
+    if share < least:
+        raise ConfigError(f"memory_limit={memory} bytes leaves {share} to each of {processes} shard processes and the "
+                          f"front, less than one request of max_request_bytes needs ({least}); raise memory_limit to "
+                          f"at least {least * (processes + 1)} or lower processes or max_request_bytes")  # fmt: skip
+    return share
+
+
+def _at_least_one(total: int, processes: int, name: str) -> int:
+    if total < processes:
+        raise ConfigError(f"{name}={total} cannot be divided among {processes} shard processes; raise it to at "
+                          f"least {processes}")  # fmt: skip
+    return total // processes
+
+
+def shard_config(config: CollectorConfig, index: int, processes: int) -> dict[str, Any]:
+    """Shard ``index``'s options: the front's, with its own store, no receivers, and the collector-wide bounds
+    divided among the ``processes`` shard processes (routed and draining; the front holds one more memory share),
+    so the sum over processes stays within what was configured. Raises ConfigError when a share would be too small
+    for one request."""
     values = dataclasses.asdict(config)
-    memory = memory_limit_of(config.memory_limit, config.max_request_bytes)
     budget = config.judge_token_budget_per_hour
+    pending_bytes = config.max_pending_bytes // processes
+    if pending_bytes < config.max_request_bytes:
+        raise ConfigError(f"max_pending_bytes={config.max_pending_bytes} leaves {pending_bytes} to each of {processes} "
+                          f"shard processes, less than one request (max_request_bytes={config.max_request_bytes})")
     values.update(
         processes=1,
-        otlp_grpc="127.0.0.1:0",
+        otlp_grpc="127.0.0.1:0",  # never bound behind the front (service.CollectorService): the config needs a receiver
         otlp_http=None,
         metrics="127.0.0.1:0" if config.metrics else None,
-        auth_token=token,
+        auth_token=None,  # a shard serves no client: the front checks their tokens
         store=shard_store(config.store, index),
-        max_pending_traces=math.ceil(config.max_pending_traces / shards),
-        max_pending_bytes=max(config.max_pending_bytes // shards, config.max_request_bytes),
-        memory_limit=max(memory // shards, config.max_request_bytes * DECODE_AMPLIFICATION),
-        judge_token_budget_per_hour=math.ceil(budget / shards) if budget else 0,
-        summary_memory=config.summary_memory // shards,
+        max_pending_traces=_at_least_one(config.max_pending_traces, processes, "max_pending_traces"),
+        max_pending_bytes=pending_bytes,
+        memory_limit=_memory_share(config, processes),
+        judge_token_budget_per_hour=max(1, budget // processes) if budget else 0,  # 0 would mean no budget
+        summary_memory=config.summary_memory // processes,
+        store_reserve=config.store_reserve // processes,
     )
     return values
 
@@ -120,7 +163,6 @@ class ShardSet:
     def __init__(self, config: CollectorConfig, *, count: int, max_request_bytes: int) -> None:
         self._config = config
         self.count = count
-        self.token = secrets.token_urlsafe(32)
         # One core per shard exactly (taskset, a cpuset, a machine of its own): each shard is pinned to its core, so
         # its threads hand the GIL to each other on one core instead of across two (measured: docs/collector.md,
         # "Cores"). With more cores than shards (a CPU quota in a shared cgroup), the kernel places them.
@@ -128,6 +170,10 @@ class ShardSet:
         self._cores = cores if len(cores) == count > 1 else None
         indexes = [(i, True) for i in range(count)] + [(i, False) for i in leftover_stores(config.store, count)]
         self.shards = [Shard(i, shard_store(config.store, i), routed) for i, routed in indexes]
+        # Checked here, before any process starts: a share too small for one request is a configuration error.
+        self.front_memory = front_memory(config, len(self.shards))
+        for shard in self.shards:
+            shard_config(config, shard.index, len(self.shards))
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._started = threading.Event()
@@ -176,11 +222,35 @@ class ShardSet:
             return [s.metrics_address for s in self.shards if s.serving and s.metrics_address]
 
     def _spawn(self, shard: Shard) -> None:
-        values = shard_config(self._config, shard.index, self.count, self.token)
-        line = json.dumps({"config": values, "parent": os.getpid()}) + "\n"
-        process = subprocess.Popen(  # no preexec_fn: forking a process with gRPC threads must exec at once
-            [sys.executable, "-m", "mast_otel.collector.shard"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
+        values = shard_config(self._config, shard.index, len(self.shards))
+        ours, theirs = link_pair() if shard.routed else (None, None)
+        request: dict[str, Any] = {"config": values, "parent": os.getpid()}
+        if theirs is not None:
+            request["link"] = theirs.fileno()  # the same number in the shard: pass_fds keeps it
+        line = json.dumps(request) + "\n"
+        try:
+            process = subprocess.Popen(  # no preexec_fn: forking a process with gRPC threads must exec at once
+                [sys.executable, "-m", "mast_otel.collector.shard"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                pass_fds=(theirs.fileno(),) if theirs is not None else (),
+            )
+        except BaseException:
+            if ours is not None:
+                ours.close()
+            raise
+        finally:
+            if theirs is not None:
+                theirs.close()  # the shard has its own copy: with ours closed, its end reads EOF when the front dies
+        try:
+            self._await_ready(shard, process, line, ours)
+        except BaseException:
+            if ours is not None:
+                ours.close()
+            raise
+
+    def _await_ready(
+        self, shard: Shard, process: subprocess.Popen[bytes], line: str, ours: socket.socket | None
+    ) -> None:
+        """Pin the new shard, hand it ``line``, wait for its ready line; then its link (over ``ours``) is live."""
         assert process.stdin is not None and process.stdout is not None
         if self._cores is not None:
             # a leftover store's shard may run on any of the cores (it inherited the front's one)
@@ -209,15 +279,15 @@ class ShardSet:
             if "error" in addresses:
                 process.wait()
                 raise ShardStartError(str(addresses["error"]))
-            host, port = parse_hostport(str(addresses["link"]))
-        except (ValueError, KeyError, TypeError) as exc:
+            metrics = str(addresses.get("metrics", ""))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             process.kill()
             process.wait()
             raise ShardStartError(f"collector shard {shard.index} answered {ready[:200]!r}: {exc}") from None
-        link = LinkClient((host, port), self.token, _FORWARD_TIMEOUT_S) if shard.routed else None
+        link = LinkClient(ours, _FORWARD_TIMEOUT_S) if ours is not None else None
         with self._lock:
             shard.process, shard.link, shard.started, shard.serving = process, link, time.monotonic(), True
-            shard.metrics_address = str(addresses.get("metrics", ""))
+            shard.metrics_address = metrics
         _log.info("collector shard %d serving (pid %d, store %s)", shard.index, process.pid, shard.store)
 
     def _watch(self) -> None:

@@ -44,6 +44,29 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _listening(pid: int) -> list[str]:
+    """The listening sockets process ``pid`` holds: ``tcp:PORT`` for TCP, ``unix`` for a Unix socket."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A" and f[9] in inodes:
+                found.append(f"tcp:{int(f[1].rsplit(':', 1)[1], 16)}")
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        f = line.split()
+        if int(f[3], 16) & 0x10000 and f[6] in inodes:
+            found.append("unix")
+    return found
+
+
 def _held(store: Path) -> int:
     """Spans a store still holds (segments not released), read with SQLite itself."""
     with sqlite3.connect(store) as db:
@@ -77,6 +100,10 @@ def test_two_processes_deliver_every_span_once_labelled_and_count_as_one_collect
         assert collector.proc is not None
         shards = _children(collector.proc.pid)
         assert len(shards) == 2
+        # No other process can reach a shard: each listens on its /metrics port alone (which the front scrapes);
+        # the front's link to it is a socket pair handed over a control socket the shard inherited.
+        for pid in shards:
+            assert len(_listening(pid)) == 1 and _listening(pid)[0].startswith("tcp:"), _listening(pid)
         cores = os.sched_getaffinity(0)
         if len(cores) == 2:  # one core per shard: each pinned to its own (GIL handoffs stay on one core)
             pinned = [os.sched_getaffinity(pid) for pid in shards]

@@ -4,12 +4,13 @@ the outcomes a single collector gives for the same failures."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
 import pytest
 from google.protobuf.message import DecodeError
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -19,6 +20,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from mast_otel.collector.config import ConfigError
 from mast_otel.collector.encoding import field
 from mast_otel.collector.ingest import Backpressure, Malformed, TooLarge
 from mast_otel.collector.metrics import (
@@ -31,7 +33,7 @@ from mast_otel.collector.metrics import (
 from mast_otel.collector.refusal import Refusal, RefusalKind
 from mast_otel.collector.routing import FRONT_SHARE, Router, shard_bounds, shard_of, split_request
 from mast_otel.collector.shard_metrics import ShardMetrics, merge_families
-from mast_otel.collector.shards import leftover_stores, shard_config, shard_store
+from mast_otel.collector.shards import front_memory, leftover_stores, memory_total, shard_config, shard_store
 from tests.collector.conftest import collector_config
 
 # -- splitting -----------------------------------------------------------------------------------------------------
@@ -469,14 +471,64 @@ def test_rejections_from_every_shard_add_up_and_are_all_told() -> None:
 
 def test_each_shard_gets_its_share_of_the_collector_wide_bounds(tmp_path: Any) -> None:
     config = collector_config(tmp_path, None, max_pending_traces=101, max_pending_bytes="64MiB",
-                              judge_token_budget_per_hour=1001, memory_limit="1GiB",
-                              max_request_bytes="1MiB", summary_memory="100MiB")  # fmt: skip
-    one = shard_config(config, 1, 2, "secret")
-    assert one["max_pending_traces"] == 51 and one["max_pending_bytes"] == 32 << 20
-    assert one["summary_memory"] == 50 << 20
-    assert one["judge_token_budget_per_hour"] == 501 and one["memory_limit"] == 512 << 20
-    assert one["store"] == str(tmp_path / "collector.db") + ".shard1" and one["auth_token"] == "secret"
-    assert one["otlp_http"] is None and one["otlp_grpc"] == "127.0.0.1:0" and one["processes"] == 1
+                              judge_token_budget_per_hour=1001, memory_limit="1GiB", store_reserve="64MiB",
+                              max_request_bytes="1MiB", summary_memory="100MiB",
+                              auth_token="client-secret")  # fmt: skip
+    one = shard_config(config, 1, 2)
+    assert one["max_pending_traces"] == 50 and one["max_pending_bytes"] == 32 << 20
+    assert one["summary_memory"] == 50 << 20 and one["store_reserve"] == 32 << 20
+    assert one["judge_token_budget_per_hour"] == 500 and one["memory_limit"] == (1 << 30) // 3  # the front has one
+    assert one["store"] == str(tmp_path / "collector.db") + ".shard1"
+    assert one["auth_token"] is None  # the clients' secret stays in the front, which alone serves them
+    assert one["otlp_http"] is None and one["processes"] == 1
+    assert front_memory(config, 2) == (1 << 30) // 3
+
+
+@given(processes=st.integers(1, 6), leftover=st.integers(0, 3), memory=st.integers(0, 12),
+       pending=st.integers(8, 10_000), pending_mib=st.integers(10, 200), reserve=st.integers(0, 256),
+       summaries=st.integers(0, 100), budget=st.integers(0, 10**6))  # fmt: skip
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_bounds_of_every_process_add_up_to_at_most_what_was_configured(
+    tmp_path: Any, processes: int, leftover: int, memory: int, pending: int, pending_mib: int, reserve: int,
+    summaries: int, budget: int,
+) -> None:  # fmt: skip
+    """Whatever the processes, leftover stores included, each bound summed over the processes that enforce it (the
+    shards, and the front for memory) is at most the configured one; or the configuration is refused by name."""
+    config = collector_config(tmp_path, None, memory_limit=f"{memory * 64}MiB", max_request_bytes="1MiB",
+                              max_pending_traces=pending, max_pending_bytes=f"{pending_mib}MiB",
+                              store_reserve=f"{reserve}MiB", summary_memory=f"{summaries}MiB",
+                              judge_token_budget_per_hour=budget, processes=processes)  # fmt: skip
+    total = processes + leftover
+    try:
+        shares = [shard_config(config, i, total) for i in range(total)]
+        front = front_memory(config, total)
+    except ConfigError as exc:
+        assert any(word in str(exc) for word in ("memory_limit", "max_pending_bytes", "max_pending_traces"))
+        return
+    for key in ("max_pending_traces", "max_pending_bytes", "store_reserve", "summary_memory"):
+        assert sum(s[key] for s in shares) <= getattr(config, key), key
+    assert front + sum(s["memory_limit"] for s in shares) <= memory_total(config, total)
+    if config.memory_limit:  # 0: auto, raised to what every process needs
+        assert memory_total(config, total) == config.memory_limit
+    assert all(s["memory_limit"] >= 64 * config.max_request_bytes for s in shares)  # room for one request each
+    if budget >= total:
+        assert sum(s["judge_token_budget_per_hour"] for s in shares) <= budget
+
+
+def test_a_shard_set_with_leftover_stores_shares_the_bounds_among_them_all(tmp_path: Any) -> None:
+    """Two routed shards and two stores left by a run with four: four shard processes and the front share the
+    bounds, as the ShardSet computes them before starting any process."""
+    from mast_otel.collector.shards import ShardSet
+
+    config = collector_config(tmp_path, None, memory_limit="500MiB", max_request_bytes="1MiB",
+                              max_pending_traces=400, processes=2)  # fmt: skip
+    for k in (2, 3):
+        (tmp_path / f"collector.db.shard{k}").write_bytes(b"")
+    shards = ShardSet(config, count=2, max_request_bytes=config.max_request_bytes)
+    assert [(s.index, s.routed) for s in shards.shards] == [(0, True), (1, True), (2, False), (3, False)]
+    assert shards.front_memory == (500 << 20) // 5
+    with pytest.raises(ConfigError, match=r"memory_limit=.* leaves .* to each of 4 shard processes and the front"):
+        ShardSet(dataclasses.replace(config, memory_limit=300 << 20), count=2, max_request_bytes=1 << 20)
 
 
 def test_shard_0_keeps_the_store_and_leftover_shard_stores_are_found(tmp_path: Any) -> None:
@@ -553,7 +605,7 @@ def test_metrics_of_front_and_shards_are_summed_and_refusals_counted_by_the_fron
     assert values[("mast_collector_traces_pending", "mast_collector_traces_pending")] == 6
     refused = {(s.labels["protocol"], s.labels["reason"]): s.value
                for s in families["mast_collector_requests_refused"].samples if s.name.endswith("_total")}  # fmt: skip
-    assert refused == {("grpc", "backpressure"): 1, ("link", "unauthenticated"): 5}
+    assert refused == {("grpc", "backpressure"): 1}  # a shard's counts of refusals are never merged
     assert families["mast_collector_traces_pending"].documentation == "d"
     assert "# HELP mast_collector_traces_pending d" in text
     assert len(served) == 2

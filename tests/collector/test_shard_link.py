@@ -1,11 +1,12 @@
-"""The link between a collector's front and its shards, over real sockets on 127.0.0.1: what the shard's ingest is
-handed, what the front is told for each outcome (the outcomes the OTLP receivers give, :mod:`.refusal`), what is
-counted, and a link that breaks, stalls, is full or is spoken to without the token. The router over two real links
-at the end: every part written before any answer is read."""
+"""The link between a collector's front and its shards, over real socket pairs handed across a control socket: what
+the shard's ingest is handed, what the front is told for each outcome (the outcomes the OTLP receivers give,
+:mod:`.refusal`), what is counted, and a link that breaks or stalls. The router over two real links at the end:
+every part written before any answer is read."""
 
 from __future__ import annotations
 
 import logging
+import os
 import random
 import select
 import socket
@@ -21,22 +22,20 @@ from mast_otel.collector import shard_link
 from mast_otel.collector.ingest import Backpressure, IngestResult, Malformed, TooLarge
 from mast_otel.collector.limits import MemoryLimiter
 from mast_otel.collector.metrics import (
-    REFUSE_CONNECTION_LIMIT,
     REFUSE_DISK_FULL,
     REFUSE_INTERNAL,
     REFUSE_MALFORMED,
     REFUSE_MEMORY_LIMIT,
     REFUSE_TOO_LARGE,
-    REFUSE_UNAUTHENTICATED,
     CollectorMetrics,
 )
 from mast_otel.collector.refusal import Refusal, RefusalKind
 from mast_otel.collector.routing import Router, split_request
-from mast_otel.collector.shard_link import MAGIC, LinkClient, LinkError, LinkServer, _read_exactly
+from mast_otel.collector.shard_link import LinkClient, LinkError, LinkServer, _read_exactly, link_pair
 from tests.collector.test_routing import _request
 
-TOKEN = "run-token"
 MAX = 1 << 16
+_CONTROLS: dict[int, socket.socket] = {}  # id(server) -> the front's end of its control socket
 
 
 class _Ingest:
@@ -69,19 +68,22 @@ def _refused(metrics: CollectorMetrics, protocol: str, reason: str) -> float:
 def serve() -> Iterator[Callable[..., tuple[LinkServer, CollectorMetrics]]]:
     servers: list[LinkServer] = []
 
-    def start(ingest: Callable[[bytes, str], IngestResult], *, limit: int = 1 << 30,
-              max_connections: int = 8) -> tuple[LinkServer, CollectorMetrics]:  # fmt: skip
+    def start(
+        ingest: Callable[[bytes, str], IngestResult], *, limit: int = 1 << 30
+    ) -> tuple[LinkServer, CollectorMetrics]:
         metrics = CollectorMetrics()
-        server = LinkServer("127.0.0.1", 0, ingest=ingest, metrics=metrics, token=TOKEN, max_request_bytes=MAX,
-                            limiter=MemoryLimiter(limit, amplification=1), retry_after=3.5,
-                            max_connections=max_connections)  # fmt: skip
+        front, shard = link_pair()
+        server = LinkServer(shard, ingest=ingest, metrics=metrics, max_request_bytes=MAX,
+                            limiter=MemoryLimiter(limit, amplification=1), retry_after=3.5)  # fmt: skip
         server.start()
         servers.append(server)
+        _CONTROLS[id(server)] = front
         return server, metrics
 
     yield start
     for server in servers:
         server.stop(1.0)
+        _CONTROLS.pop(id(server)).close()
 
 
 def _closed_without_answer(raw: socket.socket) -> bool:
@@ -92,8 +94,19 @@ def _closed_without_answer(raw: socket.socket) -> bool:
         return True
 
 
-def _client(server: LinkServer, timeout: float = 10.0, token: str = TOKEN) -> LinkClient:
-    return LinkClient((server.host, server.port), token, timeout)
+def _client(server: LinkServer, timeout: float = 10.0) -> LinkClient:
+    """A front's client of ``server`` (clients of one server share its control socket, as a restarted link would
+    not: a test closing one client closes them all)."""
+    return LinkClient(_CONTROLS[id(server)], timeout)
+
+
+def _raw(control: socket.socket) -> socket.socket:
+    """A connection handed to the shard behind ``control``, for writing bytes outside the client's format."""
+    ours, theirs = socket.socketpair()
+    socket.send_fds(control, [b"c"], [theirs.fileno()])
+    theirs.close()
+    ours.settimeout(5)
+    return ours
 
 
 def test_a_stored_request_reaches_ingest_as_sent_with_its_transport_and_the_answer_comes_back(serve: Any) -> None:
@@ -171,59 +184,22 @@ def test_idle_connections_are_reused_and_each_request_in_flight_has_its_own(serv
     assert len(server._connections) == 2 and sorted(r for r, _ in ingest.got[3:]) == [b"1", b"2"]
 
 
-def test_without_the_token_the_shard_stores_nothing_and_counts_it(serve: Any, caplog: Any) -> None:
-    ingest = _Ingest()
-    server, metrics = serve(ingest)
-    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.shard_link"):
-        with pytest.raises(OSError):
-            _client(server, token="guessed").send(b"spans", "grpc").answer()
-        with socket.create_connection((server.host, server.port), timeout=5) as raw:  # not the link at all
-            raw.sendall(b"POST /v1/traces HTTP/1.1\r\n\r\n" + bytes(64))
-            assert _closed_without_answer(raw)
-    assert ingest.got == [] and _refused(metrics, "link", REFUSE_UNAUTHENTICATED) == 2
-    told = [m for m in caplog.messages if "without the run's token" in m]  # once: a retrying process cannot flood
-    assert told == ["a connection to this shard's link without the run's token in time; closing such connections "
-                    '(counted in mast_collector_requests_refused_total{protocol="link"})']  # fmt: skip
-
-
 def test_a_frame_outside_the_format_closes_the_connection(serve: Any, caplog: Any) -> None:
     ingest = _Ingest()
     server, metrics = serve(ingest)
-    hello = MAGIC + len(TOKEN).to_bytes(2, "big") + TOKEN.encode()
     with caplog.at_level(logging.WARNING, logger="mast_otel.collector.shard_link"):
-        with socket.create_connection((server.host, server.port), timeout=5) as raw:
-            raw.sendall(hello + (4).to_bytes(4, "big") + bytes([2]) + b"abcd")  # transports are 0 and 1
+        with _raw(_CONTROLS[id(server)]) as raw:
+            raw.sendall((4).to_bytes(4, "big") + bytes([2]) + b"abcd")  # transports are 0 and 1
             assert _closed_without_answer(raw)
         # an oversized request cut short: never answered, so never counted as refused
-        with socket.create_connection((server.host, server.port), timeout=5) as raw:
-            raw.sendall(hello + (MAX + 10).to_bytes(4, "big") + bytes([0]) + bytes(100))
+        with _raw(_CONTROLS[id(server)]) as raw:
+            raw.sendall((MAX + 10).to_bytes(4, "big") + bytes([0]) + bytes(100))
             raw.shutdown(socket.SHUT_WR)
             assert _closed_without_answer(raw)
     assert ingest.got == [] and _refused(metrics, "grpc", REFUSE_TOO_LARGE) == 0
     assert "a connection from the collector's front failed: transport 2 is not one of ('grpc', 'http')" in (
         caplog.messages
     )
-
-
-def test_connections_over_the_cap_are_closed_and_counted(serve: Any, caplog: Any) -> None:
-    ingest = _Ingest(gate=threading.Event())
-    server, metrics = serve(ingest, max_connections=1)
-    client = _client(server)
-    first = client.send(b"1", "grpc")
-    assert ingest.arrived.wait(5)
-    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.shard_link"), pytest.raises(OSError):
-        client.send(b"2", "grpc").answer()
-    ingest.gate.set()
-    assert first.answer() == ExportTraceServiceResponse()
-    assert _refused(metrics, "link", REFUSE_CONNECTION_LIMIT) == 1 and [r for r, _ in ingest.got] == [b"1"]
-    assert ("more than 1 connections to this shard's link; closing the ones over (counted in "
-            'mast_collector_requests_refused_total{protocol="link"})') in caplog.messages  # fmt: skip
-    client.close()  # its connection ends, and a new one is taken again
-    deadline = time.monotonic() + 5
-    while server._connections and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not server._connections
-    assert _client(server).send(b"3", "grpc").answer() == ExportTraceServiceResponse()
 
 
 def test_a_shard_that_never_answers_costs_the_front_its_timeout_and_the_connection(serve: Any) -> None:
@@ -270,22 +246,21 @@ def test_stopping_a_shard_answers_the_request_it_is_storing_before_it_returns(se
     assert exchange.answer() == ExportTraceServiceResponse()
 
 
-def _fake_shard(reply: bytes) -> tuple[str, int]:
-    """A listener that takes one connection, reads the hello and one request, writes ``reply`` and closes."""
-    listener = socket.create_server(("127.0.0.1", 0))
+def _fake_shard(reply: bytes) -> socket.socket:
+    """A control socket whose shard takes one connection, reads one request, writes ``reply`` and closes."""
+    front, shard = link_pair()
 
     def serve() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            _read_exactly(conn, len(MAGIC) + 2 + len(TOKEN))
+        _, fds, _, _ = socket.recv_fds(shard, 1, 1)
+        with socket.socket(fileno=fds[0]) as conn:
             header = _read_exactly(conn, 5)
             assert header is not None
             _read_exactly(conn, int.from_bytes(header[:4], "big"))
             conn.sendall(reply)
-        listener.close()
+        shard.close()
 
     threading.Thread(target=serve, daemon=True).start()
-    return listener.getsockname()
+    return front
 
 
 @pytest.mark.parametrize(
@@ -303,7 +278,7 @@ def _fake_shard(reply: bytes) -> tuple[str, int]:
 )  # fmt: skip
 def test_an_answer_outside_the_format_is_a_broken_link_for_the_front(reply: bytes, told: str) -> None:
     """A shard answering outside the format (a bug on one side) is a broken link for the front, not a crash."""
-    client = LinkClient(_fake_shard(reply), TOKEN, 5.0)
+    client = LinkClient(_fake_shard(reply), 5.0)
     with pytest.raises(LinkError) as caught:
         client.send(b"x", "grpc").answer()
     assert str(caught.value).startswith(told)
@@ -343,59 +318,6 @@ def test_the_router_writes_every_part_before_it_reads_an_answer(serve: Any) -> N
     assert [i.got for i in ingests] == [[(p.request, "http")] for p in parts]
 
 
-def test_a_connection_that_says_nothing_or_trickles_is_closed_and_frees_its_slot(serve: Any, monkeypatch: Any) -> None:
-    monkeypatch.setattr(shard_link, "_HELLO_TIMEOUT_S", 0.4)
-    server, metrics = serve(_Ingest(), max_connections=1)
-    with socket.create_connection((server.host, server.port), timeout=5) as silent:
-        assert _closed_without_answer(silent)
-    with socket.create_connection((server.host, server.port), timeout=5) as trickling:
-        started = time.monotonic()
-        try:
-            for byte in MAGIC:  # a byte every 0.1 s: each read is quick, the whole hello is not
-                trickling.sendall(bytes([byte]))
-                time.sleep(0.1)
-        except OSError:
-            pass  # closed by the shard meanwhile
-        assert _closed_without_answer(trickling) and time.monotonic() - started < 1.5
-    with socket.create_connection((server.host, server.port), timeout=5) as leaving:
-        leaving.sendall(MAGIC[:5])  # and gone before the rest
-    deadline = time.monotonic() + 5
-    while _refused(metrics, "link", REFUSE_UNAUTHENTICATED) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert _client(server).send(b"after", "grpc").answer() == ExportTraceServiceResponse()
-    assert _refused(metrics, "link", REFUSE_UNAUTHENTICATED) == 3
-
-
-def test_a_hello_in_pieces_with_a_request_right_behind_it_is_read_exactly(serve: Any) -> None:
-    ingest = _Ingest()
-    server, metrics = serve(ingest)
-    hello = MAGIC + len(TOKEN).to_bytes(2, "big") + TOKEN.encode()
-    with socket.create_connection((server.host, server.port), timeout=5) as raw:
-        raw.sendall(hello[:5])
-        time.sleep(0.1)
-        raw.sendall(hello[5:] + (4).to_bytes(4, "big") + bytes([1]) + b"abcd")  # no byte of the request is the hello's
-        answer = _read_exactly(raw, 5)
-    assert answer is not None and answer[0] == shard_link.STORED
-    assert ingest.got == [(b"abcd", "http")] and _refused(metrics, "link", REFUSE_UNAUTHENTICATED) == 0
-
-
-def test_a_shard_link_binds_where_it_is_told_or_says_why_not(serve: Any) -> None:
-    server, _ = serve(_Ingest())
-    assert (server.host, server.port) == ("127.0.0.1", server._listener.getsockname()[1])
-
-    def bound(port: int) -> LinkServer:
-        return LinkServer("127.0.0.1", port, ingest=_Ingest(), metrics=CollectorMetrics(), token=TOKEN,
-                          max_request_bytes=MAX, limiter=MemoryLimiter(1 << 20), retry_after=1.0,
-                          max_connections=1)  # fmt: skip
-
-    with pytest.raises(OSError, match=f"cannot bind the collector shard's link to 127.0.0.1:{server.port}: "):
-        bound(server.port)
-    never_started = bound(0)
-    port = never_started.port
-    never_started.stop()  # a shard that fails before it serves still frees its port
-    socket.create_server(("127.0.0.1", port)).close()
-
-
 def test_the_links_threads_are_named_daemons_and_accept_after_a_quiet_spell(serve: Any) -> None:
     server, _ = serve(_Ingest())
     time.sleep(3 * shard_link._ACCEPT_POLL_S)  # several accept timeouts with nobody connecting
@@ -417,13 +339,20 @@ def test_a_stop_waits_for_a_request_being_stored_at_most_its_grace(serve: Any) -
     assert exchange.answer() == ExportTraceServiceResponse()  # answered once it is stored, after the stop
 
 
-def test_an_accept_that_fails_is_logged(serve: Any, caplog: Any) -> None:
+def test_a_control_socket_that_fails_is_logged_and_one_the_front_closed_ends_the_accept_loop(
+    serve: Any, caplog: Any
+) -> None:
     server, _ = serve(_Ingest())
     with caplog.at_level(logging.ERROR, logger="mast_otel.collector.shard_link"):
-        server._listener.close()
+        server._control.close()
         assert server._acceptor is not None
         server._acceptor.join(5)
-    assert any(m.startswith("the collector shard's link stopped accepting: [Errno ") for m in caplog.messages)
+    assert any(m.startswith("the collector shard's link stopped taking connections: [Errno ") for m in caplog.messages)
+    quiet, _ = serve(_Ingest())
+    _CONTROLS[id(quiet)].close()  # the front is gone: its end of the control socket closed
+    assert quiet._acceptor is not None
+    quiet._acceptor.join(5)
+    assert not quiet._acceptor.is_alive()
 
 
 def test_a_client_closed_during_an_exchange_keeps_no_connection_and_opens_none(serve: Any) -> None:
@@ -440,6 +369,38 @@ def test_a_client_closed_during_an_exchange_keeps_no_connection_and_opens_none(s
 
 
 def test_an_answer_longer_than_any_answer_is_refused_before_it_is_read() -> None:
-    client = LinkClient(_fake_shard(bytes([0]) + (2**32 - 1).to_bytes(4, "big")), TOKEN, 5.0)
+    client = LinkClient(_fake_shard(bytes([0]) + (2**32 - 1).to_bytes(4, "big")), 5.0)
     with pytest.raises(LinkError, match="an answer of 4294967295 bytes, over 1048576"):
         client.send(b"x", "grpc").answer()
+
+
+def test_a_link_listens_on_nothing_and_takes_connections_only_over_its_control_socket(serve: Any) -> None:
+    """No other process can reach a shard: the link opens no listening socket of any family, so the only way in is
+    a descriptor sent over the control socket, which only the front holds."""
+
+    def listening() -> set[str]:
+        """Inodes of every listening socket on the machine: TCP in state LISTEN, Unix with SO_ACCEPTCON."""
+        inodes = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as lines:
+                inodes |= {f[9] for f in (line.split() for line in list(lines)[1:]) if f[3] == "0A"}
+        with open("/proc/net/unix") as lines:
+            inodes |= {f[6] for f in (line.split() for line in list(lines)[1:]) if int(f[3], 16) & 0x10000}
+        return inodes
+
+    def ours() -> set[str]:
+        found = set()
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                found.add(target[8:-1])
+        return found
+
+    before = ours() & listening()
+    server, _ = serve(_Ingest())
+    client = _client(server)
+    assert client.send(b"in", "grpc").answer() == ExportTraceServiceResponse()
+    assert ours() & listening() == before  # the link added no listening socket
