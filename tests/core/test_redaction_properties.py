@@ -229,3 +229,34 @@ def test_a_google_key_is_redacted_whatever_its_last_character(last: str, right: 
     key = "AIza" + "Q-_" * 11 + "x" + last
     out, redacted, _ = Redactor().redact(f"key {key}{right}")
     assert key not in out and redacted, out
+
+
+# Every vendor prefix each shape names, at the shortest length it allows, and the longest where there is one.
+_PREFIXES = [("sk-", 16, _ALNUM + "_-"), ("sk-proj-", 16, _ALNUM + "_-"), ("sk-ant-", 16, _ALNUM + "_-"),
+             ("sk-live-", 16, _ALNUM + "_-"), ("sk-test-", 16, _ALNUM + "_-"), ("AKIA", 16, _UPPER_DIGITS),
+             ("ASIA", 16, _UPPER_DIGITS), *[(f"gh{c}_", 30, _ALNUM) for c in "pousr"],
+             ("github_pat_", 40, _ALNUM + "_"), ("AIza", 35, _ALNUM + "_-"),
+             *[(f"xox{c}-", 10, _ALNUM + "-") for c in "abposr"]]  # fmt: skip
+
+
+@pytest.mark.parametrize(("prefix", "shortest", "alphabet"), _PREFIXES, ids=[p for p, _, _ in _PREFIXES])
+@given(data=st.data(), left=_SEPARATOR, right=_SEPARATOR)
+@settings(max_examples=10, deadline=None)
+def test_each_vendor_prefix_is_redacted_from_its_shortest_secret_on(
+    prefix: str, shortest: int, alphabet: str, data: st.DataObject, left: str, right: str
+) -> None:
+    exact = prefix in ("AKIA", "ASIA", "AIza")  # a fixed length: 16 and 35
+    size = shortest if exact else data.draw(st.sampled_from([shortest, shortest + 1, shortest + 30]))
+    secret = prefix + data.draw(_body(alphabet, size, size))
+    out, redacted, _ = Redactor().redact(f"plain words{left}{secret}{right}more words")
+    assert secret not in out and redacted, out
+
+
+def test_the_callback_runs_on_empty_text_too() -> None:
+    """A callback that adds to or fails on any text, empty text included: what it returns is what is kept."""
+    assert Redactor(callback=lambda t: t + "!").redact("") == ("!", True, False)
+
+    def broken(_: str) -> str:
+        raise RuntimeError
+
+    assert Redactor(callback=broken).redact("") == (REDACTED, True, False)
