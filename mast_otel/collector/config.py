@@ -183,6 +183,11 @@ class CollectorConfig:
     export_endpoint: str | None = _opt(None, optional_text, "Downstream OTLP endpoint (required): http://host:port for "
                                        "OTLP/gRPC, a URL ending in /v1/traces for OTLP/HTTP.",
                                        metavar="URL")  # fmt: skip
+    export_logs_endpoint: str | None = _opt(None, optional_text, "Downstream for OTLP log records: http://host:port "
+                                            "(OTLP/gRPC LogsService) or a URL ending in /v1/logs; unset: beside "
+                                            "export_endpoint (same gRPC address, or its URL with /v1/logs); none: "
+                                            "records are read by the judge, not forwarded.",
+                                            metavar="URL")  # fmt: skip
     export_headers: dict[str, str] = _opt(  # noqa: RUF009 - _opt returns a field(default_factory=dict)
         None, headers, "Headers sent downstream, KEY=VALUE,... (values are secret).", metavar="HEADERS", secret=True,
         factory=dict,
@@ -262,6 +267,8 @@ class CollectorConfig:
             raise ConfigError(f"judge: must be signals, llm, none or MODULE:CALLABLE (got {self.judge!r})")
         if self.export_endpoint is not None:
             export_target(self.export_endpoint)
+        if self.export_logs_endpoint is not None and self.export_logs_endpoint.lower() != "none":
+            export_target(self.export_logs_endpoint, "/v1/logs", "export_logs_endpoint")
 
     @property
     def process_count(self) -> int:
@@ -280,6 +287,13 @@ class CollectorConfig:
                 "http://host:4318/v1/traces (OTLP/HTTP)"
             )
         return self.export_endpoint
+
+    def logs_endpoint(self) -> str | None:
+        """Where accepted log records are forwarded (None: nowhere, export_logs_endpoint=none)."""
+        configured = self.export_logs_endpoint
+        if configured is None:
+            return logs_endpoint_of(self.export_endpoint) if self.export_endpoint else None
+        return None if configured.lower() == "none" else configured
 
     def describe(self) -> dict[str, Any]:
         """The effective configuration for the startup log line, secrets masked."""
@@ -317,20 +331,27 @@ def _quota_v1(path: Path) -> int | None:
     return None if limit <= 0 else -(-limit // period)
 
 
-def export_target(url: str) -> tuple[str, str]:
-    """``(protocol, target)``: ``("grpc", "host:port")`` or ``("http", url)``; raises ConfigError otherwise."""
+def export_target(url: str, suffix: str = "/v1/traces", option: str = "export_endpoint") -> tuple[str, str]:
+    """``(protocol, target)``: ``("grpc", "host:port")`` or ``("http", url)`` for a URL ending in ``suffix``
+    (``/v1/logs`` for the logs endpoint); raises ConfigError otherwise."""
     m = re.fullmatch(r"(https?)://([^/\s]+?)(/.*)?", url.strip())
     if not m:
-        raise ConfigError(f"export_endpoint: {url!r} is not http(s)://host:port or a URL ending in /v1/traces")
+        raise ConfigError(f"{option}: {url!r} is not http(s)://host:port or a URL ending in {suffix}")
     path = m.group(3) or ""
     if path.rstrip("/") == "":
         if m.group(1) == "https":
-            raise ConfigError("export_endpoint: OTLP/gRPC over TLS is not implemented; use an http:// endpoint")
+            raise ConfigError(f"{option}: OTLP/gRPC over TLS is not implemented; use an http:// endpoint")
         parse_hostport(m.group(2))
         return "grpc", m.group(2)
-    if path.endswith("/v1/traces"):
+    if path.endswith(suffix):
         return "http", url.strip()
-    raise ConfigError(f"export_endpoint: {url!r} has a path but it does not end in /v1/traces")
+    raise ConfigError(f"{option}: {url!r} has a path but it does not end in {suffix}")
+
+
+def logs_endpoint_of(traces: str) -> str:
+    """The logs endpoint beside a traces endpoint: the same gRPC address, or the HTTP URL with /v1/logs."""
+    protocol, _ = export_target(traces)
+    return traces.strip() if protocol == "grpc" else traces.strip().removesuffix("/v1/traces") + "/v1/logs"
 
 
 def option_fields() -> list[Any]:

@@ -6,6 +6,11 @@ re-encoded from the stored protobufs (see :mod:`.encoding`). Retryable failures 
 RESOURCE_EXHAUSTED with retry info, DEADLINE_EXCEEDED...; HTTP 429/502/503/504, connection errors) back off
 exponentially up to ``export_backoff_max``, honouring RetryInfo/Retry-After; a batch the downstream finds too
 large is split; any other refusal drops the batch, counted in ``mast_collector_spans_dropped_total``.
+
+The same class forwards OTLP logs (``signal="logs"``): the queue is the store's ``log_outbox`` (``ScopeLogs`` as
+received, :mod:`.logs_ingest`), the call is ``LogsService/Export`` or a POST to ``/v1/logs``, and the counts are the
+``mast_collector_log_records_*`` ones. The two messages share their wire layout, so batching, splitting and
+partial success read them alike.
 """
 
 from __future__ import annotations
@@ -74,7 +79,7 @@ def _partial(data: bytes) -> tuple[int, str]:
 class GrpcSender:
     """OTLP/gRPC client on one channel (reconnects by itself, quickly: the channel backoff is capped at 5 s)."""
 
-    def __init__(self, target: str, headers: Mapping[str, str]) -> None:
+    def __init__(self, target: str, headers: Mapping[str, str], service: str = SERVICE) -> None:
         self._channel = grpc.insecure_channel(
             target,
             options=[
@@ -83,7 +88,7 @@ class GrpcSender:
                 ("grpc.max_reconnect_backoff_ms", 5000),
             ],
         )
-        self._call = self._channel.unary_unary(f"/{SERVICE}/Export")
+        self._call = self._channel.unary_unary(f"/{service}/Export")
         self._metadata = tuple(headers.items())
 
     def send(self, payload: bytes, timeout: float) -> SendResult:
@@ -170,13 +175,15 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP date: use our own backoff
 
 
-def make_sender(endpoint: str, headers: Mapping[str, str]) -> Sender:
-    protocol, target = export_target(endpoint)
-    return GrpcSender(target, headers) if protocol == "grpc" else HttpSender(target, headers)
+def make_sender(endpoint: str, headers: Mapping[str, str], service: str = SERVICE) -> Sender:
+    """A sender to ``endpoint``; ``service`` is the gRPC service called (the trace service, or the logs one)."""
+    protocol, target = export_target(endpoint, "/v1/traces" if service == SERVICE else "/v1/logs")
+    return GrpcSender(target, headers, service) if protocol == "grpc" else HttpSender(target, headers)
 
 
 class Exporter:
-    """queued spans -> batch (<= batch_spans, ~batch_bytes) -> sender -> mark exported | back off | drop."""
+    """queued spans (or log records) -> batch (<= batch_spans, ~batch_bytes) -> sender -> mark exported | back off |
+    drop."""
 
     def __init__(
         self,
@@ -189,8 +196,13 @@ class Exporter:
         timeout: float,
         backoff_max: float,
         clock: Callable[[], float],
+        signal: str = "spans",
     ) -> None:
         self._store = store
+        self._logs = signal == "logs"
+        self._exported = metrics.log_records_exported if self._logs else metrics.spans_exported
+        self._dropped = metrics.log_records_dropped if self._logs else metrics.spans_dropped
+        self._what = "log records" if self._logs else "spans"
         self._sender = sender
         self._metrics = metrics
         self._batch_spans = batch_spans
@@ -226,7 +238,7 @@ class Exporter:
 
     def export_once(self) -> float | None:
         """Send one batch. None: nothing queued; 0: sent (or dropped), go on; > 0: wait this long, then retry."""
-        rows = self._store.outbox(self._limit, self._batch_bytes)
+        rows = (self._store.log_outbox if self._logs else self._store.outbox)(self._limit, self._batch_bytes)
         if not rows:
             return None
         n = sum(r.spans for r in rows)
@@ -235,11 +247,11 @@ class Exporter:
         result = self._sender.send(payload, self._timeout)
         ids = [r.id for r in rows]
         if result.ok:
-            self._store.write(drop_outbox=ids)
-            self._metrics.spans_exported.inc(n - result.rejected)
+            self._drop(ids)
+            self._exported.inc(n - result.rejected)
             if result.rejected:
-                self._metrics.spans_dropped.labels(DROP_EXPORT_PARTIAL).inc(result.rejected)
-                _log.warning("downstream rejected %d of %d spans: %s", result.rejected, n, result.message)
+                self._dropped.labels(DROP_EXPORT_PARTIAL).inc(result.rejected)
+                _log.warning("downstream rejected %d of %d %s: %s", result.rejected, n, self._what, result.message)
             self._recovered()
             if self._limit < self._batch_spans:  # a 413 halved the batch once; grow back while it is accepted
                 self._limit = min(self._batch_spans, self._limit * 2)
@@ -248,20 +260,21 @@ class Exporter:
             if len(rows) == 1:
                 self._split(rows[0])
             self._limit = max(1, n // 2)
-            _log.warning("downstream refused a batch of %d spans as too large; sending at most %d", n, self._limit)
+            _log.warning("downstream refused a batch of %d %s as too large; sending at most %d", n, self._what,
+                         self._limit)  # fmt: skip
             return 0.0
         if result.retryable:
             self._metrics.export_retries.labels(result.reason).inc()
             self._backoff = min(self._backoff_max, max(_INITIAL_BACKOFF, self._backoff * 2))
             delay = min(self._backoff_max, result.retry_after) if result.retry_after is not None else self._backoff
             if not self._down:
-                _log.warning("downstream unavailable (%s); spans wait in the store, retrying every <= %gs",
-                             result.message, self._backoff_max)  # fmt: skip
+                _log.warning("downstream unavailable (%s); %s wait in the store, retrying every <= %gs",
+                             result.message, self._what, self._backoff_max)  # fmt: skip
             self._down = True
             return delay
-        self._store.write(drop_outbox=ids)
-        self._metrics.spans_dropped.labels(DROP_EXPORT_REJECTED).inc(n)
-        _log.error("downstream refused %d spans permanently (%s); dropped", n, result.message)
+        self._drop(ids)
+        self._dropped.labels(DROP_EXPORT_REJECTED).inc(n)
+        _log.error("downstream refused %d %s permanently (%s); dropped", n, self._what, result.message)
         self._recovered()
         return 0.0
 
@@ -271,7 +284,17 @@ class Exporter:
         bodies = [row.data[s:e] for s, e in view.spans]
         half = len(bodies) // 2
         halves = [OutRow(row.resource, scope_spans(view, part), len(part)) for part in (bodies[:half], bodies[half:])]
-        self._store.write(outbox=halves, drop_outbox=[row.id])
+        if self._logs:
+            self._store.write(log_outbox=halves, drop_log_outbox=[row.id])
+        else:
+            self._store.write(outbox=halves, drop_outbox=[row.id])
+
+    def _drop(self, ids: list[int]) -> None:
+        """The rows the downstream acknowledged (or refused for good) leave the store."""
+        if self._logs:
+            self._store.write(drop_log_outbox=ids)
+        else:
+            self._store.write(drop_outbox=ids)
 
     def _recovered(self) -> None:
         if self._down:

@@ -47,6 +47,7 @@ from mast_otel.spans import SpanRecord
 from .assembler import Assembler, Unit
 from .cost_controls import CostControls
 from .judges import judge_name
+from .log_events import with_log_events
 from .metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics
 from .release import (
     Loaded,
@@ -217,7 +218,10 @@ class JudgePool:
         """The conversation's spans as the judge and the signals read them. With a judge that reads no content,
         a mast-otel conversation's summaries (:mod:`.summaries`): kept at ingest, or made from the stored spans
         when ingest kept none; anything else (ingest found no mast-otel span, or the summaries show none) is
-        decoded in full."""
+        decoded in full. Log records kept for the trace's spans join them as events (:mod:`.log_events`)."""
+        logs = self._store.log_records(unit.trace_id)
+        if logs:
+            return with_log_events(loaded.records(self._store), logs)
         summaries = self._cache.summaries
         if summaries is None or summaries.foreign(unit.locations):
             return loaded.records(self._store)

@@ -54,9 +54,16 @@ class MetricNames:
     SEGMENTS_QUARANTINED = "mast_collector_segments_quarantined_total"  # {stage}
     MEMORY_IN_FLIGHT = "mast_collector_memory_in_flight_bytes"
     STORE_DISK_FULL = "mast_collector_store_disk_full"
+    LOG_RECORDS_RECEIVED = "mast_collector_log_records_received_total"  # {protocol}
+    LOG_RECORDS_REFUSED = "mast_collector_log_records_refused_total"  # {reason}
+    LOG_RECORDS_EXPORTED = "mast_collector_log_records_exported_total"
+    LOG_RECORDS_DROPPED = "mast_collector_log_records_dropped_total"  # {reason}
+    LOG_RECORDS_QUEUED = "mast_collector_log_records_queued"
 
 
 PROTOCOLS = ("grpc", "http")
+# The same receivers serving OTLP logs: their refusals are counted under these protocol values.
+LOG_PROTOCOLS = ("grpc_logs", "http_logs")
 # Why a whole Export request was refused before any span was accepted.
 REFUSE_MALFORMED = "malformed"
 REFUSE_MEDIA_TYPE = "unsupported_media_type"
@@ -200,6 +207,22 @@ class CollectorMetrics:
             "mast_collector_store_disk_full", "1 while the store's disk is full (receivers refuse, delivery goes on "
             "using the reserved space).", registry=r,
         )  # fmt: skip
+        self.log_records_received = Counter(
+            "mast_collector_log_records_received", "OTLP log records accepted and stored.", ["protocol"], registry=r
+        )
+        self.log_records_refused = Counter(
+            "mast_collector_log_records_refused", "Decoded log records refused (not stored).", ["reason"], registry=r
+        )
+        self.log_records_exported = Counter(
+            "mast_collector_log_records_exported", "Log records delivered to the logs downstream.", registry=r
+        )
+        self.log_records_dropped = Counter(
+            "mast_collector_log_records_dropped", "Accepted log records lost (the logs downstream refused them "
+            "permanently).", ["reason"], registry=r,
+        )  # fmt: skip
+        self.log_records_queued = Gauge(
+            "mast_collector_log_records_queued", "Log records in the store waiting for the logs downstream.", registry=r
+        )
         self._lock = threading.Lock()
         self._pairs: set[tuple[str, str]] = set()
         self._max_pairs = max_services
@@ -213,12 +236,19 @@ class CollectorMetrics:
             self.spans_received.labels(proto)
             for reason in REFUSE_REASONS:
                 self.requests_refused.labels(proto, reason)
+        for proto in LOG_PROTOCOLS:
+            self.log_records_received.labels(proto.removesuffix("_logs"))
+            for reason in REFUSE_REASONS:
+                self.requests_refused.labels(proto, reason)
         for reason in SPAN_REFUSE_REASONS:
             self.spans_refused.labels(reason)
+        for reason in (REFUSE_BACKPRESSURE, REFUSE_DISK_FULL):
+            self.log_records_refused.labels(reason)
         for reason in UNASSIGNED_REASONS:
             self.spans_unassigned.labels(reason)
         for reason in DROP_REASONS:
             self.spans_dropped.labels(reason)
+            self.log_records_dropped.labels(reason)
         for reason in RETRY_REASONS:
             self.export_retries.labels(reason)
         for reason in JUDGE_ERROR_REASONS:

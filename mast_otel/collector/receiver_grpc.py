@@ -1,4 +1,6 @@
-"""OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export``.
+"""OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` and, given ``ingest_logs``,
+``opentelemetry.proto.collector.logs.v1.LogsService/Export`` (same checks and answers; refusals counted under
+``protocol="grpc_logs"``; see :mod:`.logs_ingest`).
 
 The method is registered with raw-bytes (de)serializers so the collector decodes, and so can tell the client
 *why* a request fails and count it: UNAUTHENTICATED (bad or missing bearer token), INVALID_ARGUMENT (not an
@@ -30,6 +32,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import grpc
@@ -47,6 +50,7 @@ __all__ = ["GrpcReceiver"]
 _log = logging.getLogger(__name__)
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 METHOD = f"/{SERVICE}/Export"
+LOGS_METHOD = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 CALLS_PER_THREAD = 4  # admitted calls per receiver thread: one decoding, three waiting with their bodies unread
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"  # what the OTel Python exporter reads
 STATUS_DETAILS_KEY = "grpc-status-details-bin"  # the standard rich-status trailer
@@ -72,8 +76,10 @@ class GrpcReceiver:
         threads: int,
         limiter: MemoryLimiter,
         retry_after: float = 1.0,
+        ingest_logs: Callable[[bytes, str], IngestResult] | None = None,
     ) -> None:
         self._ingest = ingest
+        self._ingest_logs = ingest_logs
         self._metrics = metrics
         self._token = token
         self._max = max_request_bytes
@@ -112,70 +118,76 @@ class GrpcReceiver:
         """Export calls admitted and not yet answered."""
         return self._admission.active
 
-    def _refuse(self, context: Any, reason: str, code: grpc.StatusCode, message: str) -> None:
-        self._metrics.requests_refused.labels("grpc", reason).inc()
+    def _refuse(self, context: Any, reason: str, code: grpc.StatusCode, message: str, protocol: str = "grpc") -> None:
+        self._metrics.requests_refused.labels(protocol, reason).inc()
         context.abort(code, message)
 
-    def _retry(self, context: Any, reason: str, message: str, delay: float) -> None:
-        self._metrics.requests_refused.labels("grpc", reason).inc()
+    def _retry(self, context: Any, reason: str, message: str, delay: float, protocol: str = "grpc") -> None:
+        self._metrics.requests_refused.labels(protocol, reason).inc()
         context.set_trailing_metadata(_retry_trailers(message, delay))
         context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
-    def _admitted(self, messages: Iterator[bytes], context: Any) -> bytes:
-        """An admitted call, on a receiver thread: check the token, then read the one request message, then store."""
+    def _admitted(self, messages: Iterator[bytes], context: Any, protocol: str = "grpc") -> bytes:
+        """An admitted call, on a receiver thread: check the token, then read the one request message, then store.
+        ``protocol``: ``grpc`` (traces) or ``grpc_logs``."""
         try:
             if self._token is not None:
                 auth = dict(context.invocation_metadata()).get("authorization")
                 if not bearer_ok(auth, self._token):
                     self._refuse(
-                        context, REFUSE_UNAUTHENTICATED, grpc.StatusCode.UNAUTHENTICATED, "missing or bad token"
-                    )
+                        context, REFUSE_UNAUTHENTICATED, grpc.StatusCode.UNAUTHENTICATED, "missing or bad token",
+                        protocol,
+                    )  # fmt: skip
             raw = next(messages, None)
             if raw is None:
                 if not context.is_active():
                     return b""  # cancelled, or over the message size gRPC accepts: gRPC has answered
-                self._refuse(context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, "no request message")
+                self._refuse(
+                    context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, "no request message", protocol
+                )
                 return b""  # unreachable: abort raises
-            return self._export(raw, context)
+            return self._export(raw, context, protocol)
         finally:
             self._admission.leave()
 
-    def _busy(self, messages: Iterator[bytes], context: Any) -> bytes:
+    def _busy(self, messages: Iterator[bytes], context: Any, protocol: str = "grpc") -> bytes:
         """A call over the admission cap: retry later. Its message is never read."""
         self._retry(
             context, REFUSE_CONCURRENCY, f"more than {self._admission.cap} Export calls at once; retry after the "
-            "delay given", self._retry_after,
+            "delay given", self._retry_after, protocol,
         )  # fmt: skip
         return b""  # unreachable: abort raises
 
-    def _export(self, raw: bytes, context: Any) -> bytes:
+    def _export(self, raw: bytes, context: Any, protocol: str = "grpc") -> bytes:
         if len(raw) > self._max:
             self._refuse(
                 context, REFUSE_TOO_LARGE, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"request of {len(raw)} bytes exceeds max_request_bytes={self._max}; send smaller batches",
+                f"request of {len(raw)} bytes exceeds max_request_bytes={self._max}; send smaller batches", protocol,
             )  # fmt: skip
         try:
             charged = self._limiter.acquire(self._limiter.cost(len(raw)))
         except OverLimit as exc:
-            self._answer(context, over_limit_refusal(exc, self._retry_after))
+            self._answer(context, over_limit_refusal(exc, self._retry_after), protocol)
             raise  # unreachable: abort raises
+        ingest = self._ingest_logs if protocol == "grpc_logs" and self._ingest_logs is not None else self._ingest
         try:
-            result = self._ingest(raw, "grpc")
+            result = ingest(raw, "grpc")
         except Exception as exc:
-            self._answer(context, ingest_refusal(exc, _log))
+            self._answer(context, ingest_refusal(exc, _log), protocol)
             raise  # unreachable: abort raises
         finally:
             self._limiter.release(charged)
         return export_response(result).SerializeToString()
 
-    def _answer(self, context: Any, refusal: Refusal) -> None:
+    def _answer(self, context: Any, refusal: Refusal, protocol: str = "grpc") -> None:
         """Count the refusal and abort the call with the status (and, to retry later, the delay) it calls for."""
         if refusal.kind is RefusalKind.RETRY_LATER:
-            self._retry(context, refusal.reason, refusal.message, refusal.retry_after)
+            self._retry(context, refusal.reason, refusal.message, refusal.retry_after, protocol)
         elif refusal.kind is RefusalKind.STORE_FAILED:
-            self._refuse(context, refusal.reason, _CODES[refusal.kind], f"could not store: {refusal.message}")
+            self._refuse(context, refusal.reason, _CODES[refusal.kind], f"could not store: {refusal.message}",
+                         protocol)  # fmt: skip
         else:
-            self._refuse(context, refusal.reason, _CODES[refusal.kind], refusal.message)
+            self._refuse(context, refusal.reason, _CODES[refusal.kind], refusal.message, protocol)
 
 
 class _Admission:
@@ -219,9 +231,17 @@ class _ExportService(grpc.GenericRpcHandler):  # type: ignore[misc]
         self._admission = receiver._admission
         self._export = grpc.stream_unary_rpc_method_handler(receiver._admitted)
         self._busy = grpc.stream_unary_rpc_method_handler(_OnThreadOf(receiver._busy, receiver._refusals))
+        self._logs = receiver._ingest_logs is not None
+        self._export_logs = grpc.stream_unary_rpc_method_handler(partial(receiver._admitted, protocol="grpc_logs"))
+        self._busy_logs = grpc.stream_unary_rpc_method_handler(
+            _OnThreadOf(partial(receiver._busy, protocol="grpc_logs"), receiver._refusals)
+        )
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        if handler_call_details.method != METHOD:  # type: ignore[attr-defined]
+        method = handler_call_details.method  # type: ignore[attr-defined]
+        if method == LOGS_METHOD and self._logs:
+            return self._export_logs if self._admission.enter() else self._busy_logs
+        if method != METHOD:
             return None
         return self._export if self._admission.enter() else self._busy
 

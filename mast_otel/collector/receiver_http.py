@@ -1,4 +1,6 @@
-"""OTLP/HTTP receiver: ``POST /v1/traces`` with ``application/x-protobuf`` or ``application/json`` bodies.
+"""OTLP/HTTP receiver: ``POST /v1/traces`` with ``application/x-protobuf`` or ``application/json`` bodies, and
+``POST /v1/logs`` given ``ingest_logs`` (same checks and answers; refusals counted under ``protocol="http_logs"``;
+see :mod:`.logs_ingest`).
 
 The HTTP server is uvicorn (h11): a maintained parser for Content-Length and chunked bodies (a negative or
 malformed length is a 400 before any byte of body is read), one event loop instead of a thread per connection,
@@ -39,6 +41,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from .auth import bearer_ok
 from .ingest import IngestResult, Malformed
 from .limits import MemoryLimiter, OverLimit
+from .logs_ingest import LOGS_PATH, logs_to_protobuf
 from .metrics import (
     REFUSE_CONNECTION_LIMIT,
     REFUSE_MALFORMED,
@@ -156,8 +159,10 @@ class HttpReceiver:
         max_connections: int = 256,
         timeout: float = 30.0,
         retry_after: float = 1.0,
+        ingest_logs: Callable[[bytes, str], IngestResult] | None = None,
     ) -> None:
         self.ingest = ingest
+        self.ingest_logs = ingest_logs
         self.metrics = metrics
         self.token = token
         self.max_request_bytes = max_request_bytes
@@ -208,6 +213,7 @@ class HttpReceiver:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         media = headers.get("content-type", "").split(";")[0].strip().lower()
         as_json = media == JSON
+        logs = scope["path"] == LOGS_PATH and self.ingest_logs is not None
         charge = _Charge(self.limiter)
         try:
             declared = self._check(scope, headers, media)
@@ -215,16 +221,16 @@ class HttpReceiver:
             body = self._inflate(body, headers.get("content-encoding", "identity").strip().lower())
             charge.grow_to(self.limiter.cost(len(body)))
             loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(self._pool, self._decode_and_ingest, body, as_json)
+            result = await loop.run_in_executor(self._pool, self._decode_and_ingest, body, as_json, logs)
         except _Disconnected:
             return  # the client hung up: nobody to answer
         except _Refused as refused:
-            await self._fail(send, refused, as_json)
+            await self._fail(send, refused, as_json, logs)
             return
         except OverLimit as exc:
             refusal = over_limit_refusal(exc, self.retry_after)
             # Retry-After even on a 413, and the connection closed: the memory limit answers as it always has
-            await self._fail(send, _refused(refusal, close=True, retry=self.retry_after), as_json)
+            await self._fail(send, _refused(refusal, close=True, retry=self.retry_after), as_json, logs)
             return
         finally:
             charge.release()
@@ -232,7 +238,7 @@ class HttpReceiver:
 
     def _check(self, scope: _Scope, headers: dict[str, str], media: str) -> int | None:
         """Everything decidable from the headers; returns the declared length (None: chunked)."""
-        if scope["path"] != PATH:
+        if scope["path"] != PATH and not (scope["path"] == LOGS_PATH and self.ingest_logs is not None):
             raise _Refused(404, REFUSE_NOT_FOUND, f"unknown path {scope['path']!r}; POST {PATH}", close=True)
         if scope["method"] != "POST":
             raise _Refused(405, REFUSE_NOT_FOUND, f"only POST {PATH}", close=True)
@@ -298,15 +304,17 @@ class HttpReceiver:
                            close=True)  # fmt: skip
         return out
 
-    def _decode_and_ingest(self, body: bytes, as_json: bool) -> IngestResult:
+    def _decode_and_ingest(self, body: bytes, as_json: bool, logs: bool = False) -> IngestResult:
         """On a receiver thread: decode, store; every failure becomes the answer the client should get."""
         try:
+            if logs and self.ingest_logs is not None:
+                return self.ingest_logs(logs_to_protobuf(body, as_json), "http")
             return self.ingest(_to_protobuf(body, as_json), "http")
         except Exception as exc:
             raise _refused(ingest_refusal(exc, _log)) from None
 
-    async def _fail(self, send: _Send, refused: _Refused, as_json: bool) -> None:
-        self.metrics.requests_refused.labels("http", refused.reason).inc()
+    async def _fail(self, send: _Send, refused: _Refused, as_json: bool, logs: bool = False) -> None:
+        self.metrics.requests_refused.labels("http_logs" if logs else "http", refused.reason).inc()
         headers: dict[str, str] = {}
         if refused.retry:
             headers["retry-after"] = str(max(1, round(refused.retry)))

@@ -1,7 +1,8 @@
 """Wiring: one :class:`CollectorService` per process. No pipeline logic lives here, only who calls whom.
 
 ``receivers -> Ingestor (store, then assembler) -> tick: Assembler.poll -> JudgePool | untouched release ->
-store queue -> Exporter -> downstream``, with ``/metrics`` alongside.
+store queue -> Exporter -> downstream``, with ``/metrics`` alongside. OTLP logs: ``receivers -> LogIngestor
+(store) -> logs Exporter -> logs downstream``, and the judge reads the records of its trace (:mod:`.logs_ingest`).
 
 Threads: the gRPC receiver pool and the HTTP receiver (a shard behind a front: one thread per connection of its
 link instead), one pipeline thread (``tick`` every ``poll_interval``:
@@ -17,7 +18,6 @@ for late spans.
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -26,13 +26,14 @@ from mast_otel.judge.model import Judge
 
 from .annotations import PhoenixAnnotationSink
 from .assembler import Assembler, Unit, Untouched
-from .config import CollectorConfig, parse_hostport
+from .config import CollectorConfig, ConfigError, parse_hostport
 from .encoding import RawScopeSpans
 from .exporter import Exporter, Sender, make_sender
 from .ingest import Ingestor, IngestResult, span_facts
 from .judges import build_judge, reads_span_content
 from .judging import JudgePool
 from .limits import MemoryLimiter, memory_limit_of
+from .logs_ingest import LOGS_SERVICE, LogIngestor
 from .metrics import CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
@@ -59,14 +60,13 @@ class CollectorService:
         sender: Sender | None = None,
         clock: Callable[[], float] = time.time,
         behind_front: bool = False,
-        link: socket.socket | None = None,
+        log_sender: Sender | None = None,
     ) -> None:
-        """``behind_front``: one shard of a collector run as several processes: it has no receivers and takes
-        requests only from the front, over the connections the front hands it on ``link`` (:mod:`.shard_link`);
-        a shard draining a store left by a run with more processes gets no ``link`` and receives nothing."""
+        """``behind_front``: one shard of a collector run as several processes: it receives only from the front,
+        over the link of :mod:`.shard_link` served at ``otlp_grpc``'s address. ``log_sender`` replaces the sender
+        to the logs endpoint (tests)."""
         self.config = config
         self._behind_front = behind_front
-        self._link_control = link
         self.clock = clock
         self.hold = config.mode == "hold"
         self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services)
@@ -89,6 +89,7 @@ class CollectorService:
             batch_bytes=config.export_batch_bytes, timeout=config.export_timeout,
             backoff_max=config.export_backoff_max, clock=clock,
         )  # fmt: skip
+        self._log_sender, self.log_exporter, self.log_ingestor = self._logs_path(config, log_sender)
         self.annotations = PhoenixAnnotationSink(
             config.phoenix_url, registry=self.metrics.registry, headers=config.phoenix_headers
         ) if config.phoenix_url else None  # fmt: skip
@@ -119,6 +120,28 @@ class CollectorService:
         self._watch_gauges()
         self._recover()
 
+    def _logs_path(
+        self, config: CollectorConfig, sender: Sender | None
+    ) -> tuple[Sender | None, Exporter | None, LogIngestor]:
+        """OTLP logs: their ingest, and their exporter when they are forwarded (a logs endpoint, or ``sender``)."""
+        endpoint = config.logs_endpoint()
+        if sender is None and endpoint is not None:
+            sender = make_sender(endpoint, config.export_headers, LOGS_SERVICE)
+        exporter = None if sender is None else Exporter(
+            store=self.store, sender=sender, metrics=self.metrics, batch_spans=config.export_batch_spans,
+            batch_bytes=config.export_batch_bytes, timeout=config.export_timeout,
+            backoff_max=config.export_backoff_max, clock=self.clock, signal="logs",
+        )  # fmt: skip
+        ingestor = LogIngestor(
+            store=self.store, lock=self.lock, metrics=self.metrics, forward=exporter is not None,
+            max_pending_bytes=config.max_pending_bytes, max_request_items=config.max_request_spans,
+            retry_after=config.retry_after, clock=self.clock,
+        )  # fmt: skip
+        if exporter is not None:
+            ingestor.on_queued = exporter.wake
+        ingestor.disk_full = lambda: self.store.disk_full
+        return sender, exporter, ingestor
+
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def _watch_gauges(self) -> None:
         m, c = self.metrics, self.config
@@ -129,6 +152,7 @@ class CollectorService:
         m.judge_in_flight.set_function(lambda: self.judges.in_flight)
         m.memory_in_flight.set_function(lambda: self.limiter.in_flight)
         m.store_disk_full.set_function(lambda: float(self.store.disk_full))
+        m.log_records_queued.set_function(lambda: self.store.log_queued)
         m.set_limits(configured_limits(c, self.limiter.limit))
 
     def _recover(self) -> None:
@@ -180,12 +204,11 @@ class CollectorService:
         """
         c = self.config
         if self._behind_front:
-            if self._link_control is not None:
-                self.link = LinkServer(self._link_control, ingest=self.ingestor.ingest, metrics=self.metrics,
-                                       max_request_bytes=c.max_request_bytes, limiter=self.limiter,
-                                       retry_after=c.retry_after)  # fmt: skip
+            self.link = link_server(c, self.ingestor.ingest, self.metrics, self.limiter)
         else:
-            self.grpc, self.http = build_receivers(c, self.ingestor.ingest, self.metrics, self.limiter)
+            self.grpc, self.http = build_receivers(
+                c, self.ingestor.ingest, self.metrics, self.limiter, ingest_logs=self.log_ingestor.ingest
+            )  # fmt: skip
         if c.metrics:
             host, port = parse_hostport(c.metrics)
             self.metrics_server = MetricsServer(host, port, self.metrics.registry)
@@ -206,6 +229,10 @@ class CollectorService:
             threading.Thread(target=self._pipeline, name="mast-pipeline", daemon=True),
             threading.Thread(target=self.exporter.run, args=(self._stop,), name="mast-exporter", daemon=True),
         ]
+        if self.log_exporter is not None:
+            self._threads.append(threading.Thread(
+                target=self.log_exporter.run, args=(self._stop,), name="mast-log-exporter", daemon=True
+            ))  # fmt: skip
         for t in self._threads:
             t.start()
         if self.annotations is not None:
@@ -225,6 +252,8 @@ class CollectorService:
             self.link.stop(grace)
         self._stop.set()
         self.exporter.wake()
+        if self.log_exporter is not None:
+            self.log_exporter.wake()
         if self._threads:  # once the pipeline thread is gone, nothing submits judge work
             self._threads[0].join(self.config.export_timeout + grace)
         self.judges.shutdown(min(self.config.judge_timeout, self.config.judge_shutdown_grace))
@@ -235,6 +264,8 @@ class CollectorService:
         if self.annotations is not None:
             self.annotations.close(grace)
         self._sender.close()
+        if self._log_sender is not None:
+            self._log_sender.close()
         with self.lock:  # no release is half-written when the store closes
             self.store.close()
 
@@ -281,8 +312,28 @@ class CollectorService:
         return self.tick(release_all=True)
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Tests and shutdown: wait for judging to finish and export everything queued (False on timeout)."""
+        """Tests and shutdown: wait for judging to finish and export everything queued, log records included (False
+        on timeout)."""
         deadline = time.monotonic() + timeout
+        return self._flush_spans(deadline) and self._flush_logs(deadline)
+
+    def _flush_logs(self, deadline: float) -> bool:
+        exporter = self.log_exporter
+        while exporter is not None and time.monotonic() < deadline:
+            if self._threads:  # the exporter thread is running: wait for it rather than race it
+                if self.store.log_queued == 0:
+                    return True
+                exporter.wake()
+                time.sleep(0.01)
+                continue
+            delay = exporter.export_once()
+            if delay is None:
+                return True
+            if delay > 0:
+                time.sleep(min(delay, 0.1))
+        return exporter is None
+
+    def _flush_spans(self, deadline: float) -> bool:
         while time.monotonic() < deadline:
             self.judges.check(self.clock())
             if self.judges.in_flight:
@@ -333,7 +384,10 @@ class CollectorService:
 
     # -- addresses ---------------------------------------------------------------------------------------------
     def addresses(self) -> dict[str, str]:
-        return addresses_of(self.grpc, self.http, self.metrics_server)
+        addresses = addresses_of(self.grpc, self.http, self.metrics_server)
+        if self.link is not None:
+            addresses["link"] = f"{self.link.host}:{self.link.port}"
+        return addresses
 
 
 def build_receivers(
@@ -341,23 +395,40 @@ def build_receivers(
     ingest: Callable[[bytes, str], IngestResult],
     metrics: CollectorMetrics,
     limiter: MemoryLimiter,
+    *,
+    ingest_logs: Callable[[bytes, str], IngestResult] | None = None,
 ) -> tuple[GrpcReceiver | None, HttpReceiver | None]:
-    """The OTLP receivers ``c`` enables, bound (not started), each handing requests to ``ingest``."""
+    """The OTLP receivers ``c`` enables, bound (not started), each handing trace requests to ``ingest`` and logs
+    requests to ``ingest_logs`` (None: the logs service and path are not served)."""
     grpc_receiver = http_receiver = None
     if c.otlp_grpc:
         host, port = parse_hostport(c.otlp_grpc)
         grpc_receiver = GrpcReceiver(
             host, port, ingest=ingest, metrics=metrics, token=c.auth_token, max_request_bytes=c.max_request_bytes,
-            threads=c.receiver_threads, limiter=limiter, retry_after=c.retry_after,
+            threads=c.receiver_threads, limiter=limiter, retry_after=c.retry_after, ingest_logs=ingest_logs,
         )  # fmt: skip
     if c.otlp_http:
         host, port = parse_hostport(c.otlp_http)
         http_receiver = HttpReceiver(
             host, port, ingest=ingest, metrics=metrics, token=c.auth_token, max_request_bytes=c.max_request_bytes,
             limiter=limiter, threads=c.receiver_threads, max_connections=c.receiver_max_connections,
-            timeout=c.receiver_timeout, retry_after=c.retry_after,
+            timeout=c.receiver_timeout, retry_after=c.retry_after, ingest_logs=ingest_logs,
         )  # fmt: skip
     return grpc_receiver, http_receiver
+
+
+def link_server(
+    c: CollectorConfig, ingest: Callable[[bytes, str], IngestResult], metrics: CollectorMetrics, limiter: MemoryLimiter
+) -> LinkServer:
+    """A shard's end of the front's link, at ``otlp_grpc``'s address, bound (not started)."""
+    if not c.otlp_grpc or not c.auth_token:
+        raise ConfigError("a collector shard needs otlp_grpc (where it serves the front's link) and auth_token")
+    host, port = parse_hostport(c.otlp_grpc)
+    # The front opens one connection per request it routes at a time: at most one per receiver thread of each of
+    # its two transports. The cap is twice that, so that only a front gone wrong meets it.
+    return LinkServer(host, port, ingest=ingest, metrics=metrics, token=c.auth_token,
+                      max_request_bytes=c.max_request_bytes, limiter=limiter, retry_after=c.retry_after,
+                      max_connections=4 * c.receiver_threads)  # fmt: skip
 
 
 def configured_limits(c: CollectorConfig, memory_limit: int) -> dict[str, float]:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from .disk_full import DiskFullMode, is_disk_full
 from .disk_reserve import DiskReserve, ReserveTooSmall
 from .resource_cache import ResourceCache, resource_digest
-from .store_rows import NewSegment, OutRow, StoredSegment, Tomb
+from .store_rows import LogRow, NewSegment, OutRow, StoredSegment, Tomb
 from .store_schema import StoreError, open_database
 from .trace_filter import TraceFilter
 from .verdicts import VerdictJournal
@@ -76,10 +76,15 @@ class SQLiteStore:
         seg_bytes = self._db.execute("SELECT total(length(data)) FROM segment").fetchone()[0]
         out_spans, out_bytes = self._db.execute("SELECT total(spans), total(length(data)) FROM outbox").fetchone()
         self._queued = int(out_spans)
+        log_out, log_out_bytes = self._db.execute(
+            "SELECT total(records), total(length(data)) FROM log_outbox"
+        ).fetchone()
+        self._log_rows, log_bytes = self._db.execute("SELECT count(*), total(length(data)) FROM log_record").fetchone()
+        self.log_queued = int(log_out)
         self._filter = TraceFilter()
         for trace_id, at in self._db.execute("SELECT trace_id, at FROM tomb"):
             self._filter.add(bytes(trace_id), float(at))
-        self._bytes = int(seg_bytes) + int(out_bytes)
+        self._bytes = int(seg_bytes) + int(out_bytes) + int(log_out_bytes) + int(log_bytes)
         self._verdicts = VerdictJournal(None if self._memory else self.path + ".verdicts")
 
     @contextmanager
@@ -181,19 +186,24 @@ class SQLiteStore:
         tombs: Sequence[Tomb] = (),
         drop_segments: Sequence[int] = (),
         drop_outbox: Sequence[int] = (),
+        log_outbox: Sequence[OutRow] = (),
+        log_records: Sequence[LogRow] = (),
+        drop_log_outbox: Sequence[int] = (),
     ) -> list[int]:
         """Insert and delete in one transaction; returns the new segment ids, in order.
 
-        When the disk is full, new spans (segments) are refused; anything else (a release, an export) gives up the
-        reserve and is tried once more in the space it freed."""
-        args = (segments, outbox, tombs, drop_segments, drop_outbox)
+        When the disk is full, new spans (segments) and new log records are refused; anything else (a release, an
+        export) gives up the reserve and is tried once more in the space it freed. A tombstone also deletes the log
+        records kept for the spans it names (their conversation is judged: they are no longer needed)."""
+        logs = (log_outbox, log_records, drop_log_outbox)
+        args = (segments, outbox, tombs, drop_segments, drop_outbox, logs)
         try:
             return self._write(*args)
         except sqlite3.OperationalError as exc:
             if not is_disk_full(exc):
                 raise
             freed = self._disk_full.enter()
-            if segments or not freed:
+            if segments or log_records or (log_outbox and not drop_log_outbox) or not freed:  # new data: refused
                 raise
         return self._write(*args)
 
@@ -204,8 +214,10 @@ class SQLiteStore:
         tombs: Sequence[Tomb],
         drop_segments: Sequence[int],
         drop_outbox: Sequence[int],
+        logs: tuple[Sequence[OutRow], Sequence[LogRow], Sequence[int]] = ((), (), ()),
     ) -> list[int]:
         ids: list[int] = []
+        log_outbox, log_records, drop_log_outbox = logs
         with self._lock:
             with self._transaction() as cur:
                 for s in segments:
@@ -235,18 +247,60 @@ class SQLiteStore:
                     if row:
                         unqueued += int(row[0])
                         freed += int(row[1])
+                log_change = self._write_logs(cur, tombs, log_outbox, log_records, drop_log_outbox)
+                freed += log_change[0]
             for t in tombs:
                 self._filter.add(t.trace_id, t.at)
                 if t.unit is not None:
                     self._verdicts.released(t.trace_id, t.unit)
             self._bytes += sum(len(s.data) for s in segments) + sum(len(o.data) for o in outbox) - freed
+            self._bytes += sum(len(o.data) for o in log_outbox) + sum(len(r.data) for r in log_records)
             self._queued += sum(o.spans for o in outbox) - unqueued
+            self.log_queued += sum(o.spans for o in log_outbox) - log_change[1]
+            self._log_rows += len(log_records) - log_change[2]
             if self.tight:  # give the WAL's space back at once: every page counts now
                 try:
                     self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
                 except sqlite3.Error:
                     pass
         return ids
+
+    def _write_logs(
+        self,
+        cur: sqlite3.Cursor,
+        tombs: Sequence[Tomb],
+        log_outbox: Sequence[OutRow],
+        log_records: Sequence[LogRow],
+        drop_log_outbox: Sequence[int],
+    ) -> tuple[int, int, int]:
+        """The log statements of a write: (bytes freed, records unqueued, log_record rows deleted)."""
+        freed = unqueued = deleted = 0
+        for o in log_outbox:
+            cur.execute(
+                "INSERT INTO log_outbox (resource, records, data) VALUES (?,?,?)", (o.resource, o.spans, o.data)
+            )
+        for r in log_records:
+            cur.execute(
+                "INSERT INTO log_record (trace_id, span_id, received, data) VALUES (?,?,?,?)",
+                (r.trace_id, r.span_id, r.received, r.data),
+            )
+        for oid in drop_log_outbox:
+            row = cur.execute("DELETE FROM log_outbox WHERE id = ? RETURNING records, length(data)", (oid,)).fetchone()
+            if row:
+                unqueued += int(row[0])
+                freed += int(row[1])
+        if self._log_rows or log_records:  # no query per release while no log record is kept
+            for t in tombs:
+                released = t.ids()
+                rows = cur.execute(
+                    "SELECT id, span_id, length(data) FROM log_record WHERE trace_id = ?", (t.trace_id,)
+                ).fetchall()
+                for rid, span_id, size in rows:
+                    if bytes(span_id) in released:
+                        cur.execute("DELETE FROM log_record WHERE id = ?", (rid,))
+                        freed += int(size)
+                        deleted += 1
+        return freed, unqueued, deleted
 
     # -- verdicts and quarantine ---------------------------------------------------------------------------------
     def save_verdict(self, trace_id: bytes, unit: str, verdict: str, at: float) -> None:
@@ -318,22 +372,55 @@ class SQLiteStore:
             cur.close()
         return out
 
+    def log_outbox(self, max_records: int, max_bytes: int) -> list[OutRow]:
+        """Oldest queued ScopeLogs rows up to ``max_records`` records and about ``max_bytes`` (at least one row);
+        ``OutRow.spans`` counts their log records."""
+        out: list[OutRow] = []
+        records = size = 0
+        with self._lock:
+            cur = self._db.execute("SELECT id, resource, records, data FROM log_outbox ORDER BY id")
+            for oid, rid, n, data in cur:
+                if out and (records + n > max_records or size + len(data) > max_bytes):
+                    break
+                out.append(OutRow(int(rid), bytes(data), int(n), int(oid)))
+                records += n
+                size += len(data)
+            cur.close()
+        return out
+
+    def log_records(self, trace_id: bytes) -> list[LogRow]:
+        """The kept log records of a trace, in arrival order (none: no query while none is kept)."""
+        if not self._log_rows:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT span_id, received, data FROM log_record WHERE trace_id = ? ORDER BY id", (trace_id,)
+            ).fetchall()
+        return [LogRow(trace_id, bytes(r[0]), float(r[1]), bytes(r[2])) for r in rows]
+
     def counts(self) -> tuple[int, int]:
-        """(spans queued for the downstream, bytes not yet exported: held segments + outbox)."""
+        """(spans queued for the downstream, bytes not yet exported: held segments + outbox, and the log tables)."""
         return self._queued, self._bytes
 
     def gc(self, before: float) -> int:
-        """Forget tombstones older than ``before``, but never one a held segment may still need."""
+        """Forget tombstones older than ``before``, but never one a held segment may still need; the same for kept
+        log records (those whose span never arrived, or arrived outside any conversation)."""
         with self._lock:
             oldest = self._db.execute("SELECT min(received) FROM segment").fetchone()[0]
             horizon = before if oldest is None else min(before, float(oldest) - 1.0)
             removed = int(self._db.execute("DELETE FROM tomb WHERE at < ?", (horizon,)).rowcount)
+            if self._log_rows:  # records whose span never came (or came to no conversation) are kept as long
+                gone = self._db.execute(
+                    "DELETE FROM log_record WHERE received < ? RETURNING length(data)", (horizon,)
+                ).fetchall()
+                self._log_rows -= len(gone)
+                self._bytes -= sum(int(g[0]) for g in gone)
             self._verdicts.compact(horizon)
             self._filter.collected(horizon)
             # Resources no stored span uses any more (the caller holds the pipeline lock: no ingest in between).
             unused = self._db.execute(
                 "DELETE FROM resource WHERE id NOT IN (SELECT resource FROM segment) AND id NOT IN "
-                "(SELECT resource FROM outbox)"
+                "(SELECT resource FROM outbox) AND id NOT IN (SELECT resource FROM log_outbox)"
             ).rowcount
             if unused:
                 self._resources.clear()

@@ -12,7 +12,7 @@ Every name the collector and its tests import is importable from here; the work 
 each:
 
 - :mod:`.store_rows`: the rows that cross the protocol (:class:`NewSegment`, :class:`StoredSegment`,
-  :class:`OutRow`, :class:`Tomb`).
+  :class:`OutRow`, :class:`Tomb`, :class:`LogRow`).
 - :mod:`.sqlite_store`: :class:`SQLiteStore`, every statement against the tables and the counts kept of them.
 - :mod:`.store_schema`: the tables, the connection settings, :class:`StoreError` for a file that is not a store.
 - :mod:`.wal_checkpointer`: WAL checkpoints on a background thread, off the Export path.
@@ -29,10 +29,13 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from .sqlite_store import DELIVERY_ROOM, SQLiteStore
-from .store_rows import NewSegment, OutRow, StoredSegment, Tomb
+from .store_rows import LogRow, NewSegment, OutRow, StoredSegment, Tomb
 from .store_schema import StoreError
 
-__all__ = ["DELIVERY_ROOM", "NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoreError", "StoredSegment", "Tomb"]
+__all__ = [
+    "DELIVERY_ROOM", "LogRow", "NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoreError", "StoredSegment",
+    "Tomb",
+]  # fmt: skip
 
 
 class SpanStore(Protocol):
@@ -48,17 +51,24 @@ class SpanStore(Protocol):
         tombs: Sequence[Tomb] = (),
         drop_segments: Sequence[int] = (),
         drop_outbox: Sequence[int] = (),
+        log_outbox: Sequence[OutRow] = (),
+        log_records: Sequence[LogRow] = (),
+        drop_log_outbox: Sequence[int] = (),
     ) -> list[int]: ...
     def segment(self, segment_id: int) -> StoredSegment: ...
     def segments(self) -> Iterator[StoredSegment]: ...
     def tombs(self, trace_id: bytes) -> list[Tomb]: ...
     def outbox(self, max_spans: int, max_bytes: int) -> list[OutRow]: ...
+    def log_outbox(self, max_records: int, max_bytes: int) -> list[OutRow]: ...
+    def log_records(self, trace_id: bytes) -> list[LogRow]: ...
     def counts(self) -> tuple[int, int]: ...
     def gc(self, before: float) -> int: ...
     def quarantine(self, segment_ids: Sequence[int], stage: str, reason: str) -> int: ...
     def save_verdict(self, trace_id: bytes, unit: str, verdict: str, at: float) -> None: ...
     def claim_verdict(self, trace_id: bytes, unit: str, at: float) -> None: ...
     def verdict(self, trace_id: bytes, unit: str) -> str | None: ...
+    @property
+    def log_queued(self) -> int: ...
     @property
     def disk_full(self) -> bool: ...
     @property

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NewSegment", "OutRow", "StoredSegment", "Tomb"]
+__all__ = ["LogRow", "NewSegment", "OutRow", "StoredSegment", "Tomb"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +56,13 @@ class Tomb:
     def ids(self) -> set[bytes]:
         b = self.span_ids
         return {b[i : i + 8] for i in range(0, len(b), 8)}
+
+
+@dataclass(frozen=True, slots=True)
+class LogRow:
+    """One log record that names a span (trace id + span id), kept for the judge of that span's conversation."""
+
+    trace_id: bytes
+    span_id: bytes
+    received: float
+    data: bytes  # a serialized LogRecord

@@ -11,6 +11,10 @@ Tables:
   ids released, the conversation ids and the verdict. It marks those spans as done in their segments (a restart
   skips them), drops duplicate deliveries, and tells a late span which conversation it belonged to. Kept for
   ``tombstone_ttl`` and never less than the oldest held segment needs.
+- ``log_outbox``: OTLP ``ScopeLogs`` blobs as received, waiting for the logs downstream; deleted once it acknowledged
+  (:mod:`.logs_ingest`). Empty when logs are not forwarded.
+- ``log_record``: each received log record that names a span (trace id + span id), kept for the judge of that
+  span's conversation; deleted with the release of its span, or after ``tombstone_ttl`` when the span never came.
 - ``quarantine``: segments that could not be read back (a corrupted row), set aside with the reason instead of
   being retried forever; they are counted and logged, and stay for an operator to inspect.
 
@@ -38,6 +42,11 @@ CREATE TABLE IF NOT EXISTS tomb (
     verdict TEXT, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS tomb_trace ON tomb(trace_id);
 CREATE INDEX IF NOT EXISTS tomb_at ON tomb(at);
+CREATE TABLE IF NOT EXISTS log_outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, resource INTEGER NOT NULL, records INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS log_record (
+    id INTEGER PRIMARY KEY, trace_id BLOB NOT NULL, span_id BLOB NOT NULL, received REAL NOT NULL, data BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS log_record_trace ON log_record(trace_id);
 CREATE TABLE IF NOT EXISTS quarantine (
     id INTEGER PRIMARY KEY, segment INTEGER NOT NULL, at REAL NOT NULL, stage TEXT NOT NULL, reason TEXT NOT NULL,
     resource BLOB, data BLOB);

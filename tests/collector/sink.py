@@ -1,7 +1,8 @@
 """A real downstream OTLP receiver for the collector tests: OTLP/gRPC + OTLP/HTTP on 127.0.0.1.
 
 It keeps every span it is sent, with the resource and scope it came under, its events and links, and when it
-arrived. ``stop()`` then ``start()`` on the same ports simulates a downstream outage (connections refused);
+arrived; and every log record (OTLP/gRPC LogsService, POST /v1/logs), as its serialized bytes with its resource and
+scope. ``stop()`` then ``start()`` on the same ports simulates a downstream outage (connections refused);
 ``fail_with`` answers with an error instead (e.g. ``grpc.StatusCode.UNAVAILABLE``).
 """
 
@@ -16,6 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import grpc
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -24,6 +29,17 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from mast_otel.spans import any_value
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
+
+
+@dataclass
+class SinkLog:
+    """One log record as the sink received it: its bytes (to compare with what was sent) and where it came under."""
+
+    data: bytes  # the serialized LogRecord
+    resource: bytes  # the serialized Resource
+    scope: bytes  # the serialized InstrumentationScope
+    transport: str = ""
 
 
 @dataclass
@@ -59,6 +75,7 @@ class OtlpSink:
         self.fail_with: grpc.StatusCode | None = None
         self._lock = threading.Condition()
         self._spans: list[SinkSpan] = []
+        self._logs: list[SinkLog] = []
         self.requests = 0
         self._grpc: grpc.Server | None = None
         self._http: ThreadingHTTPServer | None = None
@@ -74,13 +91,21 @@ class OtlpSink:
         self._known = True
         return f"http://127.0.0.1:{self.http_port}/v1/traces"
 
+    @property
+    def http_logs_endpoint(self) -> str:
+        self._known = True
+        return f"http://127.0.0.1:{self.http_port}/v1/logs"
+
     # -- servers ---------------------------------------------------------------------------------------------
     def start(self) -> OtlpSink:
         server = grpc.server(ThreadPoolExecutor(4), options=[("grpc.so_reuseport", 0)])
         handler = grpc.method_handlers_generic_handler(
             SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(self._grpc_export)}
         )
-        server.add_generic_rpc_handlers((handler,))
+        logs_handler = grpc.method_handlers_generic_handler(
+            LOGS_SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(self._grpc_export_logs)}
+        )
+        server.add_generic_rpc_handlers((handler, logs_handler))
         for _ in range(50):  # the port may linger briefly after a stop
             try:
                 if server.add_insecure_port(f"127.0.0.1:{self.grpc_port}"):
@@ -97,9 +122,12 @@ class OtlpSink:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                request = ExportTraceServiceRequest.FromString(body)
-                sink._keep(request, "http")
-                payload = ExportTraceServiceResponse().SerializeToString()
+                if self.path == "/v1/logs":
+                    sink._keep_logs(ExportLogsServiceRequest.FromString(body), "http")
+                    payload = ExportLogsServiceResponse().SerializeToString()
+                else:
+                    sink._keep(ExportTraceServiceRequest.FromString(body), "http")
+                    payload = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(payload)))
@@ -149,6 +177,39 @@ class OtlpSink:
             context.abort(self.fail_with, "sink told to fail")
         self._keep(ExportTraceServiceRequest.FromString(raw), "grpc")
         return ExportTraceServiceResponse().SerializeToString()
+
+    def _grpc_export_logs(self, raw: bytes, context: Any) -> bytes:
+        if self.fail_with is not None:
+            context.abort(self.fail_with, "sink told to fail")
+        self._keep_logs(ExportLogsServiceRequest.FromString(raw), "grpc")
+        return ExportLogsServiceResponse().SerializeToString()
+
+    def _keep_logs(self, request: ExportLogsServiceRequest, transport: str) -> None:
+        got = [
+            SinkLog(r.SerializeToString(), rl.resource.SerializeToString(), sl.scope.SerializeToString(), transport)
+            for rl in request.resource_logs
+            for sl in rl.scope_logs
+            for r in sl.log_records
+        ]
+        with self._lock:
+            self.requests += 1
+            self._logs.extend(got)
+            self._lock.notify_all()
+
+    def logs(self) -> list[SinkLog]:
+        with self._lock:
+            return list(self._logs)
+
+    def wait_logs(self, n: int, timeout: float = 30.0) -> list[SinkLog]:
+        """Wait until ``n`` log records arrived (counting repeats)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while len(self._logs) < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"{n} log records expected in {timeout}s; {len(self._logs)} arrived")
+                self._lock.wait(min(left, 0.2))
+            return list(self._logs)
 
     def _keep(self, request: ExportTraceServiceRequest, transport: str) -> None:
         now = time.time()

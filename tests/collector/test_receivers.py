@@ -100,7 +100,7 @@ def test_oversized_requests_are_refused_without_retry(service: CollectorService)
 
 
 def test_unknown_path_and_method(service: CollectorService) -> None:
-    assert post(service, valid_request(), path="/v1/logs")[0] == 404
+    assert post(service, valid_request(), path="/v1/metrics")[0] == 404  # /v1/logs is served (test_logs.py)
     assert post(service, b"", method="GET")[0] == 405
 
 

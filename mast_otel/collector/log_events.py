@@ -1,0 +1,84 @@
+"""Log records as content: each kept record that names a span becomes an event on that span for the judge.
+
+The GenAI conventions are moving their events from span events to log records (OTEP 4430), and some frameworks
+(Semantic Kernel, Agent Framework's v1.36 baseline) write message text only to logs. Read as span events, such a
+record is what the adapters already understand (:mod:`mast_otel.adapters._genai_content`: ``gen_ai.user.message``,
+``gen_ai.choice``, ``gen_ai.client.inference.operation.details``...), with no adapter code of its own:
+
+- the event's **name** is the record's ``event_name``, else its ``event.name`` attribute (the older convention),
+  else ``log``;
+- its **attributes** are the record's, then the **body**'s: a map body adds its keys (the GenAI event bodies:
+  ``{"content"}``, ``{"message": {...}}``); a string body is ``content`` (and ``message`` for ``gen_ai.choice``);
+  any other body is ``body``. Map and list values that are not flat are written as JSON text, the form the
+  adapters read from span events;
+- events are added to the span in the records' time order, after its own events.
+
+Only the judge's copy of the spans changes: the stored spans and the forwarded records stay as they came.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+from mast_otel.spans import SpanEvent, SpanRecord, any_value
+
+from .store import LogRow
+
+__all__ = ["with_log_events"]
+
+_EVENT_NAME_KEY = "event.name"
+_CHOICE = "gen_ai.choice"
+_NO_NAME = "log"
+
+
+def with_log_events(records: list[SpanRecord], logs: Sequence[LogRow]) -> list[SpanRecord]:
+    """``records`` with the ``logs`` that name one of them added as events (records of other spans are ignored)."""
+    if not logs:
+        return records
+    ids = {bytes.fromhex(r.span_id): i for i, r in enumerate(records)}
+    found: dict[int, list[tuple[int, SpanEvent]]] = {}
+    for row in logs:
+        index = ids.get(row.span_id)
+        if index is None or records[index].trace_id != row.trace_id.hex():
+            continue
+        record = LogRecord.FromString(row.data)
+        found.setdefault(index, []).append((record.time_unix_nano or record.observed_time_unix_nano, event_of(record)))
+    if not found:
+        return records
+    out = list(records)
+    for index, events in found.items():
+        events.sort(key=lambda e: e[0])  # stable: records of one instant keep their arrival order
+        span = out[index]
+        out[index] = dataclasses.replace(span, events=span.events + tuple(e for _, e in events))
+    return out
+
+
+def event_of(record: LogRecord) -> SpanEvent:
+    """One log record as the span event a GenAI instrumentation would have written."""
+    attributes = {kv.key: _flat(any_value(kv.value)) for kv in record.attributes}
+    name = record.event_name or str(attributes.pop(_EVENT_NAME_KEY, "") or "") or _NO_NAME
+    attributes.pop(_EVENT_NAME_KEY, None)
+    if record.HasField("body"):
+        body = any_value(record.body)
+        if isinstance(body, dict):
+            for key, value in body.items():
+                attributes.setdefault(key, _flat(value))
+        elif isinstance(body, str):
+            attributes.setdefault("content", body)
+            if name == _CHOICE:
+                attributes.setdefault("message", body)
+        elif body is not None:
+            attributes.setdefault("body", _flat(body))
+    return SpanEvent(name, attributes)
+
+
+def _flat(value: Any) -> Any:
+    """A value as a span attribute can hold it: scalars and flat lists as they are, the rest as JSON text."""
+    if isinstance(value, dict) or (isinstance(value, tuple) and any(isinstance(v, (dict, tuple)) for v in value)):
+        return json.dumps(value, default=str)
+    return value

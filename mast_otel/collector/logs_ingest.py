@@ -1,0 +1,203 @@
+"""OTLP logs in: one Export logs request -> stored (forwarding queue, and content for the judge) -> acknowledged.
+
+``receivers (LogsService/Export, POST /v1/logs) -> LogIngestor.ingest -> store: log_outbox + log_record ->
+logs Exporter -> logs downstream`` and, for the judge, ``log_record -> JudgePool -> span events`` (:mod:`.log_events`).
+
+The same promises as spans, by the same machinery:
+
+- **Persisted before the acknowledgement.** Each ``ScopeLogs`` of the request is written, as received, to the
+  store's ``log_outbox`` (the logs exporter forwards it unchanged, with its Resource, and deletes it once the
+  downstream acknowledged it: at-least-once), and each record that names a span (valid trace id and span id) is
+  written to ``log_record``, in the same committed transaction, before :meth:`LogIngestor.ingest` returns.
+- **Limits.** The receivers apply ``max_request_bytes``, the memory limiter and auth as for spans;
+  ``max_request_spans`` counts ResourceLogs, ScopeLogs and log records (read shallowly first, as spans are);
+  ``max_pending_bytes`` counts the log tables too. Refusals raise the exceptions of :mod:`.ingest`, which the
+  receivers count in ``mast_collector_requests_refused_total`` under ``protocol="grpc_logs"`` / ``"http_logs"``.
+- **Joining a conversation.** A record with a trace id and span id is kept until its span's conversation is
+  judged (the release's tombstone deletes it), so it counts whether it arrives before or after its span, as long as
+  it is before the release. A record whose span was already released is forwarded only. A record whose span
+  never arrives is forgotten after ``tombstone_ttl`` (the store's garbage collection).
+
+Log records are never refused for their ids: a record without trace context is forwarded only. The wire layout
+of ``ExportLogsServiceRequest`` / ``ResourceLogs`` / ``ScopeLogs`` is that of the trace messages (fields 1, 2, 3),
+so the shallow reader of :mod:`.ingest` and the request writer of :mod:`.encoding` serve both.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.logs.v1.logs_pb2 import ScopeLogs
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+
+from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, parse_error_reason, resource_spans_of
+from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
+from .store import LogRow, OutRow, SpanStore
+
+__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "logs_to_protobuf", "refuse_logs"]
+
+_log = logging.getLogger(__name__)
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
+LOGS_PATH = "/v1/logs"
+_ZERO_TRACE = bytes(16)
+_ZERO_SPAN = bytes(8)
+
+
+@dataclass(frozen=True, slots=True)
+class _ScopeLogs:
+    resource: bytes  # the serialized Resource, as received
+    schema: str
+    data: bytes  # the serialized ScopeLogs, as received
+    records: int
+    joined: list[LogRow]  # its records that name a span
+
+
+class LogIngestor:
+    """Receivers call :meth:`ingest` for OTLP logs; it returns only once the records are committed to the store."""
+
+    def __init__(
+        self,
+        *,
+        store: SpanStore,
+        lock: threading.RLock,
+        metrics: CollectorMetrics,
+        forward: bool,
+        max_pending_bytes: int,
+        max_request_items: int,
+        retry_after: float,
+        clock: Callable[[], float],
+    ) -> None:
+        """``forward``: a logs endpoint is configured (else records are kept only for the judge)."""
+        self._store = store
+        self._lock = lock  # the pipeline lock: resources are garbage-collected under it
+        self._metrics = metrics
+        self._forward = forward
+        self._max_bytes = max_pending_bytes
+        self._max_items = max_request_items
+        self._retry_after = retry_after
+        self._clock = clock
+        self.on_queued: Callable[[], None] = lambda: None
+        self.disk_full: Callable[[], bool] = lambda: False
+
+    def ingest(self, raw: bytes, protocol: str) -> IngestResult:
+        """Store the records of ``raw``, a serialized ExportLogsServiceRequest. Raises :class:`.Malformed` or
+        :class:`.TooLarge` (permanent) and :class:`.Backpressure` (retryable); returns once committed."""
+        scopes, total = self._decode(raw)
+        with self._lock:
+            self._check_room(len(raw), total)
+            kept = self._unreleased([row for s in scopes for row in s.joined])
+            try:
+                outbox = []
+                if self._forward:
+                    outbox = [OutRow(self._store.resource_id(s.resource, s.schema), s.data, s.records) for s in scopes]
+                self._store.write(log_outbox=outbox, log_records=kept)
+            except sqlite3.OperationalError as exc:
+                if self.disk_full():
+                    message = f"the store's disk is full ({exc})"
+                    raise Backpressure(message, self._retry_after, REFUSE_DISK_FULL) from None
+                raise
+        self._metrics.log_records_received.labels(protocol).inc(total)
+        if outbox:
+            self.on_queued()
+        return IngestResult(total)
+
+    def _decode(self, raw: bytes) -> tuple[list[_ScopeLogs], int]:
+        """Each non-empty ScopeLogs, and the number of records. Counted shallowly before anything is parsed in
+        full; each ScopeLogs is then parsed once, which is also the check that its bytes can be read back."""
+        budget = ItemBudget(self._max_items)
+        scopes: list[_ScopeLogs] = []
+        total = 0
+        now = self._clock()
+        for _, rs in resource_spans_of(raw, budget):
+            resource_checked = False
+            for data in list(rs.scope_spans):
+                if not data:
+                    continue
+                try:
+                    scope = ScopeLogs.FromString(data)
+                    if not resource_checked:
+                        Resource.FromString(rs.resource)
+                        resource_checked = True
+                except (DecodeError, RecursionError) as exc:
+                    raise Malformed(f"a ScopeLogs is not valid OTLP protobuf: {parse_error_reason(exc)}") from None
+                records = scope.log_records
+                budget.take(len(records))
+                rows = []
+                for record in records:
+                    tid, sid = record.trace_id, record.span_id
+                    if len(tid) == 16 and len(sid) == 8 and tid != _ZERO_TRACE and sid != _ZERO_SPAN:
+                        rows.append(LogRow(tid, sid, now, record.SerializeToString()))
+                total += len(records)
+                scopes.append(_ScopeLogs(rs.resource, rs.schema_url, data, len(records), rows))
+        return scopes, total
+
+    def _unreleased(self, rows: list[LogRow]) -> list[LogRow]:
+        """The records whose span was not released yet (those already released are only forwarded)."""
+        out = []
+        released: dict[bytes, set[bytes]] = {}
+        for row in rows:
+            ids = released.get(row.trace_id)
+            if ids is None:
+                ids = released[row.trace_id] = {i for t in self._store.tombs(row.trace_id) for i in t.ids()}
+            if row.span_id not in ids:
+                out.append(row)
+        return out
+
+    def _check_room(self, size: int, records: int) -> None:
+        if self.disk_full():
+            self._refuse(records, "the store's disk is full", REFUSE_DISK_FULL)
+        pending = self._store.counts()[1]
+        if pending + size > self._max_bytes:
+            self._refuse(records, f"the store holds {pending} bytes (max_pending_bytes={self._max_bytes})")
+
+    def _refuse(self, records: int, message: str, reason: str = REFUSE_BACKPRESSURE) -> None:
+        self._metrics.log_records_refused.labels(reason).inc(records)
+        _log.warning("refusing an Export logs request: %s; raise the limit or restore the downstream", message)
+        raise Backpressure(message, self._retry_after, reason)
+
+
+def refuse_logs(raw: bytes, protocol: str) -> IngestResult:
+    """The front of a collector run as several processes: logs are not routed to the shards (yet)."""
+    raise Malformed("this collector runs with processes > 1, which does not accept OTLP logs; run it with "
+                    "processes=1 to receive logs")  # fmt: skip
+
+
+def decode_json_logs(body: bytes) -> ExportLogsServiceRequest:
+    """OTLP JSON -> request. OTLP JSON writes ids as hex, protobuf's JSON mapping expects base64: convert first."""
+    data = json.loads(body)
+    if not isinstance(data, dict):
+        raise ValueError("the body is not a JSON object")
+    for rl in _objects(data.get("resourceLogs")):
+        for sl in _objects(rl.get("scopeLogs")):
+            for record in _objects(sl.get("logRecords")):
+                for key in ("traceId", "spanId"):
+                    value = record.get(key)
+                    if isinstance(value, str) and value:
+                        record[key] = base64.b64encode(bytes.fromhex(value)).decode()
+    request = ExportLogsServiceRequest()
+    json_format.ParseDict(data, request, ignore_unknown_fields=True)
+    return request
+
+
+def logs_to_protobuf(body: bytes, as_json: bool) -> bytes:
+    """A logs request as protobuf bytes (JSON is decoded and re-encoded; protobuf passes as is)."""
+    if not as_json:
+        return body
+    try:
+        return bytes(decode_json_logs(body).SerializeToString())
+    except (DecodeError, json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+        raise Malformed(f"the body is not OTLP JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

@@ -1,0 +1,355 @@
+"""OTLP logs in: the OTel SDK's own log exporters (gRPC, HTTP protobuf) and OTLP JSON send records to a collector;
+every record reaches a real logs downstream unchanged, with its resource and scope; a record that names a span is
+read by the judge of that span's conversation (a GenAI run whose message text is only in log records is judged on
+that text), whether it arrives before or after its span; limits and refusals are those of spans, counted under
+``protocol="grpc_logs"`` / ``"http_logs"``; a record acknowledged and then kill -9 is still forwarded."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from mast_otel import semconv as sc
+from mast_otel.collector import CollectorService
+from mast_otel.collector.log_events import event_of
+from mast_otel.collector.metrics import MetricNames
+from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export, metric, provider, scrape
+from tests.collector.sink import OtlpSink
+from tests.collector.test_durability import CollectorProcess
+from tests.collector.test_pipeline import send
+
+TASK = "Refund the duplicate charge on order A17."
+REFUSED = MetricNames.REQUESTS_REFUSED
+
+
+@contextmanager
+def log_capture(service: str = "desk") -> Iterator[tuple[LoggerProvider, InMemoryLogRecordExporter]]:
+    memory = InMemoryLogRecordExporter()
+    lp = LoggerProvider(resource=Resource.create({"service.name": service}))
+    lp.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    yield lp, memory
+    lp.shutdown()
+
+
+def plain_logs(n: int) -> list[ReadableLogRecord]:
+    """``n`` records of two scopes, some in a span's context and some not, with every kind of body."""
+    with log_capture() as (lp, memory):
+        tp = provider(InMemorySpanExporter(), "desk")
+        tracer = tp.get_tracer("desk.app")
+        for i in range(n):
+            logger = lp.get_logger("desk.a" if i % 2 else "desk.b", "1.0")
+            body: Any = [f"text {i}", {"n": i, "nested": {"ok": True}}, i, None][i % 4]
+            if i % 3:
+                with tracer.start_as_current_span(f"work {i}"):
+                    logger.emit(body=body, attributes={"i": i, "k": "v"}, event_name=f"app.event{i % 2}")
+            else:
+                logger.emit(body=body, attributes={"i": i}, severity_text="INFO")
+        return list(memory.get_finished_logs())
+
+
+def sent_records(batch: Sequence[ReadableLogRecord]) -> list[tuple[bytes, bytes, bytes]]:
+    """(resource, scope, record) bytes of each record, as the SDK encodes them."""
+    request = encode_logs(batch)
+    return [(rl.resource.SerializeToString(), sl.scope.SerializeToString(), r.SerializeToString())
+            for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]  # fmt: skip
+
+
+def send_logs(service: CollectorService, batch: Sequence[ReadableLogRecord], transport: str = "grpc") -> None:
+    if transport == "json":
+        post_logs_json(service, encode_logs(batch))
+        return
+    if transport == "grpc":
+        assert service.grpc is not None
+        exporter: GrpcLogExporter | HttpLogExporter = GrpcLogExporter(
+            endpoint=f"127.0.0.1:{service.grpc.port}", insecure=True
+        )
+    else:
+        assert service.http is not None
+        exporter = HttpLogExporter(endpoint=f"http://127.0.0.1:{service.http.port}/v1/logs")
+    try:
+        assert exporter.export(batch).name == "SUCCESS"
+    finally:
+        exporter.shutdown()
+
+
+def logs_json(request: ExportLogsServiceRequest) -> bytes:
+    """OTLP JSON (hex ids, as the OTLP/HTTP JSON encoding writes them)."""
+    data = json_format.MessageToDict(request)
+    for rl in data.get("resourceLogs", []):
+        for sl in rl.get("scopeLogs", []):
+            for record in sl.get("logRecords", []):
+                for key in ("traceId", "spanId"):
+                    if key in record:
+                        record[key] = base64.b64decode(record[key]).hex()
+    return json.dumps(data).encode()
+
+
+def post_logs_json(service: CollectorService, request: ExportLogsServiceRequest) -> None:
+    status, _ = post(service, logs_json(request), "application/json")
+    assert status == 200
+
+
+def post(service: CollectorService, body: bytes, media: str = "application/x-protobuf") -> tuple[int, bytes]:
+    assert service.http is not None
+    request = urllib.request.Request(f"http://127.0.0.1:{service.http.port}/v1/logs", body, {"Content-Type": media})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+# -- forwarding --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("transport", ["grpc", "http", "json"])
+def test_every_record_is_forwarded_unchanged(sink: OtlpSink, make_collector, transport: str) -> None:
+    # prepare
+    service = make_collector(sink, clock=FakeClock())
+    service.start(pipeline=False)
+    batch = plain_logs(12)
+    want = sent_records(batch)
+    # test
+    send_logs(service, batch, transport)
+    assert service.flush()
+    # verify: each record's bytes, under its resource and scope, once (the judge's copy is kept aside)
+    got = sink.wait_logs(len(want))
+    assert sorted((g.resource, g.scope, g.data) for g in got) == sorted(want)
+    assert {g.transport for g in got} == {"grpc"}  # the gRPC LogsService beside the traces endpoint
+    text = scrape(service)
+    protocol = "http" if transport == "json" else transport
+    assert metric(text, MetricNames.LOG_RECORDS_RECEIVED, protocol=protocol) == len(want)
+    assert metric(text, MetricNames.LOG_RECORDS_EXPORTED) == len(want)
+
+
+def test_records_go_to_an_http_logs_endpoint_or_nowhere(sink: OtlpSink, make_collector) -> None:
+    """The logs endpoint beside an OTLP/HTTP traces URL is its /v1/logs; ``none`` keeps records for the judge
+    only (acknowledged, never queued)."""
+    batch = plain_logs(6)
+    service = make_collector(sink, export_endpoint=sink.http_endpoint)
+    service.start()
+    send_logs(service, batch, "http")
+    got = sink.wait_logs(len(batch))
+    assert sorted(g.data for g in got) == sorted(r for _, _, r in sent_records(batch))
+    assert {g.transport for g in got} == {"http"}
+    service.stop()
+
+    quiet = OtlpSink().start()
+    try:
+        alone = make_collector(quiet, export_logs_endpoint="none", store=":memory:")
+        alone.start(pipeline=False)
+        send_logs(alone, batch, "grpc")
+        assert alone.flush() and alone.log_exporter is None and alone.store.log_queued == 0
+        assert quiet.logs() == []
+    finally:
+        quiet.stop()
+
+
+def test_records_wait_for_a_downstream_that_is_down(sink: OtlpSink, make_collector) -> None:
+    batch = plain_logs(8)
+    sink.stop()
+    service = make_collector(sink, export_backoff_max=0.2)
+    service.start()
+    send_logs(service, batch, "grpc")  # acknowledged: stored
+    assert service.store.log_queued == len(batch)
+    sink.start()
+    got = sink.wait_logs(len(batch))
+    assert sorted(g.data for g in got) == sorted(r for _, _, r in sent_records(batch))
+
+
+# -- content for the judge ---------------------------------------------------------------------------------------
+def genai_run_with_content_in_logs() -> tuple[list[ReadableSpan], list[ReadableLogRecord], list[ReadableLogRecord]]:
+    """A GenAI-convention run (Google ADK's schema) whose spans carry no message text: the user's request and each
+    model answer are log records in the model spans' context (``gen_ai.user.message``, ``gen_ai.choice``), as the
+    conventions now write them. Returns the spans, the user-message records and the choice records."""
+    spans = InMemorySpanExporter()
+    tp = provider(spans, "adk-desk")
+    tracer = tp.get_tracer("gcp.vertex.agent")
+    with log_capture("adk-desk") as (lp, memory):
+        logger = lp.get_logger("gcp.vertex.agent")
+        root = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW, sc.GEN_AI_AGENT_NAME: "triage"}
+        with tracer.start_as_current_span("invoke_workflow triage", attributes=root):
+            for agent in ("triage", "billing"):
+                attrs = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: agent}
+                with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attrs):
+                    llm = {sc.GEN_AI_OPERATION_NAME: "generate_content", sc.GEN_AI_AGENT_NAME: agent}
+                    with tracer.start_as_current_span("generate_content gpt", attributes=llm):
+                        logger.emit(event_name="gen_ai.user.message", body={"content": TASK})
+                        logger.emit(event_name="gen_ai.choice", body={"index": 0, "finish_reason": "stop", "message": {
+                            "role": "assistant", "content": f"{agent} answers from the logs."}})  # fmt: skip
+                    tool = "transfer_to_agent" if agent == "triage" else "lookup_order"
+                    with tracer.start_as_current_span(f"execute_tool {tool}", attributes={
+                            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: tool,
+                            sc.GEN_AI_AGENT_NAME: agent}):  # fmt: skip
+                        pass
+        records = list(memory.get_finished_logs())
+    tp.shutdown()
+    users = [r for r in records if r.log_record.event_name == "gen_ai.user.message"]
+    choices = [r for r in records if r.log_record.event_name == "gen_ai.choice"]
+    return list(spans.get_finished_spans()), users, choices
+
+
+def judged_text(judge: FakeJudge) -> str:
+    (spans, _), *_ = judge.calls
+    return "\n".join(str(s.attributes.get(sc.MESSAGE_CONTENT, "")) for s in spans)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "json"])
+def test_a_run_whose_text_is_only_in_logs_is_judged_on_that_text(
+    sink: OtlpSink, make_collector, transport: str
+) -> None:
+    # prepare
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    spans, users, choices = genai_run_with_content_in_logs()
+    # test: the user's requests arrive before their spans, the answers after them (both before the release)
+    send_logs(service, users, transport)
+    send(service, spans)
+    send_logs(service, choices, transport)
+    judge_and_export(service, clock)
+    # verify: judged once, on the logs' text
+    assert len(judge.calls) == 1
+    text = judged_text(judge)
+    assert TASK in text and "triage answers from the logs." in text and "billing answers from the logs." in text
+    got = sink.wait_count(len(spans))
+    root = next(s for s in got if s.parent_span_id == "")
+    assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_OK
+    # the spans leave with the labeller's evaluation events and nothing else: the log events were the judge's copy
+    assert {name for s in got for name, _ in s.events} == {"gen_ai.evaluation.result"}
+    assert len(sink.wait_logs(len(users) + len(choices))) == len(users) + len(choices)  # and every record
+    assert service.store.log_records(spans[0].context.trace_id.to_bytes(16, "big")) == []  # released with its span
+
+
+def test_without_its_logs_the_same_run_has_no_content(sink: OtlpSink, make_collector) -> None:
+    """The control: the spans alone give the judge nothing to read (the run is skipped, naming the switch)."""
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    spans, _, _ = genai_run_with_content_in_logs()
+    send(service, spans)
+    judge_and_export(service, clock)
+    assert judge.calls == []
+    root = next(s for s in sink.wait_count(len(spans)) if s.parent_span_id == "")
+    assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_SKIPPED
+
+
+def test_a_record_after_the_release_is_forwarded_only(sink: OtlpSink, make_collector) -> None:
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    spans, users, choices = genai_run_with_content_in_logs()
+    send(service, spans)
+    send_logs(service, users)
+    judge_and_export(service, clock)
+    send_logs(service, choices)  # late: the conversation was judged without them
+    assert service.flush()
+    assert "answers from the logs" not in judged_text(judge)
+    assert service.store.log_records(spans[0].context.trace_id.to_bytes(16, "big")) == []  # not kept
+    assert len(sink.wait_logs(len(users) + len(choices))) == len(users) + len(choices)
+
+
+def test_log_records_read_as_the_events_the_adapters_know() -> None:
+    """The mapping, record by record: event name from ``event_name`` or ``event.name``; a map body's keys; a string
+    body is ``content`` (and ``message`` for a choice); structured values as JSON text."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValueList
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+    def kv(key: str, value: AnyValue) -> KeyValue:
+        return KeyValue(key=key, value=value)
+
+    parts = AnyValue(string_value='[{"role": "user", "parts": []}]')
+    details = LogRecord(event_name="gen_ai.client.inference.operation.details",
+                        attributes=[kv(sc.GEN_AI_INPUT_MESSAGES, parts)])  # fmt: skip
+    assert event_of(details).attributes[sc.GEN_AI_INPUT_MESSAGES] == parts.string_value
+    old = LogRecord(attributes=[kv("event.name", AnyValue(string_value="gen_ai.choice"))],
+                    body=AnyValue(string_value="hello"))  # fmt: skip
+    assert (event_of(old).name, event_of(old).attributes) == ("gen_ai.choice", {"content": "hello", "message": "hello"})
+    message = AnyValue(kvlist_value=KeyValueList(values=[kv("content", AnyValue(string_value="hi"))]))
+    choice = LogRecord(event_name="gen_ai.choice", body=AnyValue(kvlist_value=KeyValueList(values=[
+        kv("message", message), kv("index", AnyValue(int_value=0))])))  # fmt: skip
+    assert event_of(choice).attributes == {"message": '{"content": "hi"}', "index": 0}
+    assert event_of(LogRecord(body=AnyValue(int_value=3))).name == "log"
+
+
+# -- limits and refusals -----------------------------------------------------------------------------------------
+def test_limits_and_refusals_are_those_of_spans(sink: OtlpSink, make_collector) -> None:
+    service = make_collector(sink, max_request_spans=10, max_request_bytes="64KiB", memory_limit=0)
+    service.start(pipeline=False)
+    too_many = encode_logs(plain_logs(10)).SerializeToString()  # 10 records + their ResourceLogs and ScopeLogs
+    assert post(service, too_many)[0] == 413
+    assert post(service, b"\xff\xff not protobuf")[0] == 400
+    assert post(service, b"[1, 2]", "application/json")[0] == 400
+    assert post(service, b"x" * (65 * 1024))[0] == 413
+    with pytest.raises(Exception, match=r"RESOURCE_EXHAUSTED|exceeds"):
+        _grpc_export_logs(service, too_many)
+    text = scrape(service)
+    assert metric(text, REFUSED, protocol="http_logs", reason="too_large") == 2
+    assert metric(text, REFUSED, protocol="http_logs", reason="malformed") == 2
+    assert metric(text, REFUSED, protocol="grpc_logs", reason="too_large") == 1
+    assert metric(text, REFUSED, protocol="http", reason="too_large") == 0  # the traces' series stay apart
+    assert sink.logs() == [] and service.store.log_queued == 0
+
+
+def test_a_full_store_refuses_logs_with_retry_advice(sink: OtlpSink, make_collector) -> None:
+    sink.stop()  # nothing leaves: the store fills
+    service = make_collector(sink, max_request_bytes="1KiB", max_pending_bytes="2KiB", memory_limit=0)
+    service.start(pipeline=False)
+    batch = plain_logs(4)
+    body = encode_logs(batch).SerializeToString()
+    statuses = [post(service, body)[0] for _ in range(8)]
+    assert statuses[0] == 200 and statuses[-1] == 503
+    text = scrape(service)
+    assert metric(text, REFUSED, protocol="http_logs", reason="backpressure") == statuses.count(503)
+    assert metric(text, MetricNames.LOG_RECORDS_REFUSED, reason="backpressure") == 4 * statuses.count(503)
+
+
+def _grpc_export_logs(service: CollectorService, raw: bytes) -> bytes:
+    import grpc
+
+    assert service.grpc is not None
+    with grpc.insecure_channel(f"127.0.0.1:{service.grpc.port}") as channel:
+        call = channel.unary_unary("/opentelemetry.proto.collector.logs.v1.LogsService/Export")
+        return bytes(call(raw, timeout=10))
+
+
+# -- crash safety ------------------------------------------------------------------------------------------------
+@pytest.mark.integration  # a real collector process, killed
+def test_records_acknowledged_then_kill_9_are_forwarded_after_restart(tmp_path: Path, sink: OtlpSink) -> None:
+    batch = plain_logs(40)
+    want = sorted(r for _, _, r in sent_records(batch))
+    sink.stop()  # the downstream is down: every record stays in the store
+    collector = CollectorProcess(tmp_path, sink)
+    collector.start()
+    try:
+        exporter = GrpcLogExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True)
+        try:
+            assert exporter.export(batch).name == "SUCCESS"  # acknowledged
+        finally:
+            exporter.shutdown()
+        collector.kill9()
+        sink.start()
+        collector.start()
+        got = sink.wait_logs(len(want), timeout=60)
+        assert sorted(set(g.data for g in got)) == sorted(set(want)) and len(got) >= len(want)
+    finally:
+        collector.stop()
