@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 
 from .config import CollectorConfig, parse_hostport
-from .limits import MemoryLimiter, memory_limit_of
+from .limits import MemoryLimiter
 from .logs_ingest import refuse_logs
 from .metrics import CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
@@ -26,7 +26,7 @@ from .receiver_http import HttpReceiver
 from .routing import Router
 from .service import addresses_of, build_receivers, configured_limits
 from .shard_metrics import ShardMetrics, registry_of
-from .shards import ShardSet
+from .shards import ShardSet, memory_total
 
 __all__ = ["FrontService"]
 
@@ -39,12 +39,13 @@ class FrontService:
     def __init__(self, config: CollectorConfig) -> None:
         self.config = config
         self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services)
-        self.limiter = MemoryLimiter(memory_limit_of(config.memory_limit, config.max_request_bytes))
         self.shards = ShardSet(config, count=config.process_count, max_request_bytes=config.max_request_bytes)
+        # One share of memory_limit, like each shard process: the whole collector stays within what was configured.
+        self.limiter = MemoryLimiter(self.shards.front_memory)
         self.router = Router(shards=self.shards.count, link_of=self.shards.link_of,
                              max_items=config.max_request_spans, retry_after=config.retry_after)  # fmt: skip
         self.metrics.memory_in_flight.set_function(lambda: self.limiter.in_flight)
-        limits = configured_limits(config, self.limiter.limit)
+        limits = configured_limits(config, memory_total(config, len(self.shards.shards)))
         self.metrics.set_limits({**limits, "judge_concurrency": config.judge_concurrency * self.shards.count})
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None

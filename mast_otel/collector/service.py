@@ -18,6 +18,7 @@ for late spans.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from mast_otel.judge.model import Judge
 
 from .annotations import PhoenixAnnotationSink
 from .assembler import Assembler, Unit, Untouched
-from .config import CollectorConfig, ConfigError, parse_hostport
+from .config import CollectorConfig, parse_hostport
 from .encoding import RawScopeSpans
 from .exporter import Exporter, Sender, make_sender
 from .ingest import Ingestor, IngestResult, span_facts
@@ -60,13 +61,16 @@ class CollectorService:
         sender: Sender | None = None,
         clock: Callable[[], float] = time.time,
         behind_front: bool = False,
+        link: socket.socket | None = None,
         log_sender: Sender | None = None,
     ) -> None:
-        """``behind_front``: one shard of a collector run as several processes: it receives only from the front,
-        over the link of :mod:`.shard_link` served at ``otlp_grpc``'s address. ``log_sender`` replaces the sender
-        to the logs endpoint (tests)."""
+        """``behind_front``: one shard of a collector run as several processes: it has no receivers and takes
+        requests only from the front, over the connections the front hands it on ``link`` (:mod:`.shard_link`);
+        a shard draining a store left by a run with more processes gets no ``link`` and receives nothing.
+        ``log_sender`` replaces the sender to the logs endpoint (tests)."""
         self.config = config
         self._behind_front = behind_front
+        self._link_control = link
         self.clock = clock
         self.hold = config.mode == "hold"
         self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services)
@@ -204,7 +208,10 @@ class CollectorService:
         """
         c = self.config
         if self._behind_front:
-            self.link = link_server(c, self.ingestor.ingest, self.metrics, self.limiter)
+            if self._link_control is not None:
+                self.link = LinkServer(self._link_control, ingest=self.ingestor.ingest, metrics=self.metrics,
+                                       max_request_bytes=c.max_request_bytes, limiter=self.limiter,
+                                       retry_after=c.retry_after)  # fmt: skip
         else:
             self.grpc, self.http = build_receivers(
                 c, self.ingestor.ingest, self.metrics, self.limiter, ingest_logs=self.log_ingestor.ingest
@@ -384,10 +391,7 @@ class CollectorService:
 
     # -- addresses ---------------------------------------------------------------------------------------------
     def addresses(self) -> dict[str, str]:
-        addresses = addresses_of(self.grpc, self.http, self.metrics_server)
-        if self.link is not None:
-            addresses["link"] = f"{self.link.host}:{self.link.port}"
-        return addresses
+        return addresses_of(self.grpc, self.http, self.metrics_server)
 
 
 def build_receivers(
@@ -415,20 +419,6 @@ def build_receivers(
             timeout=c.receiver_timeout, retry_after=c.retry_after, ingest_logs=ingest_logs,
         )  # fmt: skip
     return grpc_receiver, http_receiver
-
-
-def link_server(
-    c: CollectorConfig, ingest: Callable[[bytes, str], IngestResult], metrics: CollectorMetrics, limiter: MemoryLimiter
-) -> LinkServer:
-    """A shard's end of the front's link, at ``otlp_grpc``'s address, bound (not started)."""
-    if not c.otlp_grpc or not c.auth_token:
-        raise ConfigError("a collector shard needs otlp_grpc (where it serves the front's link) and auth_token")
-    host, port = parse_hostport(c.otlp_grpc)
-    # The front opens one connection per request it routes at a time: at most one per receiver thread of each of
-    # its two transports. The cap is twice that, so that only a front gone wrong meets it.
-    return LinkServer(host, port, ingest=ingest, metrics=metrics, token=c.auth_token,
-                      max_request_bytes=c.max_request_bytes, limiter=limiter, retry_after=c.retry_after,
-                      max_connections=4 * c.receiver_threads)  # fmt: skip
 
 
 def configured_limits(c: CollectorConfig, memory_limit: int) -> dict[str, float]:
