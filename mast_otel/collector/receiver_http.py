@@ -4,7 +4,8 @@ see :mod:`.logs_ingest`).
 
 The HTTP server is uvicorn (h11): a maintained parser for Content-Length and chunked bodies (a negative or
 malformed length is a 400 before any byte of body is read), one event loop instead of a thread per connection,
-and these limits on top: at most ``receiver_max_connections`` connections (more are closed at once, counted), a
+and these limits on top: at most ``receiver_max_connections`` connections (a connection over it is counted, and its
+request answered 503 + ``Retry-After`` at once, unread; past twice the cap a connection is closed at once), a
 request's headers and body must arrive within ``receiver_timeout`` (else 408 and the connection is closed), a
 body is read in chunks and refused (413) the moment it passes ``max_request_bytes``, and decoding runs on
 ``receiver_threads`` threads, charged to the shared :class:`~.limits.MemoryLimiter`.
@@ -13,8 +14,9 @@ Status codes follow the OTLP/HTTP spec, so standard exporters retry exactly what
 partial success when some spans were rejected), 400 malformed or unreadable body, 401 bad or missing bearer
 token, 404 other path, 405 other method, 408 too slow, 413 over ``max_request_bytes`` (checked on the declared
 length, while reading, and after gzip/deflate decompression) or another per-request limit, 415 other content
-type or encoding, 503 + ``Retry-After`` when the store or its disk is full, ``memory_limit`` is reached or the
-store failed. Error bodies are a ``google.rpc.Status`` in the request's encoding.
+type or encoding, 503 + ``Retry-After`` when the store or its disk is full, ``memory_limit`` is reached, the
+store failed or the connection is over ``receiver_max_connections``. Error bodies are a ``google.rpc.Status``
+in the request's encoding.
 """
 
 from __future__ import annotations
@@ -353,6 +355,18 @@ def _status(code: int, message: str) -> Message:
     return status
 
 
+def _busy_response(receiver: HttpReceiver, as_json: bool) -> bytes:
+    """The whole HTTP answer to a request on a connection over ``receiver_max_connections``."""
+    status = _status(code_pb2.UNAVAILABLE, f"more than {receiver.max_connections} connections; retry after the delay")
+    body = json_format.MessageToJson(status, indent=None).encode() if as_json else status.SerializeToString()
+    head = (
+        f"HTTP/1.1 503 Service Unavailable\r\ncontent-type: {JSON if as_json else PROTOBUF}\r\n"
+        f"content-length: {len(body)}\r\nretry-after: {max(1, round(receiver.retry_after))}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
 def _protocol(receiver: HttpReceiver) -> type[H11Protocol]:
     """uvicorn's h11 protocol with a connection cap and a deadline for a request's headers.
 
@@ -365,15 +379,33 @@ def _protocol(receiver: HttpReceiver) -> type[H11Protocol]:
             super().__init__(*args, **kwargs)
             self.logger = _server_log
             self._deadline: asyncio.TimerHandle | None = None
+            self._over_cap = False  # answer this connection's request 503 + Retry-After, unread
+            self._answered = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(self.connections) >= receiver.max_connections:
+            """Over the cap, a connection is still answered (a reset is not retried by every OTLP exporter), but
+            without parsing: one 503 to whatever it sends. Those connections are capped too (at the cap again), and
+            hold no more than the socket's buffers until the client closes or ``receiver_timeout`` passes."""
+            held = len(self.connections)
+            if held >= 2 * receiver.max_connections:
                 self.transport = transport
                 receiver.metrics.requests_refused.labels("http", REFUSE_CONNECTION_LIMIT).inc()
                 transport.abort()
                 return
             super().connection_made(transport)
+            if held >= receiver.max_connections:
+                receiver.metrics.requests_refused.labels("http", REFUSE_CONNECTION_LIMIT).inc()
+                self._over_cap = True
             self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if not self._over_cap:
+                super().data_received(data)
+            elif not self._answered:  # the request has begun: answer it, then discard the rest
+                self._answered = True
+                self.transport.write(_busy_response(receiver, b"application/json" in data[:4096].lower()))
+                if self.transport.can_write_eof():
+                    self.transport.write_eof()  # the client reads the answer, then closes (or the deadline does)
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._deadline is not None:

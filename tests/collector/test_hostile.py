@@ -39,7 +39,8 @@ MAX_REQUEST = 4 * MiB
 TIMEOUT = 2.0
 MAX_CONNECTIONS = 48
 # What the process may hold beyond memory_limit: the interpreter and libraries' growth after startup, gRPC's
-# buffers (receiver threads x 4 queued x 2 x max_request_bytes at most), uvicorn's per-connection buffers.
+# buffers (receiver threads decoding x 2 x max_request_bytes at most; a waiting call holds its stream's flow-control
+# window, not its body), uvicorn's per-connection buffers.
 OVERHEAD = 256 * MiB
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
@@ -214,15 +215,25 @@ def test_slow_clients_hold_no_thread_and_are_cut_off(hostile: Hostile) -> None:
     time.sleep(0.5)
     assert _threads(hostile.proc) < before + 10  # the old server held one thread per connection (60 here)
     assert hostile.refused("http", "connection_limit") >= 12
+    # A whole request over the cap is told to retry later (a reset is not retried by every OTLP exporter).
+    busy = http_exchange(hostile.http, head("4"), b"\x0a\x00\x0a\x00")
+    assert busy == b"HTTP/1.1 503 Service Unavailable"
+    assert hostile.refused("http", "connection_limit") >= 13
     time.sleep(TIMEOUT + 1.0)
-    closed = 0
+    closed = answered = 0
     for s in slow:
         try:
-            closed += s.recv(1024) == b""
+            data = s.recv(1024)
         except OSError:
-            closed += 1
+            data = b""
+        if data.startswith(b"HTTP/1.1 503"):  # over the cap: answered at once, retry after the delay
+            answered += 1
+            assert b"\r\nretry-after: 1\r\n" in data
+        else:
+            closed += data == b""
         s.close()
-    assert closed == len(slow)  # every one cut off, none left holding a slot
+    assert answered == 12
+    assert closed + answered == len(slow)  # every one cut off or answered, none left holding a slot
     with socket.create_connection(hostile.http, timeout=10) as no_body:
         started = time.monotonic()
         no_body.sendall(head("1000"))  # headers, then no body: 408 after the timeout
