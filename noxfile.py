@@ -309,6 +309,37 @@ def agent_framework(session: nox.Session) -> None:
     run_tests(session, "agent_framework", "tests/agent_framework")
 
 
+# Real captures (tests/data/captures/<framework>/<run>.json, docs/adapters.md "Captures"): each session installs one
+# framework with the instrumentation users trace it with, and records its runs offline against the scripted
+# OpenAI-compatible server with tests/captures/record_<framework>.py (the OTLP JSON plus the expectation, read from
+# the framework's own record). The test that reads every capture (tests/adapters/test_captures.py) runs in the main
+# environment: no framework is needed to check a capture.
+CAPTURE_TOOLS = ["-e", ".", "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-common"]
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def captures_llama_index(session: nox.Session) -> None:
+    """LlamaIndex AgentWorkflow (handoff tool with ``to_agent`` / ``reason``) traced by OpenInference's
+    ``openinference-instrumentation-llama-index``: re-records tests/data/captures/llama_index/."""
+    install_once(
+        session,
+        ["-c", "constraints/captures-llama-index.txt", "llama-index-core", "llama-index-llms-openai",
+         "openinference-instrumentation-llama-index", *CAPTURE_TOOLS],
+    )  # fmt: skip
+    session.run("python", "-m", "tests.captures.record_llama_index", *session.posargs)
+
+
+@nox.session(python="3.11", venv_backend="uv")
+def captures_agno(session: nox.Session) -> None:
+    """Agno teams traced by OpenInference's ``openinference-instrumentation-agno``: re-records
+    tests/data/captures/agno/."""
+    install_once(
+        session,
+        ["-c", "constraints/captures-agno.txt", "agno", "openai", "openinference-instrumentation-agno", *CAPTURE_TOOLS],
+    )
+    session.run("python", "-m", "tests.captures.record_agno", *session.posargs)
+
+
 # Each framework's own test suite, from its release's PyPI sdist (which carries the tests), run plain and with
 # mast_otel.instrument() loaded first (scripts/transparency/run.py): what that suite needs beyond the framework,
 # the release, pytest arguments, environment. Long (LangGraph's ~3,000 tests, the OpenAI Agents SDK's ~11,800):

@@ -9,7 +9,12 @@ source cannot provide. :func:`adapt` picks the adapter for one conversation's sp
   shapes, never exported, plus the map back to the foreign spans), or :class:`NotAConversation` when there is no
   multi-agent conversation (one LLM call, one agent, a web request): such spans are never judged;
 - an adapter recognises some spans but finds no root among them (one OpenInference LLM span inside a LangGraph
-  run traced by OpenLLMetry) -> the next adapter tries; when none finds a root, the first refusal stands.
+  run traced by OpenLLMetry), or its root holds no conversation (one OpenInference CHAIN span under a tool of a
+  framework that writes GenAI spans) -> the next adapter tries; when none adapts, the first refusal stands.
+
+A run that begins after another run's root has ended is not part of it (:meth:`Tree.below`), even when the
+instrumentation left it under that root (a context still attached on the thread): it is its own conversation
+(:func:`foreign_units` gives it its own unit).
 
 A mast-otel root is recognised by mast-otel's own marker (``mast.span.type=conversation``), never by
 ``gen_ai.operation.name``: another framework's ``invoke_workflow`` (Google ADK's root) is foreign, and the GenAI
@@ -112,17 +117,28 @@ def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
     tree = Tree(spans)
     refused: NotAConversation | None = None
     for source, recognises, is_root, convert in _ADAPTERS:
-        if not any(recognises(s) for s in spans):
+        if not any(recognises(s) for s in tree.spans):
             continue
         roots = tree.outermost(is_root)
-        if roots:
-            adapted = convert(tree, roots[0])
-            # The collector holds the unit from the outermost candidate, which may sit above this root.
-            held = [a for a in tree.ancestors(roots[0]) if _held_as_root(a)]
-            if isinstance(adapted, Adapted) and held:
-                return adapted.rerooted(held[-1])
-            return adapted
-        refused = refused or NotAConversation(source, "no agent or workflow span to root a conversation")
+        if not roots:
+            refused = refused or NotAConversation(source, "no agent or workflow span to root a conversation")
+            continue
+        adapted = convert(tree, roots[0])
+        if isinstance(adapted, NotAConversation):
+            # Its root holds no conversation (one OpenInference CHAIN span under a tool of a framework that writes
+            # GenAI spans, say): the spans another instrumentation wrote may hold one in another convention. The
+            # spans of the refused root's own scope were read (AG2's and OpenLLMetry's carry gen_ai.* as well):
+            # the refusal stands for them.
+            refused = refused or adapted
+            read = roots[0].scope_name
+            rest = [s for s in tree.spans if s.scope_name != read] if read else []
+            if len(rest) == len(tree.spans) or not rest:
+                break
+            tree = Tree(rest)
+            continue
+        # The collector holds the unit from the outermost candidate, which may sit above this root.
+        held = [a for a in tree.ancestors(roots[0]) if _held_as_root(a)]
+        return adapted.rerooted(held[-1]) if held else adapted
     # Spans held by a root candidate that no adapter reads (a span named like ADK's legacy root, say): never
     # judged as if they were mast-otel's.
     return refused or NotAConversation("unknown", "no adapter recognises these spans")
@@ -138,10 +154,31 @@ def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
     for trace_spans in by_trace.values():
         if is_native(trace_spans):
             continue
-        tree = Tree(trace_spans)
-        for root in tree.outermost(_held_as_root):
-            units.append([root, *tree.below(root)])
+        # A run left under another run's root after that root ended is not part of it: what remains once the
+        # outermost roots' runs are taken is searched again, until no root is left.
+        rest = trace_spans
+        while rest:
+            tree = Tree(rest)
+            taken: set[str] = set()
+            for root in tree.outermost(_held_as_root):
+                unit = [root, *tree.below(root)]
+                units.append(unit)
+                taken.update(s.span_id for s in unit)
+            if not taken:
+                break
+            # (the spans left have lost the parent that was taken: they are the later runs' roots and subtrees)
+            below_taken = _below_taken(tree, taken)
+            rest = [s for s in rest if s.span_id not in taken and below_taken[s.span_id]]
     return units
+
+
+def _below_taken(tree: Tree, taken: set[str]) -> dict[str, bool]:
+    """For each span id, whether a taken span is above it (a later run under an earlier run's root), in one pass."""
+    out: dict[str, bool] = {}
+    for s in tree.top_down():
+        parent = s.parent_span_id
+        out[s.span_id] = bool(parent) and (parent in taken or out.get(str(parent), False))
+    return out
 
 
 def _held_as_root(span: SpanRecord) -> bool:

@@ -78,14 +78,19 @@ class Tree:
         return [s for s in self.spans if s.span_id in out]
 
     def below(self, root: SpanRecord) -> list[SpanRecord]:
-        """Every span under ``root`` (not ``root`` itself), each id once, in start order. (Bad data can make a
-        span its own parent, or deliver it twice: without the ids seen, that walk never ended.)"""
+        """Every span under ``root`` (not ``root`` itself) that belongs to its run, each id once, in start order.
+
+        A span that starts after ``root`` has ended begins another run, with everything under it: an
+        instrumentation that leaves its context attached on the thread parents the next run's spans on a root
+        that has finished. (Bad data can make a span its own parent, or deliver it twice: without the ids seen,
+        that walk never ended.)"""
         out: list[SpanRecord] = []
         seen = {root.span_id}
+        ended = root.end_ns if root.end_ns > root.start_ns else None
         stack = list(self.children.get(root.span_id, ()))
         while stack:
             node = stack.pop()
-            if node.span_id in seen:
+            if node.span_id in seen or (ended is not None and node.start_ns > ended):
                 continue
             seen.add(node.span_id)
             out.append(node)

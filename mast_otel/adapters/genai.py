@@ -33,6 +33,7 @@ the way back from a nested agent (not a handoff: the caller continues).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import deque
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
+from ._evidence import framework_from_scopes, name_or_none, transfer
 from ._genai_content import first_user_text, output
 from ._tree import Tree, text
 
@@ -63,12 +65,6 @@ _WORKFLOW_NAME = "workflow.name"
 _EDGE_SOURCE = "message.source_id"
 _EDGE_TARGET = "message.target_id"
 _SEND_DESTINATION = "message.destination_executor_id"
-# Transfer tools: name -> (argument naming the target, argument carrying the reason).
-_TRANSFER_TOOLS = {
-    "transfer_to_agent": ("agent_name", "transfer_reason"),  # Google ADK
-    "handoff_to_agent": ("agent_name", "message"),  # Strands Agents' Swarm
-}
-_HANDOFF_PREFIX = "handoff_to_"
 _RUNTIME = "<runtime>"  # recipient of a tool call: the framework runs it
 _USER = "user"
 
@@ -95,7 +91,11 @@ def is_root(span: SpanRecord) -> bool:
 
 
 def framework_of(spans: list[SpanRecord]) -> str:
-    """The framework, from what it leaves on its spans (one pass over the attributes)."""
+    """The framework: the instrumentation scope's (root first); for spans with no scope, what the framework
+    leaves on them (one pass over the attributes)."""
+    found = framework_from_scopes(spans)
+    if found is not None:
+        return found
     for s in spans:
         system = s.get(sc.GEN_AI_PROVIDER_NAME) or s.get(sc.GEN_AI_SYSTEM)
         if system == "strands-agents" or s.get(sc.GEN_AI_OPERATION_NAME) in ("invoke_swarm", "invoke_graph"):
@@ -138,7 +138,7 @@ def _acting(tree: Tree, root: SpanRecord) -> dict[str, _Acting]:
     """Each span's agent, top-down once: a span's own ``gen_ai.agent.name``, else its parent's."""
     out: dict[str, _Acting] = {}
     # A workflow root may carry its first agent's name (ADK's invoke_workflow); only an agent root speaks for one.
-    own = text(root.get(sc.GEN_AI_AGENT_NAME)) if _operation(root) == sc.OP_INVOKE_AGENT else ""
+    own = (name_or_none(root.get(sc.GEN_AI_AGENT_NAME)) or "") if _operation(root) == sc.OP_INVOKE_AGENT else ""
     out[root.span_id] = _Acting(own, None)
     queue = deque([root])
     while queue:
@@ -147,7 +147,7 @@ def _acting(tree: Tree, root: SpanRecord) -> dict[str, _Acting]:
         for child in tree.children.get(parent.span_id, ()):
             if child.span_id in out:
                 continue  # a cycle in bad data
-            name = text(child.get(sc.GEN_AI_AGENT_NAME))
+            name = name_or_none(child.get(sc.GEN_AI_AGENT_NAME))  # (an id names no agent)
             if name and name != above.agent:
                 out[child.span_id] = _Acting(name, above.agent or None)
             else:
@@ -228,8 +228,9 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             content, calls = output(span)
             content_seen = content_seen or bool(content)  # tool names alone are structure, not content
             for name in calls:  # a handoff recorded only as the model's tool call (Agent Framework)
-                if name.startswith(_HANDOFF_PREFIX) and name.removeprefix(_HANDOFF_PREFIX) in agents:
-                    pending = _merge(pending, _Transfer(who.agent, name.removeprefix(_HANDOFF_PREFIX), None, span))
+                called = _transfer(name, span, who.agent, agents)
+                if called is not None and called.target in agents:
+                    pending = _merge(pending, dataclasses.replace(called, reason=None))
             names = ", ".join(calls)
             kind = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
             to = [_RUNTIME] if calls else [who.caller or _USER]
@@ -253,15 +254,10 @@ def _arguments(span: SpanRecord) -> dict[str, Any]:
 
 
 def _transfer(tool: str, span: SpanRecord, source: str, agents: dict[str, None]) -> _Transfer | None:
-    """A transfer tool's call: its target and reason from the arguments (recorded only with content on)."""
-    if tool in _TRANSFER_TOOLS:
-        target_key, reason_key = _TRANSFER_TOOLS[tool]
-        args = _arguments(span)
-        target = text(args.get(target_key)) or None
-        return _Transfer(source, target, text(args.get(reason_key)) or None, span)
-    if tool.startswith(_HANDOFF_PREFIX) and tool.removeprefix(_HANDOFF_PREFIX) in agents:
-        return _Transfer(source, tool.removeprefix(_HANDOFF_PREFIX), None, span)
-    return None
+    """A transfer, handoff or delegation tool's call (:func:`._evidence.transfer`, any naming): its target and
+    reason from the arguments (recorded only with content on), else the target its name ends with."""
+    found = transfer(tool, _arguments(span), agents)
+    return None if found is None else _Transfer(source, found[0], found[1], span)
 
 
 def _edge(span: SpanRecord, current: str | None, agents: dict[str, None]) -> _Transfer | None:

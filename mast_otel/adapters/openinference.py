@@ -9,7 +9,14 @@ the agent whose span holds it.
 What OpenInference cannot provide: handoff reasons (no attribute exists; ``graph.node.parent_id`` gives only
 from -> to, and where it is absent the handoffs are read from the order of replies), the termination reason
 (at best a serialized result in the root's ``output.value``), and message recipients beyond the enclosing agent.
-Content is there only when the instrumentor captures it (``OPENINFERENCE_HIDE_*`` unset).
+Content is there only when the instrumentor captures it: text it was told to hide (``OPENINFERENCE_HIDE_*``:
+its ``__REDACTED__`` placeholder) is skipped, never read as text, and a run left with no message text carries
+``no_content`` naming the switches that hid it.
+
+The general rules (:mod:`._evidence`) apply: the framework is the instrumentation scope's, never ``llm.system``
+(the model's provider); a value that looks like an id names no agent (a ``graph.node.parent_id`` that is an id
+is resolved through the ``graph.node.id`` it points at); the task is the user's, never the lead agent talking to
+itself; a transfer, handoff or delegation tool in any naming is a handoff, not a tool call.
 """
 
 from __future__ import annotations
@@ -22,6 +29,15 @@ from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
+from ._evidence import (
+    HIDDEN,
+    arguments,
+    framework_from_scopes,
+    hidden,
+    looks_like_id,
+    name_or_none,
+    transfer,
+)
 from ._tree import Tree, text
 
 SOURCE = "openinference"
@@ -29,7 +45,6 @@ SPAN_KIND = sc.OI_SPAN_KIND
 _ROOT_KINDS = (sc.OI_KIND_AGENT, sc.OI_KIND_CHAIN)
 _KIND_LLM = sc.OI_KIND_LLM
 _START = "start"  # graph.node.parent_id of the first agent (autogen-agentchat)
-_HANDOFF_TOOL = "handoff to "  # the OpenAI Agents SDK's handoff, as a TOOL span (graph.node.parent_id has it too)
 _RUNTIME = "<runtime>"  # recipient of a tool call: the framework runs it
 _GENERIC = frozenset({"agent", "call_agent"})  # LangGraph span names that say nothing of which agent it is
 
@@ -51,42 +66,83 @@ def _is_llm(span: SpanRecord) -> bool:
 
 
 def agent_name(span: SpanRecord, parent: SpanRecord | None = None) -> str:
-    """The agent an AGENT span speaks for: its agent / graph-node attribute, else its name's first word; a
-    generically named span (LangGraph's ReAct ``agent`` node) speaks for the graph node that encloses it."""
+    """The agent an AGENT span speaks for: its agent / graph-node attribute that is not an id, else its name's
+    first word; a generically named span (LangGraph's ReAct ``agent`` node) speaks for the graph node that
+    encloses it."""
     for key in (sc.OI_AGENT_NAME, sc.OI_GRAPH_NODE_ID, sc.OI_GRAPH_NODE_NAME):
-        if span.get(key):
-            return text(span.get(key))
+        found = name_or_none(span.get(key))
+        if found:
+            return found
     if span.name in _GENERIC and parent is not None:
         return parent.name
     return span.name.split(".", 1)[0].split(" ", 1)[0]
 
 
 def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
-    """The framework, from what its OpenInference instrumentor leaves (no span carries it as such)."""
+    """The framework: the instrumentation scope's (root first); LangChain's instrumentation traces LangGraph too,
+    told by its graph. A run with no scope (a file written without one) falls back on what the framework's
+    instrumentor leaves; never ``llm.system``, which names the model's provider."""
+    langgraph = root.name == "LangGraph" or "langgraph" in text(root.get(sc.OI_METADATA))
+    found = framework_from_scopes([root, *spans])
+    if found is not None:
+        return "langgraph" if found == "langchain" and langgraph else found
     if any(k.startswith("ag2.") for s in spans for k in s.attributes):
         return "ag2"
     if root.name == "Agent workflow":  # the OpenAI Agents SDK's default trace name
         return "openai-agents"
     if root.get("team_id") is not None or root.name.endswith(".run_stream"):  # an autogen-agentchat team
         return "autogen-agentchat"
-    if root.name == "LangGraph" or "langgraph" in text(root.get(sc.OI_METADATA)):
+    if langgraph:
         return "langgraph"
     if any(k.startswith("smolagents.") for k in root.attributes):
         return "smolagents"
     if root.get("crew_id") is not None:
         return "crewai"
-    return next((text(s.get(sc.OI_LLM_SYSTEM)) for s in spans if s.get(sc.OI_LLM_SYSTEM)), "unknown")
+    return "unknown"
+
+
+# The switch that writes OpenInference's placeholder into each attribute (openinference-instrumentation's
+# TraceConfig.mask): input/output values, and the text of LLM messages.
+_SWITCHES = (
+    (sc.OI_INPUT_VALUE, "OPENINFERENCE_HIDE_INPUTS"),
+    (sc.OI_OUTPUT_VALUE, "OPENINFERENCE_HIDE_OUTPUTS"),
+    (sc.OI_LLM_INPUT_MESSAGES, "OPENINFERENCE_HIDE_INPUT_TEXT"),
+    (sc.OI_LLM_OUTPUT_MESSAGES, "OPENINFERENCE_HIDE_OUTPUT_TEXT"),
+)
+
+
+def _hidden_by(spans: list[SpanRecord]) -> list[str]:
+    """The switches whose placeholder the spans carry, in the order above (one pass over the attributes)."""
+    found: set[str] = set()
+    for s in spans:
+        for key, value in s.attributes.items():
+            if isinstance(value, str) and value in HIDDEN:
+                found.update(switch for prefix, switch in _SWITCHES if key.startswith(prefix))
+    return [switch for _, switch in _SWITCHES if switch in found]
+
+
+_NO_CONTENT = "the OpenInference instrumentor recorded no message content, so the judge cannot read the conversation"
+
+
+class _Transfer:
+    """A transfer tool's call, waiting for its target to speak (the target may be unknown)."""
+
+    __slots__ = ("origin", "reason", "source", "target")
+
+    def __init__(self, source: str, target: str | None, reason: str | None, origin: SpanRecord) -> None:
+        self.source, self.target, self.reason, self.origin = source, target, reason, origin
 
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
+    unit = [root, *below]
 
     owners = tree.nearest(_is_agent)  # the agent a span acts for: its nearest AGENT ancestor
 
     def owner(span: SpanRecord) -> SpanRecord | None:
         return owners.get(span.span_id)
 
-    agents = [s for s in (root, *below) if _is_agent(s)]
+    agents = [s for s in unit if _is_agent(s)]
     holding_agents, holding_llms = tree.holding(_is_agent), tree.holding(_is_llm)
     leaves = [s for s in agents if s.span_id not in holding_agents]
     # An agent speaks through its model calls (OpenAI Agents SDK, autogen-agentchat, LangGraph, smolagents); a
@@ -97,32 +153,53 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     speakers = {_speaker(tree, agent) for _, agent in turns}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
-    conv = ConversationBuilder(SOURCE, framework_of(root, [root, *below]), root)
-    initiator = agent_name(root) if _is_agent(root) and root.get(sc.OI_AGENT_NAME) else "user"
-    task = _task(root.get(sc.OI_INPUT_VALUE)) or _first_user_message(below)
+    known = dict.fromkeys([*(_speaker(tree, a) for a in agents), *sorted(speakers)])
+    # graph.node.parent_id points at another span's graph.node.id, which may be an id rather than a name.
+    by_node = {text(a.get(sc.OI_GRAPH_NODE_ID)): _speaker(tree, a) for a in agents if a.get(sc.OI_GRAPH_NODE_ID)}
+    conv = ConversationBuilder(SOURCE, framework_of(root, unit), root)
+    first = text(root.get("ag2.recipient.name")) or _speaker(tree, turns[0][1])
+    # The task comes from the user; a root agent that names itself opens the run only when it is not the agent
+    # that answers first (AG2's initiator), else it is the lead agent receiving the user's request.
+    initiator = agent_name(root) if _is_agent(root) and name_or_none(root.get(sc.OI_AGENT_NAME)) else "user"
+    if initiator == first:
+        initiator = "user"
+    task = _task(_visible(root.get(sc.OI_INPUT_VALUE))) or _first_user_message(below)
+    content_seen = False
     if task:  # (a CrewAI crew has no opening message: each agent gets its task; the root names them below)
-        first = text(root.get("ag2.recipient.name")) or _speaker(tree, turns[0][1])
         conv.message(initiator, [first], task, origin=root)
+        content_seen = True
     names = root.get("participant_names")
     team = [text(n) for n in names] if isinstance(names, (list, tuple)) else []
     turn_of = {span.span_id: agent for span, agent in turns}
     previous: str | None = None
+    pending: _Transfer | None = None
     started: set[str] = set()  # agent spans that have spoken
     for span in below:
-        if span.get(SPAN_KIND) == sc.OI_KIND_TOOL and not span.name.startswith(_HANDOFF_TOOL):
+        if span.get(SPAN_KIND) == sc.OI_KIND_TOOL:
             acting = owner(span)
+            who = _speaker(tree, acting) if acting else "?"
             tool = text(span.get(sc.OI_TOOL_NAME)) or span.name
-            conv.tool_call(_speaker(tree, acting) if acting else "?", tool, text(span.get(sc.OI_INPUT_VALUE)),
-                           text(span.get(sc.OI_OUTPUT_VALUE)), origin=span)  # fmt: skip
+            args = _visible(span.get(sc.OI_INPUT_VALUE))
+            handed = transfer(tool, arguments(args), known)
+            if handed is not None:  # a transfer or a delegation: a handoff, not a tool call
+                # (outside any agent span, LangGraph's: the agent whose model asked for it spoke last)
+                pending = _Transfer(who if acting else previous or who, handed[0], handed[1], span)
+                continue
+            conv.tool_call(who, tool, args, _visible(span.get(sc.OI_OUTPUT_VALUE)), origin=span)
             continue
         agent = turn_of.get(span.span_id)
         if agent is None:
             continue
         sender = _speaker(tree, agent)
-        # The turn passed: graph.node.parent_id names the previous agent where the instrumentor records it (on
-        # the agent's first turn), else the previous speaker did.
-        recorded = text(agent.get(sc.OI_GRAPH_NODE_PARENT_ID)) if agent.span_id not in started else ""
+        # The turn passed: a transfer tool named its target; else graph.node.parent_id names the previous agent
+        # where the instrumentor records it (on the agent's first turn); else the previous speaker did.
+        recorded = _node_name(agent.get(sc.OI_GRAPH_NODE_PARENT_ID), by_node) if agent.span_id not in started else ""
         source = previous if not recorded or recorded == _START else recorded
+        if pending is not None and sender != pending.source:
+            if pending.target in (None, sender):
+                conv.handoff(pending.source, sender, origin=pending.origin, reason=pending.reason)
+                source = sender
+            pending = None
         if source is not None and source != sender:
             conv.handoff(source, sender, origin=agent if agent.span_id not in started else span)
         started.add(agent.span_id)
@@ -130,16 +207,44 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         if span is agent:  # the reply is the agent span's output
             holder = owner(span)
             recipient = text(span.get("ag2.sender.name")) or (_speaker(tree, holder) if holder else initiator)
-            conv.message(sender, [recipient], _reply(span.get(sc.OI_OUTPUT_VALUE)), origin=span)
+            reply = _reply(_visible(span.get(sc.OI_OUTPUT_VALUE)))
+            content_seen = content_seen or bool(reply)
+            conv.message(sender, [recipient], reply, origin=span)
             continue
         content, tools = _llm_output(span)
+        content_seen = content_seen or bool(content)
         kind = sc.KIND_TOOL_CALL if tools and not content else sc.KIND_MESSAGE
         # A team's (autogen-agentchat) messages go to every other participant; otherwise back to the user.
         to = [p for p in team if p != sender] or [initiator]
         conv.message(sender, [_RUNTIME] if tools else to, content or ", ".join(tools), origin=span, kind=kind,
                      tool_calls=", ".join(tools) or None)  # fmt: skip
+    if pending is not None and pending.target and pending.target != pending.source:
+        conv.handoff(pending.source, pending.target, origin=pending.origin, reason=pending.reason)
+    no_content = None
+    if not content_seen:
+        switches = _hidden_by(unit)
+        no_content = (
+            f"OpenInference hid the message content ({', '.join(switches)} set): the judge cannot read the "
+            "conversation; unset them to have it judged"
+            if switches
+            else _NO_CONTENT
+        )
     return conv.build(task=task or _crew_tasks(root.get("crew_tasks")), name=text(root.name),
-                      termination_detail=_stop_reason(root.get(sc.OI_OUTPUT_VALUE)))  # fmt: skip
+                      termination_detail=_stop_reason(root.get(sc.OI_OUTPUT_VALUE)), no_content=no_content)  # fmt: skip
+
+
+def _visible(value: Any) -> str:
+    """An attribute's text, or "" when the instrumentor hid it (its placeholder is no text)."""
+    return "" if hidden(value) else text(value)
+
+
+def _node_name(value: Any, by_node: dict[str, str]) -> str:
+    """The agent a ``graph.node.*`` reference names: the node's agent when it is an id of one, else the value
+    itself unless it is an id."""
+    ref = text(value)
+    if ref in by_node:
+        return by_node[ref]
+    return "" if looks_like_id(ref) else ref
 
 
 def _reply(value: Any) -> str:
@@ -184,7 +289,7 @@ def _stop_reason(value: Any) -> str | None:
 def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
     """The text and the called tools' names of an LLM span's first output message (flattened attributes)."""
     prefix = f"{sc.OI_LLM_OUTPUT_MESSAGES}.0."
-    content = text(span.get(prefix + sc.OI_MESSAGE_CONTENT))
+    content = _visible(span.get(prefix + sc.OI_MESSAGE_CONTENT))
     calls = []
     for n in itertools.count():  # (the flattened list ends at its first missing index)
         name = span.get(f"{prefix}{sc.OI_MESSAGE_TOOL_CALLS}.{n}.{sc.OI_TOOL_CALL_FUNCTION_NAME}")
@@ -204,7 +309,7 @@ def _first_user_message(spans: list[SpanRecord]) -> str:
             if role is None:
                 break
             if role == "user":
-                return text(s.get(f"{sc.OI_LLM_INPUT_MESSAGES}.{n}.{sc.OI_MESSAGE_CONTENT}"))
+                return _visible(s.get(f"{sc.OI_LLM_INPUT_MESSAGES}.{n}.{sc.OI_MESSAGE_CONTENT}"))
     return ""
 
 

@@ -1,0 +1,155 @@
+"""Rules every adapter applies, each named by the kind of evidence it reads, never by a framework.
+
+- **The framework** comes from the instrumentation scope that wrote the run (its tracer's name), never from a
+  model-provider attribute (``llm.system``, ``gen_ai.provider.name`` name the model's vendor): a small table of
+  scopes whose name does not say the framework, else the scope's name with the instrumentation prefixes stripped
+  (``openinference.instrumentation.agno`` -> ``agno``). Scopes of model-client instrumentations (``openai``,
+  ``litellm``...) say nothing of the framework and are passed over.
+- **Ids are never names**: a value that looks like an id (hex digits, a UUID) does not name an agent.
+- **A handoff tool** is a transfer, handoff or delegation tool in any naming (``transfer_to_x``,
+  ``Handoff-transfer_to_x``, ``handoff to x``, ``delegate_task_to_member``, ``handoff`` with a ``to_agent``
+  argument, ``Delegate work to coworker``): its target is the agent its arguments or its name designate.
+- **Hidden content** (an instrumentation's placeholder for text it was told not to record) is no text: it is
+  skipped, and the reason the judge cannot read the run names the switch that hid it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mast_otel.spans import SpanRecord
+
+from ._tree import text
+
+# Scopes whose name does not say the framework.
+_SCOPE_FRAMEWORKS = {
+    "gcp.vertex.agent": "google-adk",
+    "strands.telemetry.tracer": "strands",
+}
+_SCOPE_PREFIXES = ("openinference.instrumentation.", "opentelemetry.instrumentation.", "opentelemetry.")
+# Instrumentations of model clients and transports: their spans sit inside any framework's run.
+_NOT_FRAMEWORKS = frozenset({
+    "openai", "anthropic", "litellm", "bedrock", "boto3", "botocore", "mistralai", "groq", "vertexai",
+    "google-genai", "google-generativeai", "cohere", "ollama", "together", "replicate", "httpx", "requests",
+    "urllib", "urllib3", "aiohttp-client", "asyncio", "threading", "sqlalchemy", "instructor", "dspy",
+})  # fmt: skip
+
+
+def scope_framework(scope: str | None) -> str | None:
+    """The framework an instrumentation scope's name says, or None (no scope, or a model client's)."""
+    if not scope:
+        return None
+    if scope in _SCOPE_FRAMEWORKS:
+        return _SCOPE_FRAMEWORKS[scope]
+    name = scope
+    for prefix in _SCOPE_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    name = name.split(".", 1)[0].replace("_", "-").lower()
+    return None if not name or name in _NOT_FRAMEWORKS else name
+
+
+def framework_from_scopes(spans: Iterable[SpanRecord]) -> str | None:
+    """The first framework the spans' scopes say (pass the root first), or None."""
+    for s in spans:
+        found = scope_framework(s.scope_name)
+        if found:
+            return found
+    return None
+
+
+_ID = re.compile(r"[0-9a-f]{12,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def looks_like_id(value: str) -> bool:
+    """A hex string of 12 digits or more (a span, trace or object id) or a UUID: an id, not a name."""
+    return bool(_ID.fullmatch(value.strip()))
+
+
+def name_or_none(value: Any) -> str | None:
+    """An attribute that may name an agent: its text, unless it is empty or an id."""
+    found = text(value).strip()
+    return found if found and not looks_like_id(found) else None
+
+
+# --- handoff tools -------------------------------------------------------------------------------------------
+
+_TRANSFER_WORDS = ("transfer", "handoff", "delegat")
+# Argument keys that name the target, then those that carry the reason, in the order they are tried.
+_TARGET_KEYS = ("to_agent", "agent_name", "target_agent", "member_name", "member_id", "agent", "target",
+                "coworker", "recipient", "to", "name")  # fmt: skip
+_REASON_KEYS = ("reason", "transfer_reason", "message", "task", "task_description", "question", "context")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _key(name: str) -> str:
+    """A name compared loosely: case, spaces, dashes and underscores aside (``Web Researcher`` = ``web-researcher``)."""
+    return "".join(_WORD.findall(name)).lower()
+
+
+def is_transfer(tool: str) -> bool:
+    """A tool whose name says it transfers, hands off or delegates the turn (any case, any separator)."""
+    words = [w.lower() for w in _WORD.findall(tool)]
+    return any(w.startswith(_TRANSFER_WORDS) for w in words)
+
+
+def arguments(value: Any) -> dict[str, Any]:
+    """A tool call's arguments (a JSON object), or {}."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    try:
+        parsed = json.loads(text(value))
+    except ValueError:
+        return {}
+    if isinstance(parsed, dict) and isinstance(parsed.get("kwargs"), dict) and len(parsed) <= 2:
+        return dict(parsed["kwargs"])  # an instrumentor that records (args, kwargs)
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def transfer(tool: str, args: Mapping[str, Any], agents: Iterable[str]) -> tuple[str | None, str | None] | None:
+    """(the target agent, the reason) of a transfer tool's call, or None when the tool is no transfer.
+
+    The target is the agent its arguments name (``to_agent``, ``agent_name``, ``member_id``...), else the agent
+    its name ends with (the words after the last ``to``); a known agent comes back under its own spelling, an id
+    names none. A tool named for a target that is no agent of the run (``handoff_to_nobody``), with no argument
+    naming one, is an ordinary tool. Either part is None when the call does not say it (arguments not captured).
+    """
+    if not is_transfer(tool):
+        return None
+    known = {_key(a): a for a in agents}
+    reason = next((text(args[k]) for k in _REASON_KEYS if isinstance(args.get(k), str) and args[k]), None)
+    for key in _TARGET_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            target = known.get(_key(value)) or name_or_none(value)
+            if target:
+                return target, reason
+    words = _WORD.findall(tool)
+    lowered = [w.lower() for w in words]
+    if "to" not in lowered:
+        return None, reason
+    tail = words[len(lowered) - lowered[::-1].index("to") :]
+    if not tail or _key("".join(tail)) in _GENERIC_TARGETS:
+        return None, reason
+    for size in range(len(tail), 0, -1):  # "handoff to refund_specialist": the longest known agent at the end
+        found = known.get(_key("".join(tail[-size:])))
+        if found:
+            return found, reason
+    return None
+
+
+_GENERIC_TARGETS = frozenset({"agent", "agents", "member", "members", "coworker", "another", "other"})
+
+
+# --- hidden content ------------------------------------------------------------------------------------------
+
+# What an instrumentation writes in place of text it was told to hide.
+HIDDEN = frozenset({"__REDACTED__", "[REDACTED]"})
+
+
+def hidden(value: Any) -> bool:
+    return isinstance(value, str) and value.strip() in HIDDEN
