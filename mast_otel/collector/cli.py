@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from . import gc_tuning
     from .front import FrontService
     from .service import CollectorService
-    from .shards import ShardStartError, leftover_stores, pin_process
+    from .shards import ShardStartError, leftover_stores
     from .store import StoreError
 
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series are noise
@@ -111,8 +111,6 @@ def run(args: argparse.Namespace) -> int:
         # One process, unless asked for more or a run with more left shard stores to drain (see .front).
         if config.process_count > 1 or leftover_stores(config.store, 1):
             service = FrontService(config)
-            if service.shards.front_core is not None:  # here, not in FrontService: a program embedding it keeps its own
-                pin_process(service.shards.front_core)
         else:
             service = CollectorService(config)
         service.start()

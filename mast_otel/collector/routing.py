@@ -2,12 +2,12 @@
 splitting it into one part per shard, forwarding the parts, and answering as a single process would.
 
 A conversation is assembled, judged and released by the one process that holds all its spans, so every span of a
-trace must reach the same shard: the one whose range of ``crc32(trace_id)`` holds it (:func:`shard_bounds`). The
-ranges are equal but for shard 0's, which is smaller by what the front costs: when the shards are pinned one per
-core, the front runs on shard 0's core (:mod:`.shards`). The split works on the wire format and never
-re-encodes a span: each span's bytes, and each ScopeSpans' scope and schema, are copied as they arrived into one
-request per shard (under length prefixes written anew). A request whose spans all belong to one shard is forwarded
-as the bytes that arrived.
+trace must reach the same shard: :func:`shard_of`, jump consistent hashing (Lamping and Veach, 2014) of the trace
+id. It depends on nothing measured, gives each shard an equal share, and when the number of shards changes from N
+to M moves only the traces that must move (|M - N| / max(M, N) of them, where ranges of a hash moved most). The
+split works on the wire format and never re-encodes a span: each span's bytes, and each ScopeSpans' scope and
+schema, are copied as they arrived into one request per shard (under length prefixes written anew). A request
+whose spans all belong to one shard is forwarded as the bytes that arrived.
 
 A span whose trace id is not 16 bytes goes to shard 0, which rejects it exactly as a single process would (and
 says so in its partial-success answer); the split itself refuses only what no shard could read (:class:`Malformed`)
@@ -16,8 +16,6 @@ and requests over ``max_items`` (:class:`TooLarge`), counted before any per-span
 
 from __future__ import annotations
 
-import zlib
-from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,38 +28,27 @@ from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, TooLarge,
 from .metrics import REFUSE_SHARD_UNAVAILABLE
 from .refusal import Refusal, RefusalKind
 
-__all__ = ["FRONT_SHARE", "Part", "Router", "shard_bounds", "shard_of", "split_request"]
+__all__ = ["Part", "Router", "shard_of", "split_request"]
 
-_CRC_RANGE = 1 << 32
-# What the front spends on a span, as a share of what the shards together spend on it: 6.3-6.8% in the two-core
-# runs traced in docs/collector.md ("The front's link to its shards"; measured with 2 shards only; 9% when the
-# front forwarded over gRPC). Shard 0, which shares its core with the front, owns that much less, so that both
-# cores finish together instead of shard 0 trailing by a second or two. Changing it moves traces between shards,
-# as changing their number does (from 0.09 to 0.065: 1.3% of trace ids at 2 shards, 2.5% at 3, 3.7% at 4).
-FRONT_SHARE = 0.065
-
-
-def shard_bounds(shards: int) -> tuple[int, ...]:
-    """Where each shard's range of ``crc32(trace_id)`` ends (exclusive; the last is 2**32). The front's core also
-    runs shard 0, so shard 0 takes :data:`FRONT_SHARE` less than each other shard: ``w0 + FRONT_SHARE = w1 = ...``
-    with the shares summing to 1 (none for shard 0 once the front alone would fill its core)."""
-    if shards <= 1:
-        return (_CRC_RANGE,)
-    first = max(0.0, (1 - (shards - 1) * FRONT_SHARE) / shards)
-    rest = (1 - first) / (shards - 1)
-    return (*(round(_CRC_RANGE * (first + k * rest)) for k in range(shards - 1)), _CRC_RANGE)
+_MASK64 = (1 << 64) - 1
+_LCG = 2862933555777941757  # the 64-bit linear congruential step of jump consistent hashing
 
 
 def shard_of(trace_id: bytes, shards: int) -> int:
-    """The shard that owns a trace: stable across restarts and processes (crc32, not Python's salted hash). A
-    trace id that is not 16 bytes goes to shard 0, which rejects it as a single process would."""
-    return _owner(trace_id, shard_bounds(shards))
+    """The shard that owns a trace, in ``range(shards)``: stable across restarts, processes and machines (no salted
+    hash). A trace id that is not 16 bytes goes to shard 0, which rejects it as a single process would.
 
-
-def _owner(trace_id: bytes, bounds: tuple[int, ...]) -> int:
+    Jump consistent hashing keyed by the id's two halves XORed: W3C trace ids are random, and an id that is not
+    (a counter, say) still spreads, since each step of the hash multiplies the key by a large odd constant."""
     if len(trace_id) != 16:
         return 0
-    return bisect_right(bounds, zlib.crc32(trace_id))
+    key = int.from_bytes(trace_id[:8], "little") ^ int.from_bytes(trace_id[8:], "little")
+    shard, candidate = -1, 0
+    while candidate < shards:
+        shard = candidate
+        key = (key * _LCG + 1) & _MASK64
+        candidate = int((shard + 1) * (float(1 << 31) / float((key >> 33) + 1)))
+    return shard
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +66,6 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
     Raises :class:`Malformed` for bytes that are not an OTLP request and :class:`TooLarge` past ``max_items``
     (ResourceSpans + ScopeSpans + spans, as ingest counts them)."""
     budget = ItemBudget(max_items)
-    bounds = shard_bounds(shards)
     # shard -> resource_spans fields (bytes) and span count
     out: dict[int, tuple[list[bytes], int]] = {}
     for rs_data, rs in resource_spans_of(raw, budget):
@@ -94,7 +80,7 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
                 raise Malformed(f"a ScopeSpans is not valid protobuf: {parse_error_reason(exc)}") from None
             spans = parsed.spans
             budget.take(len(spans))
-            by_shard = _by_shard(spans, bounds)
+            by_shard = _by_shard(spans, shards)
             if len(by_shard) == 1:  # the whole ScopeSpans belongs to one shard: its bytes as they came
                 ((shard, mine),) = by_shard.items()
                 per_shard.setdefault(shard, []).append(data)
@@ -125,12 +111,16 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
     return [Part(shard, b"".join(blobs), n) for shard, (blobs, n) in sorted(out.items())]
 
 
-def _by_shard(spans: Iterable[bytes], bounds: tuple[int, ...]) -> dict[int, list[bytes]]:
+def _by_shard(spans: Iterable[bytes], shards: int) -> dict[int, list[bytes]]:
     """Serialized spans grouped by the shard that owns each one's trace, in the order they came. The split's
-    per-span loop."""
+    per-span loop; a trace's spans usually come together, so its owner is worked out once per trace id."""
     out: dict[int, list[bytes]] = {}
+    owners: dict[bytes, int] = {}
     for span in spans:
-        shard = _owner(_trace_id(span), bounds)
+        trace_id = _trace_id(span)
+        shard = owners.get(trace_id)
+        if shard is None:
+            shard = owners[trace_id] = shard_of(trace_id, shards)
         mine = out.get(shard)
         if mine is None:
             out[shard] = [span]

@@ -44,8 +44,8 @@ from .limits import DECODE_AMPLIFICATION, memory_limit_of
 from .shard_link import LinkClient, link_pair
 
 __all__ = [
-    "Shard", "ShardSet", "ShardStartError", "front_memory", "leftover_stores", "memory_total", "pin_process",
-    "shard_config", "shard_store",
+    "Shard", "ShardSet", "ShardStartError", "front_memory", "leftover_stores", "memory_total", "shard_config",
+    "shard_store",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -165,7 +165,8 @@ class ShardSet:
         self.count = count
         # One core per shard exactly (taskset, a cpuset, a machine of its own): each shard is pinned to its core, so
         # its threads hand the GIL to each other on one core instead of across two (measured: docs/collector.md,
-        # "Cores"). With more cores than shards (a CPU quota in a shared cgroup), the kernel places them.
+        # "Cores"). With more cores than shards (a CPU quota in a shared cgroup), the kernel places them. The front is
+        # never pinned: the kernel moves its threads to whichever core has room, so no share of traces is tuned to it.
         cores = sorted(os.sched_getaffinity(0))
         self._cores = cores if len(cores) == count > 1 else None
         indexes = [(i, True) for i in range(count)] + [(i, False) for i in leftover_stores(config.store, count)]
@@ -205,12 +206,6 @@ class ShardSet:
         if self._start_error is None:
             self._watch()
         self._terminate(self._grace)
-
-    @property
-    def front_core(self) -> int | None:
-        """The core the front should run on when the shards are pinned: shard 0's, which owns fewer traces to leave
-        room for it (:func:`.routing.shard_bounds`); None when the kernel places the processes."""
-        return self._cores[0] if self._cores is not None else None
 
     def link_of(self, index: int) -> LinkClient | None:
         """Shard ``index``'s link, or None while it is restarting."""
@@ -253,7 +248,7 @@ class ShardSet:
         """Pin the new shard, hand it ``line``, wait for its ready line; then its link (over ``ours``) is live."""
         assert process.stdin is not None and process.stdout is not None
         if self._cores is not None:
-            # a leftover store's shard may run on any of the cores (it inherited the front's one)
+            # a leftover store's shard may run on any of the cores
             cores = {self._cores[shard.index]} if shard.routed else set(self._cores)
             try:  # before it reads its options, so before it starts a thread: each thread it starts inherits the core
                 os.sched_setaffinity(process.pid, cores)
@@ -349,22 +344,6 @@ class ShardSet:
                 if s.link is not None:
                     s.link.close()
                 s.link, s.serving = None, False
-
-
-def pin_process(core: int) -> None:
-    """Pin every thread of this process to ``core`` (the affinity is per thread, and the front has started some);
-    threads started later inherit it. A thread that ended meanwhile is skipped. Pinning is for speed only: when it
-    cannot be done (no /proc, a cpuset changed, a sandbox refusing the call) the front runs where the kernel puts
-    it, and says so once."""
-    try:
-        tasks = os.listdir("/proc/self/task")
-        for task in tasks:
-            try:
-                os.sched_setaffinity(int(task), {core})
-            except ProcessLookupError:
-                continue
-    except OSError as exc:
-        _log.warning("could not pin the collector's front to core %d: %s; it runs unpinned", core, exc)
 
 
 def _read_line(process: subprocess.Popen[bytes], timeout: float) -> str | None:

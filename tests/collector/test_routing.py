@@ -31,7 +31,7 @@ from mast_otel.collector.metrics import (
     REFUSE_TOO_LARGE,
 )
 from mast_otel.collector.refusal import Refusal, RefusalKind
-from mast_otel.collector.routing import FRONT_SHARE, Router, shard_bounds, shard_of, split_request
+from mast_otel.collector.routing import Router, shard_of, split_request
 from mast_otel.collector.shard_metrics import ShardMetrics, merge_families
 from mast_otel.collector.shards import front_memory, leftover_stores, memory_total, shard_config, shard_store
 from tests.collector.conftest import collector_config
@@ -113,31 +113,45 @@ def test_split_puts_every_span_once_in_its_traces_shard_with_its_resource_and_sc
         assert [p.request for p in parts] == [_share(request, p.shard, shards) for p in parts]
 
 
-@pytest.mark.parametrize(("shards", "first", "others"), [(2, 0.4675, 0.5325), (3, 0.29, 0.355), (4, 0.20125, 0.26625)])
-def test_split_spreads_traces_over_the_shards_leaving_the_fronts_share_to_shard_0(
-    shards: int, first: float, others: float
-) -> None:
+@pytest.mark.parametrize("shards", [2, 3, 4, 7])
+def test_split_spreads_traces_over_the_shards_equally(shards: int) -> None:
     rng = random.Random(7)
     tids = [rng.randbytes(16) for _ in range(40_000)]
     owners = [shard_of(t, shards) for t in tids]
-    shares = [owners.count(k) / len(tids) for k in range(shards)]
-    # shard 0 FRONT_SHARE (0.065) less than each other shard, all summing to 1: crc32 of random ids gives each share
-    # within a percent (four standard deviations at 40,000 ids)
-    assert others - first == pytest.approx(FRONT_SHARE)
-    assert shares[0] == pytest.approx(first, abs=0.01)
-    assert all(share == pytest.approx(others, abs=0.01) for share in shares[1:])
+    # each shard a 1/N share, within a percent (more than four standard deviations at 40,000 ids)
+    assert all(owners.count(k) / len(tids) == pytest.approx(1 / shards, abs=0.01) for k in range(shards))
     assert all(shard_of(t, 1) == 0 for t in tids[:100])
+    # ids that are not random (a counter) spread too
+    counted = [shard_of(n.to_bytes(16, "big"), shards) for n in range(1, 20_001)]
+    assert all(counted.count(k) / len(counted) == pytest.approx(1 / shards, abs=0.015) for k in range(shards))
+
+
+@given(st.lists(st.binary(min_size=16, max_size=16), min_size=1, max_size=50), st.integers(1, 40))
+def test_going_from_n_to_n_plus_1_shards_moves_a_trace_only_to_the_new_shard(tids: list[bytes], n: int) -> None:
+    """Consistency: a trace moves only when it must (to the shard added), never between the shards that stay."""
+    for tid in tids:
+        before, after = shard_of(tid, n), shard_of(tid, n + 1)
+        assert 0 <= before < n and 0 <= after < n + 1
+        assert after in (before, n)
+
+
+def test_changing_the_number_of_shards_moves_the_fewest_traces() -> None:
+    rng = random.Random(11)
+    tids = [rng.randbytes(16) for _ in range(20_000)]
+    for n, m in ((2, 3), (3, 2), (2, 4), (4, 3)):
+        moved = sum(shard_of(t, n) != shard_of(t, m) for t in tids) / len(tids)
+        assert moved == pytest.approx(abs(m - n) / max(m, n), abs=0.015), (n, m)  # the least any routing can move
 
 
 def test_routing_is_the_same_in_every_process_and_release() -> None:
-    # pinned values: a change of the hash, of the ranges or of FRONT_SHARE moves traces between shards (a
-    # conversation in flight at an upgrade is judged in two parts), so it must be a deliberate one
-    assert shard_bounds(2) == (2_007_897_211, 1 << 32)
-    assert shard_bounds(3) == (1_245_540_516, 2_770_253_906, 1 << 32)
-    at_bound = bytes.fromhex("000000000000000000000000bc193000")  # crc32 2,007,897,211: the first of shard 1's range
-    below = bytes.fromhex("000000000000000000000000fd1f41db")  # crc32 2,007,897,210: the last of shard 0's
-    assert (shard_of(at_bound, 2), shard_of(below, 2)) == (1, 0)
-    # and in another interpreter (Python's own hash() is salted per process; crc32 is not)
+    # pinned values: a change of the hash moves traces between shards (a conversation in flight at an upgrade is
+    # judged in two parts), so it must be a deliberate one
+    ids = [bytes.fromhex(h) for h in ("fd3feb3c9250b7974a9b528b69636321", "a461b55ef55b7beafd809a9a9e925b79",
+                                      "44066542ec38008d331dfd3b27241631", "755622d6d7a0b48cb048f279829caa65",
+                                      "2af899a3e1f16bdc45cc8e26863d5f3b")]  # fmt: skip
+    assert [shard_of(t, 2) for t in ids] == [1, 0, 1, 1, 1]
+    assert [shard_of(t, 5) for t in ids] == [3, 3, 4, 1, 2]
+    # and in another interpreter (Python's own hash() is salted per process)
     import subprocess
     import sys
 
@@ -148,18 +162,10 @@ def test_routing_is_the_same_in_every_process_and_release() -> None:
     assert there.strip() == str([shard_of(rng.randbytes(16), 3) for _ in range(64)])
 
 
-def test_shard_bounds_cover_the_crc32_range_and_leave_shard_0_none_once_the_front_would_fill_a_core() -> None:
-    assert shard_bounds(1) == (1 << 32,)
-    for shards in (3, 8, 16, 17, 40):
-        bounds = shard_bounds(shards)
-        widths = [b - a for a, b in zip((0, *bounds), bounds, strict=False)]
-        assert len(bounds) == shards and bounds[-1] == 1 << 32 and all(w >= 0 for w in widths)
-        assert max(widths[1:]) - min(widths[1:]) <= 1  # the others share the rest equally
-    # from 17 shards on the front (FRONT_SHARE, 0.065, of the shards' cost per span: 16 x 0.065 > 1) would fill a
-    # core of its own: shard 0 gets no trace, but an invalid id, which it rejects
-    assert shard_bounds(16)[0] > 0 and shard_bounds(17)[0] == 0
+def test_an_id_that_is_not_16_bytes_goes_to_shard_0() -> None:
     tid = random.Random(1).randbytes(16)
-    assert shard_of(tid, 17) != 0 and shard_of(tid[:15], 17) == 0
+    assert any(shard_of(bytes([b]) + tid[1:], 17) != 0 for b in range(8))
+    assert shard_of(tid[:15], 17) == 0 and shard_of(b"", 3) == 0 and shard_of(tid + b"x", 3) == 0
 
 
 def test_a_scope_present_but_empty_stays_present_in_every_part() -> None:
