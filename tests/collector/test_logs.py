@@ -31,6 +31,7 @@ from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
 from mast_otel.collector.log_events import event_of
 from mast_otel.collector.metrics import MetricNames
+from mast_otel.collector.store import LogRow, OutRow, SQLiteStore, Tomb
 from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export, metric, provider, scrape
 from tests.collector.sink import OtlpSink
 from tests.collector.test_durability import CollectorProcess
@@ -351,5 +352,54 @@ def test_records_acknowledged_then_kill_9_are_forwarded_after_restart(tmp_path: 
         collector.start()
         got = sink.wait_logs(len(want), timeout=60)
         assert sorted(set(g.data for g in got)) == sorted(set(want)) and len(got) >= len(want)
+    finally:
+        collector.stop()
+
+
+# -- the store ---------------------------------------------------------------------------------------------------
+def test_the_store_keeps_a_record_until_its_span_is_released_or_it_is_old(tmp_path: Path) -> None:
+    trace, first, second = b"t" * 16, b"s" * 8, b"u" * 8
+    path = str(tmp_path / "s.db")
+    store = SQLiteStore(path)
+    rid = store.resource_id(b"", "")
+    store.write(log_outbox=[OutRow(rid, b"x" * 10, 2)],
+                log_records=[LogRow(trace, first, 100.0, b"a"), LogRow(trace, second, 100.0, b"b")])  # fmt: skip
+    assert (store.log_queued, store.counts()) == (2, (0, 12))
+    store.write(tombs=[Tomb(trace, first, 101.0, "unit")])  # the conversation of the first span was released
+    assert [r.span_id for r in store.log_records(trace)] == [second]
+    store.close()
+    store = SQLiteStore(path)  # what a restart counts
+    assert (store.log_queued, store.counts()) == (2, (0, 11))
+    store.gc(99.0)
+    assert len(store.log_records(trace)) == 1
+    store.gc(200.0)  # a record whose span never came is forgotten with the tombstones
+    assert store.log_records(trace) == [] and store.counts() == (0, 10)
+    assert store.resource(rid) == (b"", "")  # still used by the queued ScopeLogs
+    (row,) = store.log_outbox(100, 1 << 20)
+    store.write(drop_log_outbox=[row.id])
+    assert (store.log_queued, store.counts()) == (0, (0, 0))
+    store.close()
+
+
+# -- several processes -------------------------------------------------------------------------------------------
+@pytest.mark.integration  # a front and two shard processes
+def test_several_processes_refuse_logs_for_good_saying_why(tmp_path: Path, sink: OtlpSink) -> None:
+    collector = CollectorProcess(tmp_path, sink, extra=["--processes", "2"])
+    collector.start()
+    try:
+        body = encode_logs(plain_logs(3)).SerializeToString()
+        request = urllib.request.Request(f"http://127.0.0.1:{collector.http_port}/v1/logs", body,
+                                         {"Content-Type": "application/x-protobuf"})  # fmt: skip
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 400 and b"processes" in refused.value.read()
+        exporter = GrpcLogExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True)
+        try:
+            assert exporter.export(plain_logs(3)).name == "FAILURE"  # INVALID_ARGUMENT: not retried
+        finally:
+            exporter.shutdown()
+        text = collector.metrics()
+        assert metric(text, REFUSED, protocol="http_logs", reason="malformed") == 1
+        assert metric(text, REFUSED, protocol="grpc_logs", reason="malformed") == 1
     finally:
         collector.stop()
