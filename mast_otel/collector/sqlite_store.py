@@ -359,31 +359,23 @@ class SQLiteStore:
 
     def outbox(self, max_spans: int, max_bytes: int) -> list[OutRow]:
         """Oldest outbox rows up to ``max_spans`` spans and about ``max_bytes`` (always at least one row)."""
-        out: list[OutRow] = []
-        spans = size = 0
-        with self._lock:
-            cur = self._db.execute("SELECT id, resource, spans, data FROM outbox ORDER BY id")
-            for oid, rid, n, data in cur:
-                if out and (spans + n > max_spans or size + len(data) > max_bytes):
-                    break
-                out.append(OutRow(int(rid), bytes(data), int(n), int(oid)))
-                spans += n
-                size += len(data)
-            cur.close()
-        return out
+        return self._oldest("SELECT id, resource, spans, data FROM outbox ORDER BY id", max_spans, max_bytes)
 
     def log_outbox(self, max_records: int, max_bytes: int) -> list[OutRow]:
         """Oldest queued ScopeLogs rows up to ``max_records`` records and about ``max_bytes`` (at least one row);
         ``OutRow.spans`` counts their log records."""
+        return self._oldest("SELECT id, resource, records, data FROM log_outbox ORDER BY id", max_records, max_bytes)
+
+    def _oldest(self, query: str, max_items: int, max_bytes: int) -> list[OutRow]:
         out: list[OutRow] = []
-        records = size = 0
+        items = size = 0
         with self._lock:
-            cur = self._db.execute("SELECT id, resource, records, data FROM log_outbox ORDER BY id")
+            cur = self._db.execute(query)
             for oid, rid, n, data in cur:
-                if out and (records + n > max_records or size + len(data) > max_bytes):
+                if out and (items + n > max_items or size + len(data) > max_bytes):
                     break
                 out.append(OutRow(int(rid), bytes(data), int(n), int(oid)))
-                records += n
+                items += n
                 size += len(data)
             cur.close()
         return out
