@@ -20,10 +20,14 @@ specification tells exporters not to retry, so they drop the batch, and it count
 Why waiting and refused calls cost bounded bytes: the method is registered as client-streaming (on the wire a
 unary call is the same HTTP/2 stream), so gRPC Python reads a call's message only when the handler asks for it,
 on a receiver thread, where the bytes are then charged to the :class:`~.limits.MemoryLimiter`. Until then the
-message stays with the client: gRPC core buffers at most the stream's HTTP/2 flow-control window for it and
-grants more only to a stream with a read pending. A refused call's body is never asked for, and the stream is
-reset once the status is sent. So each waiting call costs its window and a few hundred bytes of call state, there
-are at most ``4 x receiver_threads - threads`` of them, and refused calls are each answered in microseconds.
+message stays with the client, held back by HTTP/2 flow control: gRPC core buffers at most a stream's window for
+it (64 KiB) and opens the window to the message's size only once a read is pending. That needs the
+bandwidth-delay probe off (``grpc.http2.bdp_probe``): with it, core raises every stream's initial window toward
+the whole message, and a waiting or refused call was measured holding most of its body. A refused call's body is
+never asked for, and the stream is reset once the status is sent. So each waiting call costs one window and a few
+hundred bytes of call state, there are at most ``4 x receiver_threads - threads`` of them, and refused calls are
+answered at once. The price of the probe off: past its first 64 KiB, a body flows only once it is read (one round
+trip later).
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ class GrpcReceiver:
             options=[
                 ("grpc.max_receive_message_length", 2 * max_request_bytes),
                 ("grpc.so_reuseport", 0),
+                ("grpc.http2.bdp_probe", 0),  # windows grow only for a read pending: see the module doc
             ],
             maximum_concurrent_rpcs=None,  # the receiver admits calls itself (_ExportService): see the module doc
         )
