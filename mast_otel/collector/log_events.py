@@ -8,9 +8,10 @@ record is what the adapters already understand (:mod:`mast_otel.adapters._genai_
 - the event's **name** is the record's ``event_name``, else its ``event.name`` attribute (the older convention),
   else ``log``;
 - its **attributes** are the record's, then the **body**'s: a map body adds its keys (the GenAI event bodies:
-  ``{"content"}``, ``{"message": {...}}``); a string body is ``content`` (and ``message`` for ``gen_ai.choice``);
-  any other body is ``body``. Map and list values that are not flat are written as JSON text, the form the
-  adapters read from span events;
+  ``{"content"}``, ``{"message": {...}}``), and so does a string body holding a JSON object (Semantic Kernel logs
+  ``json.dumps(message.to_dict())`` through Python's logging, with the name in ``event.name``); another string
+  body is ``content`` (and ``message`` for ``gen_ai.choice``); any other body is ``body``. Map and list values that
+  are not flat are written as JSON text, the form the adapters read from span events;
 - events are added to the span in the records' time order, after its own events.
 
 Only the judge's copy of the spans changes: the stored spans and the forwarded records stay as they came.
@@ -65,6 +66,8 @@ def event_of(record: LogRecord) -> SpanEvent:
     attributes.pop(_EVENT_NAME_KEY, None)
     if record.HasField("body"):
         body = any_value(record.body)
+        if isinstance(body, str) and body.startswith("{"):
+            body = _json_object(body) or body
         if isinstance(body, dict):
             for key, value in body.items():
                 attributes.setdefault(key, _flat(value))
@@ -75,6 +78,14 @@ def event_of(record: LogRecord) -> SpanEvent:
         elif body is not None:
             attributes.setdefault("body", _flat(body))
     return SpanEvent(name, attributes)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _flat(value: Any) -> Any:

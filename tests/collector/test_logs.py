@@ -403,3 +403,37 @@ def test_several_processes_refuse_logs_for_good_saying_why(tmp_path: Path, sink:
         assert metric(text, REFUSED, protocol="grpc_logs", reason="malformed") == 1
     finally:
         collector.stop()
+
+
+def test_semantic_kernels_records_read_as_content() -> None:
+    """Semantic Kernel (Python) logs each message as ``json.dumps(...)`` through Python's logging, the event's name
+    in ``extra={"event.name": ...}`` (its model_diagnostics decorators); through the OTel logging bridge those
+    records read as the per-message events the GenAI adapter reads, with no code of its own."""
+    import logging
+
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs as encode
+    from opentelemetry.sdk._logs import LoggingHandler
+
+    from mast_otel.adapters._genai_content import first_user_text, output
+    from mast_otel.spans import SpanRecord
+
+    with log_capture("sk") as (lp, memory):
+        logger = logging.getLogger("semantic_kernel.utils.telemetry.model_diagnostics.decorators")
+        handler = LoggingHandler(logger_provider=lp)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:
+            logger.info(json.dumps({"role": "user", "content": TASK}),
+                        extra={"event.name": "gen_ai.user.message", "gen_ai.system": "openai"})  # fmt: skip
+            logger.info(json.dumps({"message": {"role": "assistant", "content": "Refunded.", "finish_reason": "stop"},
+                                    "finish_reason": "stop"}),
+                        extra={"event.name": "gen_ai.choice", "gen_ai.system": "openai"})  # fmt: skip
+        finally:
+            logger.removeHandler(handler)
+        records = [r for rl in encode(memory.get_finished_logs()).resource_logs for sl in rl.scope_logs
+                   for r in sl.log_records]  # fmt: skip
+    events = tuple(event_of(r) for r in records)
+    assert [e.name for e in events] == ["gen_ai.user.message", "gen_ai.choice"]
+    span = SpanRecord("0" * 32, "1" * 16, None, "chat gpt", 0, 1, events=events)
+    assert first_user_text(span) == TASK
+    assert output(span) == ("Refunded.", [])
