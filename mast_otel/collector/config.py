@@ -107,7 +107,7 @@ class CollectorConfig:
     receiver_timeout: float = _opt(30.0, seconds, "Longest an OTLP/HTTP client may take to send a request's "
                                    "headers and body; slower ones get 408 and are disconnected.",
                                    metavar="SECONDS")  # fmt: skip
-    receiver_max_connections: int = _opt(256, integer, "Open OTLP/HTTP connections at most; more get 503 + Retry-After.",
+    receiver_max_connections: int = _opt(256, integer, "Most open OTLP/HTTP connections; more get 503 + Retry-After.",
                                          metavar="N")  # fmt: skip
     retry_after: float = _opt(1.0, seconds, "Delay suggested to clients refused by backpressure (Retry-After / "
                               "RetryInfo).", metavar="SECONDS")  # fmt: skip
