@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 from mast_otel import semconv as sc
@@ -62,7 +63,27 @@ def _is_agent(span: SpanRecord) -> bool:
 
 
 def _is_llm(span: SpanRecord) -> bool:
-    return bool(span.get(SPAN_KIND) == _KIND_LLM)
+    """A model answer: an LLM span that records one (output messages, a finish reason, token counts, or the
+    placeholder of a hidden output). An LLM span that records none is a step around the model (LlamaIndex's
+    ``_prepare_chat_with_tools``), not an answer."""
+    if span.get(SPAN_KIND) != _KIND_LLM:
+        return False
+    return hidden(span.get(sc.OI_OUTPUT_VALUE)) or any(k.startswith(_ANSWER_KEYS) for k in span.attributes)
+
+
+_ANSWER_KEYS = (sc.OI_LLM_OUTPUT_MESSAGES, sc.OI_LLM_FINISH_REASON, sc.OI_LLM_TOKEN_COUNT_TOTAL.rsplit(".", 1)[0])
+# A step span (not of kind AGENT) that names the agent it runs for in its input: ``current_agent_name='x'``,
+# ``"agent_name": "x"`` (LlamaIndex's AgentWorkflow steps carry AgentSetup(..., current_agent_name='x')).
+_STEP_AGENT = re.compile(
+    r"""\b(?:current_agent_name|current_agent|agent_name)["']?\s*[=:]\s*["']([^"'\n]{1,200})["']"""
+)
+
+
+def _step_agent(span: SpanRecord) -> str | None:
+    """The agent a step span names in its input (not an id), or None."""
+    value = span.get(sc.OI_INPUT_VALUE)
+    found = _STEP_AGENT.search(value) if isinstance(value, str) else None
+    return name_or_none(found.group(1)) if found else None
 
 
 def agent_name(span: SpanRecord, parent: SpanRecord | None = None) -> str:
@@ -136,34 +157,49 @@ class _Transfer:
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
     unit = [root, *below]
+    holding_llms = tree.holding(_is_llm)
+    # Who speaks: an AGENT span, else a step span that names its agent and holds a model answer (no AGENT span
+    # at all in LlamaIndex's AgentWorkflow); the run's root is the run, never one of its steps.
+    steps = {
+        s.span_id: name
+        for s in below
+        if not _is_agent(s) and s.span_id in holding_llms and (name := _step_agent(s)) is not None
+    }
 
-    owners = tree.nearest(_is_agent)  # the agent a span acts for: its nearest AGENT ancestor
+    def speaks(span: SpanRecord) -> bool:
+        return _is_agent(span) or span.span_id in steps
+
+    def speaker(span: SpanRecord) -> str:
+        return steps.get(span.span_id) or agent_name(span, tree.parent(span))
+
+    owners = tree.nearest(speaks)  # the agent a span acts for: its nearest speaking ancestor
 
     def owner(span: SpanRecord) -> SpanRecord | None:
         return owners.get(span.span_id)
 
-    agents = [s for s in unit if _is_agent(s)]
-    holding_agents, holding_llms = tree.holding(_is_agent), tree.holding(_is_llm)
+    agents = [s for s in unit if speaks(s)]
+    holding_agents = tree.holding(speaks)
     leaves = [s for s in agents if s.span_id not in holding_agents]
     # An agent speaks through its model calls (OpenAI Agents SDK, autogen-agentchat, LangGraph, smolagents); a
     # leaf agent span with no model call under it carries its reply in output.value instead (AG2).
     by_output = [s for s in leaves if s.get(sc.OI_OUTPUT_VALUE) is not None and s.span_id not in holding_llms]
     calls = [(s, o) for s in below if _is_llm(s) and (o := owner(s)) is not None]
     turns = sorted([*((s, s) for s in by_output), *calls], key=lambda pair: (pair[0].start_ns, pair[0].span_id))
-    speakers = {_speaker(tree, agent) for _, agent in turns}
+    speakers = {speaker(agent) for _, agent in turns}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
-    known = dict.fromkeys([*(_speaker(tree, a) for a in agents), *sorted(speakers)])
+    known = dict.fromkeys([*(speaker(a) for a in agents), *sorted(speakers)])
     # graph.node.parent_id points at another span's graph.node.id, which may be an id rather than a name.
-    by_node = {text(a.get(sc.OI_GRAPH_NODE_ID)): _speaker(tree, a) for a in agents if a.get(sc.OI_GRAPH_NODE_ID)}
+    by_node = {text(a.get(sc.OI_GRAPH_NODE_ID)): speaker(a) for a in agents if a.get(sc.OI_GRAPH_NODE_ID)}
     conv = ConversationBuilder(SOURCE, framework_of(root, unit), root)
-    first = text(root.get("ag2.recipient.name")) or _speaker(tree, turns[0][1])
+    first = text(root.get("ag2.recipient.name")) or speaker(turns[0][1])
     # The task comes from the user; a root agent that names itself opens the run only when it is not the agent
     # that answers first (AG2's initiator), else it is the lead agent receiving the user's request.
     initiator = agent_name(root) if _is_agent(root) and name_or_none(root.get(sc.OI_AGENT_NAME)) else "user"
     if initiator == first:
         initiator = "user"
-    task = _task(_visible(root.get(sc.OI_INPUT_VALUE))) or _first_user_message(below)
+    written = _visible(root.get(sc.OI_INPUT_VALUE))
+    task = _task(written) or _first_user_message(below) or written
     content_seen = False
     if task:  # (a CrewAI crew has no opening message: each agent gets its task; the root names them below)
         conv.message(initiator, [first], task, origin=root)
@@ -174,23 +210,25 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     previous: str | None = None
     pending: _Transfer | None = None
     started: set[str] = set()  # agent spans that have spoken
+    asked: dict[str, str] = {}  # tool name -> the agent whose model answer last asked for it
     for span in below:
         if span.get(SPAN_KIND) == sc.OI_KIND_TOOL:
             acting = owner(span)
-            who = _speaker(tree, acting) if acting else "?"
             tool = text(span.get(sc.OI_TOOL_NAME)) or span.name
+            # A tool run outside any agent's span (LangGraph's tools node, LlamaIndex's call_tool step) is the
+            # agent's whose model asked for it; "?" when no model answer did.
+            who = speaker(acting) if acting else asked.get(tool, "?")
             args = _visible(span.get(sc.OI_INPUT_VALUE))
             handed = transfer(tool, arguments(args), known)
             if handed is not None:  # a transfer or a delegation: a handoff, not a tool call
-                # (outside any agent span, LangGraph's: the agent whose model asked for it spoke last)
-                pending = _Transfer(who if acting else previous or who, handed[0], handed[1], span)
+                pending = _Transfer(who if who != "?" else previous or who, handed[0], handed[1], span)
                 continue
             conv.tool_call(who, tool, args, _visible(span.get(sc.OI_OUTPUT_VALUE)), origin=span)
             continue
         agent = turn_of.get(span.span_id)
         if agent is None:
             continue
-        sender = _speaker(tree, agent)
+        sender = speaker(agent)
         # The turn passed: a transfer tool named its target; else graph.node.parent_id names the previous agent
         # where the instrumentor records it (on the agent's first turn); else the previous speaker did.
         recorded = _node_name(agent.get(sc.OI_GRAPH_NODE_PARENT_ID), by_node) if agent.span_id not in started else ""
@@ -206,12 +244,13 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         previous = sender
         if span is agent:  # the reply is the agent span's output
             holder = owner(span)
-            recipient = text(span.get("ag2.sender.name")) or (_speaker(tree, holder) if holder else initiator)
+            recipient = text(span.get("ag2.sender.name")) or (speaker(holder) if holder else initiator)
             reply = _reply(_visible(span.get(sc.OI_OUTPUT_VALUE)))
             content_seen = content_seen or bool(reply)
             conv.message(sender, [recipient], reply, origin=span)
             continue
         content, tools = _llm_output(span)
+        asked.update(dict.fromkeys(tools, sender))
         content_seen = content_seen or bool(content)
         kind = sc.KIND_TOOL_CALL if tools and not content else sc.KIND_MESSAGE
         # A team's (autogen-agentchat) messages go to every other participant; otherwise back to the user.
@@ -271,10 +310,6 @@ def _crew_tasks(value: Any) -> str:
     return "\n".join(f"{t.get('agent_role', '?')}: {t.get('description', '')}" for t in tasks if isinstance(t, dict))
 
 
-def _speaker(tree: Tree, span: SpanRecord) -> str:
-    return agent_name(span, tree.parent(span))
-
-
 def _stop_reason(value: Any) -> str | None:
     """autogen-agentchat's ``TaskResult.stop_reason``, from the team span's serialized result (a detail only:
     the sentence is the termination condition's, not one of mast-otel's termination reasons)."""
@@ -290,6 +325,14 @@ def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
     """The text and the called tools' names of an LLM span's first output message (flattened attributes)."""
     prefix = f"{sc.OI_LLM_OUTPUT_MESSAGES}.0."
     content = _visible(span.get(prefix + sc.OI_MESSAGE_CONTENT))
+    if not content:  # the message as content parts (LlamaIndex): their text, in order
+        parts = []
+        for n in itertools.count():
+            part = span.get(f"{prefix}{sc.OI_MESSAGE_CONTENTS}.{n}.{sc.OI_MESSAGE_CONTENT_TEXT}")
+            if part is None:
+                break
+            parts.append(_visible(part))
+        content = "".join(parts)
     calls = []
     for n in itertools.count():  # (the flattened list ends at its first missing index)
         name = span.get(f"{prefix}{sc.OI_MESSAGE_TOOL_CALLS}.{n}.{sc.OI_TOOL_CALL_FUNCTION_NAME}")
@@ -329,6 +372,7 @@ def _task(value: Any) -> str:
             first = messages[0]  # {"role", "content"}, or LangChain's {"type", "data": {"content"}}
             data = first.get("data")
             return text(data.get("content") if isinstance(data, dict) else first.get("content"))
+        return ""  # a serialized object (LlamaIndex's workflow context): no request of the user's; the models' is
     if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
         return text(parsed[0].get("content"))
     return raw

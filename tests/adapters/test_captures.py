@@ -1,0 +1,70 @@
+"""Every real capture (``tests/data/captures/<framework>/<run>.json``) reads as the conversation its framework
+recorded: exactly one conversation, with the framework's agents, handoffs, tool calls, task and message count; a
+solo-agent control run becomes none. The expectation in each file was read from the framework's own record by
+its recorder (``tests/captures/record_<framework>.py``, run by ``nox -s captures_<framework>``), never from any
+span attribute. A new framework that follows a known convention is a capture plus its expectation: no code here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mast_otel import semconv as sc
+from mast_otel.adapters import Adapted, adapt, foreign_units
+from mast_otel.spans import SpanRecord, from_otlp_json
+from tests.adapters._fixtures import handoffs
+
+CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
+FILES = sorted(CAPTURES.glob("*/*.json"))
+_USER = "user"
+
+
+def _load(path: Path) -> tuple[list[SpanRecord], dict[str, Any]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return from_otlp_json(json.dumps(data["otlp"])), data["expect"]
+
+
+def conversations(spans: list[SpanRecord]) -> list[Adapted]:
+    """What the collector would judge: each unit it holds, adapted."""
+    return [a for unit in foreign_units(spans) if isinstance(a := adapt(unit), Adapted)]
+
+
+def test_the_corpus_holds_multi_agent_runs_and_solo_controls() -> None:
+    expectations = [_load(path)[1] for path in FILES]
+    assert len({path.parent.name for path in FILES}) >= 2
+    assert any(e["conversation"] for e in expectations) and any(not e["conversation"] for e in expectations)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FILES])
+def test_a_capture_is_the_conversation_its_framework_recorded(path: Path) -> None:
+    spans, expect = _load(path)
+    found = conversations(spans)
+    if not expect["conversation"]:
+        assert found == []  # a solo-agent run is never judged
+        return
+    (adapted,) = found
+    root = adapted.records[0]
+    agents = [a for a in root.get(sc.CONVERSATION_AGENTS) or () if a != _USER]
+    assert sorted(agents) == sorted(expect["agents"])
+    assert handoffs(adapted.records) == [tuple(h) for h in expect["handoffs"]]
+    calls = [(r.get(sc.GEN_AI_AGENT_NAME), r.get(sc.GEN_AI_TOOL_NAME)) for r in adapted.records
+             if r.span_type == sc.SPAN_TYPE_TOOL_CALL]  # fmt: skip
+    assert calls == [tuple(t) for t in expect["tool_calls"]]
+    assert adapted.framework == path.parent.name.replace("_", "-")  # from the instrumentation scope
+    if expect.get("hidden"):
+        # Hidden content is no text: the user's request is not read, no message carries the placeholder, and the
+        # reason the judge is not called names the switches that hid it.
+        assert root.get(sc.CONVERSATION_TASK) is None
+        assert len(adapted.messages) == expect["messages"] - 1
+        assert all(m.get(sc.MESSAGE_CONTENT) in ("", m.get(sc.MESSAGE_TOOL_CALLS)) for m in adapted.messages)
+        assert adapted.no_content is not None and all(switch in adapted.no_content for switch in expect["hidden"])
+        return
+    assert root.get(sc.CONVERSATION_TASK) == expect["task"]
+    first = min(adapted.messages, key=lambda m: m.get(sc.MESSAGE_INDEX))
+    assert (first.get(sc.MESSAGE_SENDER), first.get(sc.MESSAGE_CONTENT)) == (_USER, expect["task"])
+    assert len(adapted.messages) == expect["messages"]
+    assert adapted.no_content is None
