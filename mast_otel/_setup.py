@@ -2,50 +2,36 @@
 
 Two promises shape it (docs/robustness.md):
 
-- **It never raises into the program.** The SDK raises on some values of its own variables (a gRPC exporter with
-  ``OTEL_EXPORTER_OTLP_COMPRESSION=bogus`` or ``OTEL_EXPORTER_OTLP_TIMEOUT=abc``, a negative span limit, a batch
-  larger than the queue). Each variable the SDK would raise on is checked here first: a bad value is counted
-  (kind ``config.<VARIABLE>`` in ``mast_otel.recording_failures()``), logged once, and the SDK is handed what it
-  would have used had the variable been absent. Anything else that fails while building the provider is counted
-  as ``setup.provider`` and leaves the program without a provider of ours: nothing is exported, nothing raises.
+- **It never raises into the program.** The SDK raises on some values of its own variables (a negative span
+  limit, a batch larger than the queue; the exporter's are checked in ``mast_otel._exporter``). Each variable the
+  SDK would raise on is checked here first: a bad value is counted (kind ``config.<VARIABLE>`` in
+  ``mast_otel.recording_failures()``), logged once without its value, and the SDK is handed what it would have
+  used had the variable been absent. Anything else that fails while building the provider is counted as
+  ``setup.provider`` and leaves the program without a provider of ours: nothing is exported, nothing raises.
 - **It draws nothing from the program's randomness** (``mast_otel._ids``): ids from ``os.urandom``, the resource's
-  ``service.instance.id`` from ``os.urandom`` instead of the SDK's ``uuid.uuid4()`` (also while the exporter's
-  modules are first imported: one of them builds a resource at import time), and the exporter's retry jitter from a
-  ``random.Random`` of its own instead of the global ``random``.
+  ``service.instance.id`` from ``os.urandom`` instead of the SDK's ``uuid.uuid4()``, with or without the detectors
+  ``OTEL_EXPERIMENTAL_RESOURCE_DETECTORS`` names; the exporter's imports and retries draw nothing either.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-import math
 import os
-import random
 import sys
-import types
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlparse
 
 from opentelemetry import trace
 from opentelemetry.sdk import resources
 from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, SERVICE_NAME, Resource, ResourceDetector
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from ._exporter import bad_value, env, otlp_exporter_from_env, parse_int
 from ._ids import UrandomIdGenerator
 from ._safety import record_failure
 
 _log = logging.getLogger(__name__)
-
-_GRPC_EXPORTER = "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
-_HTTP_EXPORTER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
-_DEFAULT_TIMEOUT_S = 10.0
-
-# The exporters' retry back-off jitter: mast-otel's own stream, seeded from os.urandom, never the program's.
-_JITTER = random.Random(int.from_bytes(os.urandom(16), "big"))
 
 
 def has_tracer_provider() -> bool:
@@ -57,7 +43,7 @@ def ensure_tracer_provider() -> None:
     """Install an SDK TracerProvider with a batching OTLP exporter unless the program already set one; never
     raises (see the module docstring)."""
     try:
-        if has_tracer_provider() or _env("OTEL_SDK_DISABLED").strip().lower() == "true":
+        if has_tracer_provider() or env("OTEL_SDK_DISABLED").strip().lower() == "true":
             return
         provider = TracerProvider(resource=own_resource(), id_generator=UrandomIdGenerator(), span_limits=span_limits())
         provider.add_span_processor(BatchSpanProcessor(otlp_exporter_from_env(), **batch_settings()))
@@ -70,94 +56,6 @@ def ensure_tracer_provider() -> None:
             note=f"mast-otel could not build its TracerProvider from the OTEL_* variables ({type(exc).__name__}); "
             "no span is exported",
         )
-
-
-# -- the exporter -----------------------------------------------------------------------------------------------
-def otlp_exporter_from_env() -> SpanExporter:
-    """OTLP/gRPC by default (localhost:4317); ``OTEL_EXPORTER_OTLP[_TRACES]_PROTOCOL=http/protobuf`` for HTTP.
-
-    Values the exporter would raise on are replaced by their defaults (counted); the exporter's retry jitter is
-    mast-otel's own (:func:`private_jitter`)."""
-    protocol = (_env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _env("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc").strip()
-    timeout = _first_valid(("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"), _timeout)
-    if protocol.startswith("http"):
-        http = _import_quietly(_HTTP_EXPORTER)
-        compression = _first_valid(
-            ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"),
-            _compression(("none", "gzip", "deflate")),
-        )
-        exporter: SpanExporter = http.OTLPSpanExporter(
-            timeout=_DEFAULT_TIMEOUT_S if timeout is None else timeout,
-            compression=http.Compression(compression or "none"),
-        )
-        return private_jitter(exporter)
-    if protocol != "grpc":
-        _bad("OTEL_EXPORTER_OTLP_PROTOCOL", protocol, "grpc or http/protobuf", "grpc")
-    grpc_exporter = _import_quietly(_GRPC_EXPORTER)
-    import grpc
-
-    compression = _first_valid(
-        ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"), _compression(("none", "gzip"))
-    )
-    kwargs: dict[str, Any] = {
-        "timeout": _DEFAULT_TIMEOUT_S if timeout is None else timeout,
-        "compression": grpc.Compression.Gzip if compression == "gzip" else grpc.Compression.NoCompression,
-        "endpoint": _first_valid(("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"), _endpoint)
-        or "http://localhost:4317",
-    }
-    codes = _env("OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES")
-    if codes and not all(c.strip().upper() in grpc.StatusCode.__members__ for c in codes.split(",") if c.strip()):
-        _bad("OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES", codes, "gRPC status code names", "the default")
-        kwargs["retryable_error_codes"] = importlib.import_module(
-            "opentelemetry.exporter.otlp.proto.grpc.exporter"
-        )._RETRYABLE_ERROR_CODES
-    cls = grpc_exporter.OTLPSpanExporter
-    if "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" not in os.environ:
-        return private_jitter(cls(**kwargs))
-    # The gRPC span exporter parses this variable with float() even when given a timeout, and raises on a bad
-    # value ("" included): its __init__ runs with an environment that lacks it (the timeout is given above).
-    environ = {k: v for k, v in os.environ.items() if k != "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"}
-    exporter = cls.__new__(cls)
-    _with_global(cls.__init__, "environ", environ)(exporter, **kwargs)
-    return private_jitter(exporter)
-
-
-def private_jitter(exporter: SpanExporter) -> SpanExporter:
-    """Give ``exporter`` (and its HTTP client) a retry jitter of mast-otel's own; returns ``exporter``.
-
-    The SDK's OTLP exporters compute their back-off with the module-level ``random.uniform`` (the HTTP exporter
-    before every attempt, the gRPC one before every retry), which shifts what a seeded program draws next. Each of
-    this object's methods that reads the global ``random`` gets a copy bound to this instance alone, identical but
-    for that one global, which is :data:`_JITTER`: the same back-off law, the program's exporters untouched.
-    """
-    for target in (exporter, getattr(exporter, "_client", None)):
-        if target is None:
-            continue
-        seen: set[str] = set()
-        for klass in type(target).__mro__:
-            for name, attr in vars(klass).items():
-                if name in seen:
-                    continue
-                seen.add(name)
-                if isinstance(attr, types.FunctionType) and attr.__globals__.get("random") is random:
-                    if _reads_global(attr.__code__, "random"):
-                        setattr(target, name, types.MethodType(_with_global(attr, "random", _JITTER), target))
-    return exporter
-
-
-def _reads_global(code: types.CodeType, name: str) -> bool:
-    return name in code.co_names or any(
-        isinstance(const, types.CodeType) and _reads_global(const, name) for const in code.co_consts
-    )
-
-
-def _with_global(fn: types.FunctionType, name: str, value: object) -> types.FunctionType:
-    """``fn`` with the global ``name`` read as ``value`` (its module's other globals as they are now)."""
-    copy = types.FunctionType(fn.__code__, {**fn.__globals__, name: value}, fn.__name__, fn.__defaults__,
-                              fn.__closure__)  # fmt: skip
-    copy.__kwdefaults__ = fn.__kwdefaults__
-    copy.__qualname__ = fn.__qualname__
-    return copy
 
 
 # -- limits and batching ----------------------------------------------------------------------------------------
@@ -185,10 +83,10 @@ def span_limits() -> SpanLimits | None:
             values[name] = _ABSENT
         elif raw.strip() == "":
             values[name] = None  # the SDK's "unset": no limit
-        elif raw.strip().lstrip("+").isdigit() and raw.strip().isascii():
-            values[name] = int(raw.strip())
+        elif (value := parse_int(raw.strip().lower())) is not None and value >= 0:  # what the SDK accepts
+            values[name] = value
         else:
-            _bad(name, raw, "a non-negative integer", "the SDK's default")
+            bad_value(name, raw, "a non-negative integer", "the SDK's default")
             values[name] = _ABSENT
     if not any(name in os.environ and values[name] is _ABSENT for name in _LIMIT_VARIABLES):
         return None
@@ -227,18 +125,18 @@ def batch_settings() -> dict[str, Any]:
     larger than the queue); a bad value is replaced by the SDK's default."""
     settings: dict[str, Any] = {}
     for name, (argument, default) in _BATCH_DEFAULTS.items():
-        raw = _env(name).strip()
+        raw = env(name).strip()
         try:
             value = int(raw) if raw else default
         except ValueError:
             value = 0
         if value <= 0:
-            _bad(name, raw, "a positive integer", str(default))
+            bad_value(name, raw, "a positive integer", str(default))
             value = default
         settings[argument] = value
     if settings["max_export_batch_size"] > settings["max_queue_size"]:
         batch = min(_BATCH_DEFAULTS["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"][1], settings["max_queue_size"])
-        _bad("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", _env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"), "at most the queue size",
+        bad_value("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"), "at most the queue size",
              str(batch))  # fmt: skip
         settings["max_export_batch_size"] = batch
     return settings
@@ -269,88 +167,3 @@ def own_resource() -> Resource:
         executable = f":{os.path.basename(sys.executable)}" if sys.executable else ""
         resource = resource.merge(Resource({SERVICE_NAME: f"unknown_service{executable}"}))
     return resource
-
-
-def _import_quietly(module: str) -> Any:
-    """Import ``module`` without a ``uuid.uuid4()`` draw: importing the OTLP exporters imports the SDK's log
-    module, whose class body calls ``Resource.create()``; in a process that has made no resource yet, that draws
-    ``service.instance.id``. Until the import is done the SDK finds an id from ``os.urandom`` and draws nothing;
-    then the id is forgotten again, so the program's own first resource draws just as it would without mast-otel."""
-    if module in sys.modules:
-        return sys.modules[module]
-    with _instance_id_from_urandom():
-        return importlib.import_module(module)
-
-
-@contextmanager
-def _instance_id_from_urandom() -> Iterator[None]:
-    lent = str(uuid.UUID(bytes=os.urandom(16), version=4))
-    with resources._service_instance_id_lock:
-        lend = resources._service_instance_id is None
-        if lend:
-            resources._service_instance_id, resources._service_instance_id_pid = lent, os.getpid()
-    try:
-        yield
-    finally:
-        if lend:
-            with resources._service_instance_id_lock:
-                if resources._service_instance_id == lent:
-                    resources._service_instance_id = resources._service_instance_id_pid = None
-
-
-# -- reading the variables --------------------------------------------------------------------------------------
-def _env(name: str) -> str:
-    return os.environ.get(name) or ""
-
-
-def _bad(name: str, raw: str, expected: str, default: str) -> None:
-    """Count and log once (kind ``config.NAME``) a value the SDK cannot use; the value itself is not logged."""
-    record_failure(
-        f"config.{name}",
-        ValueError(name),
-        note=f"{name} ({len(raw)} characters) is not {expected}; using {default}",
-    )
-
-
-def _first_valid(names: tuple[str, ...], parse: Callable[[str, str], Any]) -> Any:
-    """The first of ``names`` (the signal's own variable, then the general one) set to a value ``parse`` accepts;
-    a bad one is counted and skipped, as if absent. None if none is set."""
-    for name in names:
-        raw = os.environ.get(name)
-        if raw is None or raw.strip() == "":
-            continue
-        value = parse(name, raw)
-        if value is not None:
-            return value
-    return None
-
-
-def _timeout(name: str, raw: str) -> float | None:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        _bad(name, raw, "a positive number of seconds", "the next variable, or 10")
-        return None
-    return value
-
-
-def _compression(allowed: tuple[str, ...]) -> Callable[[str, str], str | None]:
-    def parse(name: str, raw: str) -> str | None:
-        value = raw.strip().lower()
-        if value not in allowed:
-            _bad(name, raw, " or ".join(allowed), "the next variable, or none")
-            return None
-        return value
-
-    return parse
-
-
-def _endpoint(name: str, raw: str) -> str | None:
-    try:
-        urlparse(raw)
-    except ValueError:
-        _bad(name, raw, "a URL", "the next variable, or http://localhost:4317")
-        return None
-    return raw
