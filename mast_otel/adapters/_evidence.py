@@ -113,36 +113,44 @@ def arguments(value: Any) -> dict[str, Any]:
 def transfer(tool: str, args: Mapping[str, Any], agents: Iterable[str]) -> tuple[str | None, str | None] | None:
     """(the target agent, the reason) of a transfer tool's call, or None when the tool is no transfer.
 
-    The target is the agent its arguments name (``to_agent``, ``agent_name``, ``member_id``...), else the agent
-    its name ends with (the words after the last ``to``); a known agent comes back under its own spelling, an id
-    names none. A tool named for a target that is no agent of the run (``handoff_to_nobody``), with no argument
-    naming one, is an ordinary tool. Either part is None when the call does not say it (arguments not captured).
+    A transfer tool's name says transfer, handoff or delegate, and says nothing else than whom to: no other word
+    (``delegate_task_to_member``, ``transfer_to_agent``, ``handoff``) or an agent of the run at its end
+    (``transfer_to_billing``, ``handoff to refund_specialist``). ``transfer_funds`` and ``handoff_to_nobody`` (no
+    agent of the run) are ordinary tools. The target is the agent the arguments name (``to_agent``,
+    ``agent_name``, ``member_id``...: any value not an id; ``agent``, ``target``, ``to``...: an agent of the run),
+    else the agent the name ends with; a known agent comes back under its own spelling. Either part is None when
+    the call does not say it (arguments not captured): the next agent to speak is then the target.
     """
-    if not is_transfer(tool):
+    words = _WORD.findall(tool)
+    lowered = [w.lower() for w in words]
+    if not any(w.startswith(_TRANSFER_WORDS) for w in lowered):
         return None
     known = {_key(a): a for a in agents}
+    named: str | None = None
+    if "to" in lowered:
+        tail = words[len(lowered) - lowered[::-1].index("to") :]
+        for size in range(len(tail), 0, -1):  # the longest run of words at the end that names a known agent
+            named = known.get(_key("".join(tail[-size:])))
+            if named:
+                break
+    other = [w for w in lowered if not w.startswith(_TRANSFER_WORDS) and w not in _FILLER]
+    if other and named is None:
+        return None
     reason = next((text(args[k]) for k in _REASON_KEYS if isinstance(args.get(k), str) and args[k]), None)
     for key in _TARGET_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
-            target = known.get(_key(value)) or name_or_none(value)
+            target = known.get(_key(value)) or (name_or_none(value) if key in _AGENT_KEYS else None)
             if target:
                 return target, reason
-    words = _WORD.findall(tool)
-    lowered = [w.lower() for w in words]
-    if "to" not in lowered:
-        return None, reason
-    tail = words[len(lowered) - lowered[::-1].index("to") :]
-    if not tail or _key("".join(tail)) in _GENERIC_TARGETS:
-        return None, reason
-    for size in range(len(tail), 0, -1):  # "handoff to refund_specialist": the longest known agent at the end
-        found = known.get(_key("".join(tail[-size:])))
-        if found:
-            return found, reason
-    return None
+    return named, reason
 
 
-_GENERIC_TARGETS = frozenset({"agent", "agents", "member", "members", "coworker", "another", "other"})
+# Words a transfer tool's name may hold besides the transfer and its target.
+_FILLER = frozenset({"to", "the", "a", "an", "task", "tasks", "work", "agent", "agents", "member", "members",
+                     "coworker", "another", "other", "next", "control", "conversation"})  # fmt: skip
+# Argument keys that can only name an agent (any value is taken); the others must name a known agent.
+_AGENT_KEYS = frozenset({"to_agent", "agent_name", "target_agent", "member_name", "member_id", "coworker"})
 
 
 # --- hidden content ------------------------------------------------------------------------------------------

@@ -126,6 +126,8 @@ def test_a_transfer_handoff_or_delegation_tool_in_any_naming_is_a_handoff(
     assert found is not None and found[0] == target
     assert transfer("lookup_order", {"order_id": "A17"}, ["billing"]) is None
     assert transfer("handoff_to_nobody", {}, ["billing"]) is None  # named for no agent of the run: a plain tool
+    assert transfer("transfer_funds", {"to": "ACC-17", "amount": 5}, ["billing"]) is None  # about something else
+    assert transfer("handoff", {"to": "ACC-17"}, ["billing"]) == (None, None)  # "to" names no agent of the run
 
 
 def test_a_delegation_is_a_handoff_not_a_tool_call() -> None:
