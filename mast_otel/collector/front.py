@@ -19,7 +19,6 @@ import logging
 
 from .config import CollectorConfig, parse_hostport
 from .limits import MemoryLimiter
-from .logs_ingest import refuse_logs
 from .metrics import CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
@@ -60,9 +59,8 @@ class FrontService:
         c = self.config
         self.shards.start()
         try:
-            # OTLP logs are not routed to the shards: refused for good, saying so (docs/collector.md, "OTLP logs")
             self.grpc, self.http = build_receivers(
-                c, self.router.route, self.metrics, self.limiter, ingest_logs=refuse_logs
+                c, self.router.route, self.metrics, self.limiter, ingest_logs=self.router.route_logs
             )  # fmt: skip
             if c.metrics:
                 host, port = parse_hostport(c.metrics)

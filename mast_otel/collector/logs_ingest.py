@@ -17,6 +17,8 @@ The same promises as spans, by the same machinery:
   judged (the release's tombstone deletes it), so it counts whether it arrives before or after its span, as long as
   it is before the release. A record whose span was already released is forwarded only. A record whose span
   never arrives is forgotten after ``tombstone_ttl`` (the store's garbage collection).
+- **Several processes.** The front routes each record to the shard that owns its trace id, as it routes spans
+  (:meth:`.routing.Router.route_logs`); the shard ingests it here.
 
 Log records are never refused for their ids: a record without trace context is forwarded only. The wire layout
 of ``ExportLogsServiceRequest`` / ``ResourceLogs`` / ``ScopeLogs`` is that of the trace messages (fields 1, 2, 3),
@@ -44,7 +46,7 @@ from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, parse_err
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from .store import LogRow, OutRow, SpanStore
 
-__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "logs_to_protobuf", "refuse_logs"]
+__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "logs_to_protobuf"]
 
 _log = logging.getLogger(__name__)
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
@@ -164,12 +166,6 @@ class LogIngestor:
         self._metrics.log_records_refused.labels(reason).inc(records)
         _log.warning("refusing an Export logs request: %s; raise the limit or restore the downstream", message)
         raise Backpressure(message, self._retry_after, reason)
-
-
-def refuse_logs(raw: bytes, protocol: str) -> IngestResult:
-    """The front of a collector run as several processes: logs are not routed to the shards (yet)."""
-    raise Malformed("this collector runs with processes > 1, which does not accept OTLP logs; run it with "
-                    "processes=1 to receive logs")  # fmt: skip
 
 
 def decode_json_logs(body: bytes) -> ExportLogsServiceRequest:

@@ -12,6 +12,10 @@ whose spans all belong to one shard is forwarded as the bytes that arrived.
 A span whose trace id is not 16 bytes goes to shard 0, which rejects it exactly as a single process would (and
 says so in its partial-success answer); the split itself refuses only what no shard could read (:class:`Malformed`)
 and requests over ``max_items`` (:class:`TooLarge`), counted before any per-span work.
+
+OTLP logs are routed the same way (:meth:`Router.route_logs`): an ExportLogsServiceRequest has the trace request's
+layout, and each record goes to the shard that owns its ``trace_id`` (LogRecord field 9), so a record meets its
+span's conversation; a record without trace context goes to shard 0, which forwards it.
 """
 
 from __future__ import annotations
@@ -60,11 +64,13 @@ class Part:
     spans: int
 
 
-def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
-    """``raw`` (a serialized ExportTraceServiceRequest) as one part per shard that owns some of its spans.
+def split_request(raw: bytes, shards: int, *, max_items: int, logs: bool = False) -> list[Part]:
+    """``raw`` (a serialized ExportTraceServiceRequest, or with ``logs`` an ExportLogsServiceRequest) as one part
+    per shard that owns some of its spans (records).
 
     Raises :class:`Malformed` for bytes that are not an OTLP request and :class:`TooLarge` past ``max_items``
     (ResourceSpans + ScopeSpans + spans, as ingest counts them)."""
+    trace_id_of = _record_trace_id if logs else _trace_id
     budget = ItemBudget(max_items)
     # shard -> resource_spans fields (bytes) and span count
     out: dict[int, tuple[list[bytes], int]] = {}
@@ -80,7 +86,7 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
                 raise Malformed(f"a ScopeSpans is not valid protobuf: {parse_error_reason(exc)}") from None
             spans = parsed.spans
             budget.take(len(spans))
-            by_shard = _by_shard(spans, shards)
+            by_shard = _by_shard(spans, shards, trace_id_of)
             if len(by_shard) == 1:  # the whole ScopeSpans belongs to one shard: its bytes as they came
                 ((shard, mine),) = by_shard.items()
                 per_shard.setdefault(shard, []).append(data)
@@ -111,13 +117,13 @@ def split_request(raw: bytes, shards: int, *, max_items: int) -> list[Part]:
     return [Part(shard, b"".join(blobs), n) for shard, (blobs, n) in sorted(out.items())]
 
 
-def _by_shard(spans: Iterable[bytes], shards: int) -> dict[int, list[bytes]]:
+def _by_shard(spans: Iterable[bytes], shards: int, trace_id_of: Callable[[bytes], bytes]) -> dict[int, list[bytes]]:
     """Serialized spans grouped by the shard that owns each one's trace, in the order they came. The split's
     per-span loop; a trace's spans usually come together, so its owner is worked out once per trace id."""
     out: dict[int, list[bytes]] = {}
     owners: dict[bytes, int] = {}
     for span in spans:
-        trace_id = _trace_id(span)
+        trace_id = trace_id_of(span)
         shard = owners.get(trace_id)
         if shard is None:
             shard = owners[trace_id] = shard_of(trace_id, shards)
@@ -143,7 +149,14 @@ class Router:
         self._retry_after = retry_after
 
     def route(self, raw: bytes, protocol: str) -> IngestResult:
-        parts = split_request(raw, self._shards, max_items=self._max_items)
+        return self._route(split_request(raw, self._shards, max_items=self._max_items), protocol)
+
+    def route_logs(self, raw: bytes, protocol: str) -> IngestResult:
+        """An OTLP logs request, by its records' trace ids; each shard takes its part as ``<protocol>_logs``."""
+        parts = split_request(raw, self._shards, max_items=self._max_items, logs=True)
+        return self._route(parts, f"{protocol}_logs")
+
+    def _route(self, parts: list[Part], protocol: str) -> IngestResult:
         answers = [_answer(sent) for sent in [self._send(part, protocol) for part in parts]]
         total = sum(p.spans for p in parts)
         rejected, messages, for_good = 0, [], []
@@ -210,8 +223,10 @@ def _answer(sent: Any) -> ExportTraceServiceResponse | Refusal | OSError | None:
 # 16 bytes in place, as the split once did, routed such a span by its first id, to a shard that then filed it
 # under the last). About 2 us a span, against 18 for walking its fields in Python.
 _SpanTraceId: Any
-(_SpanTraceId,) = _message_classes("mast_otel_collector_route.proto", "mast_otel.route", "proto3", {
+_RecordTraceId: Any  # a LogRecord as the split of a logs request reads it: its trace_id (field 9) only
+(_SpanTraceId, _RecordTraceId) = _message_classes("mast_otel_collector_route.proto", "mast_otel.route", "proto3", {
     "Span": (("trace_id", 1, _F.TYPE_BYTES, _F.LABEL_OPTIONAL),),
+    "LogRecord": (("trace_id", 9, _F.TYPE_BYTES, _F.LABEL_OPTIONAL),),
 })  # fmt: skip
 
 
@@ -220,6 +235,16 @@ def _trace_id(span: bytes) -> bytes:
     ingest then refuses the ScopeSpans with the reason)."""
     try:
         trace_id: bytes = _SpanTraceId.FromString(span).trace_id
+    except DecodeError:
+        return b""
+    return trace_id
+
+
+def _record_trace_id(record: bytes) -> bytes:
+    """The trace_id (field 9) of a serialized LogRecord, as protobuf reads it; b"" when absent or unreadable (shard 0
+    then forwards the record, or refuses the ScopeLogs with the reason)."""
+    try:
+        trace_id: bytes = _RecordTraceId.FromString(record).trace_id
     except DecodeError:
         return b""
     return trace_id

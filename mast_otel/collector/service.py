@@ -35,7 +35,7 @@ from .judges import build_judge, reads_span_content
 from .judging import JudgePool
 from .limits import MemoryLimiter, memory_limit_of
 from .logs_ingest import LOGS_SERVICE, LogIngestor
-from .metrics import CollectorMetrics, MetricsServer
+from .metrics import LOG_PROTOCOLS, CollectorMetrics, MetricsServer
 from .receiver_grpc import GrpcReceiver
 from .receiver_http import HttpReceiver
 from .release import Loaded, SegmentCache, commit_release, is_unreadable, quarantine_release
@@ -209,7 +209,7 @@ class CollectorService:
         c = self.config
         if self._behind_front:
             if self._link_control is not None:
-                self.link = LinkServer(self._link_control, ingest=self.ingestor.ingest, metrics=self.metrics,
+                self.link = LinkServer(self._link_control, ingest=self._ingest_routed, metrics=self.metrics,
                                        max_request_bytes=c.max_request_bytes, limiter=self.limiter,
                                        retry_after=c.retry_after)  # fmt: skip
         else:
@@ -229,6 +229,12 @@ class CollectorService:
             self.link.start()
         if self.metrics_server is not None:  # last: /healthz answering means everything is up
             self.metrics_server.start()
+
+    def _ingest_routed(self, raw: bytes, protocol: str) -> IngestResult:
+        """A request the front routed here: spans, or log records (``grpc_logs`` / ``http_logs``)."""
+        if protocol in LOG_PROTOCOLS:
+            return self.log_ingestor.ingest(raw, protocol.removesuffix("_logs"))
+        return self.ingestor.ingest(raw, protocol)
 
     def start_pipeline(self) -> None:
         """Only the background threads (pipeline ticks and exporter); receivers are started by :meth:`start`."""

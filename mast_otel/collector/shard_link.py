@@ -14,8 +14,8 @@ receiver's thread writes every part, then reads every answer: no threads are han
 Both ends are this module, in the same version (the front starts its shards from its own interpreter), so the
 format carries no version:
 
-- a request: u32 length, u8 transport (an index into :data:`.metrics.PROTOCOLS`), then the serialized
-  ExportTraceServiceRequest;
+- a request: u32 length, u8 transport (an index into :data:`LINK_PROTOCOLS`: the trace transports, then the logs
+  ones), then the serialized ExportTraceServiceRequest (ExportLogsServiceRequest for a logs transport);
 - an answer: u8 kind, u32 length, then the body: for :data:`STORED`, the ExportTraceServiceResponse; for
   :data:`REFUSED`, the :class:`.refusal.Refusal` as JSON.
 
@@ -39,13 +39,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from .ingest import IngestResult
 from .limits import MemoryLimiter, OverLimit
-from .metrics import PROTOCOLS, REFUSE_TOO_LARGE, CollectorMetrics
+from .metrics import LOG_PROTOCOLS, PROTOCOLS, REFUSE_TOO_LARGE, CollectorMetrics
 from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
 
-__all__ = ["REFUSED", "STORED", "Exchange", "LinkClient", "LinkError", "LinkServer", "link_pair"]
+__all__ = ["LINK_PROTOCOLS", "REFUSED", "STORED", "Exchange", "LinkClient", "LinkError", "LinkServer", "link_pair"]
 
 _log = logging.getLogger(__name__)
 STORED, REFUSED = 0, 1
+LINK_PROTOCOLS = (*PROTOCOLS, *LOG_PROTOCOLS)  # a request's transport byte indexes this
 _REQUEST = struct.Struct(">IB")  # length, transport
 _ANSWER = struct.Struct(">BI")  # kind, length
 _DISCARD_CHUNK = 1 << 16
@@ -153,9 +154,9 @@ class LinkServer:
         try:
             while (header := _read_exactly(conn, _REQUEST.size)) is not None:
                 length, transport = _REQUEST.unpack(header)
-                if transport >= len(PROTOCOLS):
-                    raise LinkError(f"transport {transport} is not one of {PROTOCOLS}")
-                protocol = PROTOCOLS[transport]
+                if transport >= len(LINK_PROTOCOLS):
+                    raise LinkError(f"transport {transport} is not one of {LINK_PROTOCOLS}")
+                protocol = LINK_PROTOCOLS[transport]
                 if length > self._max:  # the front checks the client's request; a part converted from JSON may grow
                     if not _discard(conn, length):
                         return
@@ -227,7 +228,7 @@ class LinkClient:
         be reached."""
         conn = self._take()
         try:
-            conn.sendall(_REQUEST.pack(len(request), PROTOCOLS.index(protocol)))
+            conn.sendall(_REQUEST.pack(len(request), LINK_PROTOCOLS.index(protocol)))
             conn.sendall(request)
         except BaseException:
             conn.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -31,6 +32,7 @@ from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
 from mast_otel.collector.log_events import event_of
 from mast_otel.collector.metrics import MetricNames
+from mast_otel.collector.routing import shard_of, split_request
 from mast_otel.collector.store import LogRow, OutRow, SQLiteStore, Tomb
 from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export, metric, provider, scrape
 from tests.collector.sink import OtlpSink
@@ -382,25 +384,50 @@ def test_the_store_keeps_a_record_until_its_span_is_released_or_it_is_old(tmp_pa
 
 
 # -- several processes -------------------------------------------------------------------------------------------
+def test_a_logs_request_splits_by_its_records_trace_ids() -> None:
+    batch = plain_logs(30)
+    raw = encode_logs(batch).SerializeToString()
+    parts = split_request(raw, 3, max_items=1000, logs=True)
+    got: dict[bytes, int] = {}
+    for part in parts:
+        request = ExportLogsServiceRequest.FromString(part.request)
+        records = [r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+        assert part.spans == len(records)
+        for r in records:
+            got[r.SerializeToString()] = part.shard
+            assert part.shard == (shard_of(r.trace_id, 3) if r.trace_id else 0)  # no trace context: shard 0
+    assert sorted(got) == sorted(r for _, _, r in sent_records(batch))  # each record once, as it came
+    assert len({p.shard for p in parts}) > 1
+
+
 @pytest.mark.integration  # a front and two shard processes
-def test_several_processes_refuse_logs_for_good_saying_why(tmp_path: Path, sink: OtlpSink) -> None:
+def test_several_processes_route_each_record_to_its_traces_shard(tmp_path: Path, sink: OtlpSink) -> None:
+    batch = plain_logs(40)
+    want = sorted(r for _, _, r in sent_records(batch))
     collector = CollectorProcess(tmp_path, sink, extra=["--processes", "2"])
     collector.start()
     try:
-        body = encode_logs(plain_logs(3)).SerializeToString()
-        request = urllib.request.Request(f"http://127.0.0.1:{collector.http_port}/v1/logs", body,
-                                         {"Content-Type": "application/x-protobuf"})  # fmt: skip
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(request, timeout=10)
-        assert refused.value.code == 400 and b"processes" in refused.value.read()
         exporter = GrpcLogExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True)
         try:
-            assert exporter.export(plain_logs(3)).name == "FAILURE"  # INVALID_ARGUMENT: not retried
+            assert exporter.export(batch[:20]).name == "SUCCESS"
         finally:
             exporter.shutdown()
-        text = collector.metrics()
-        assert metric(text, REFUSED, protocol="http_logs", reason="malformed") == 1
-        assert metric(text, REFUSED, protocol="grpc_logs", reason="malformed") == 1
+        body = encode_logs(batch[20:]).SerializeToString()
+        request = urllib.request.Request(f"http://127.0.0.1:{collector.http_port}/v1/logs", body,
+                                         {"Content-Type": "application/x-protobuf"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+        got = sink.wait_logs(len(want))
+        assert sorted(g.data for g in got) == want  # every record once, unchanged
+        # verify: each record that names a span is kept by the shard that owns its trace, for its conversation
+        kept: dict[bytes, int] = {}
+        for shard, store in enumerate((tmp_path / "collector.db", tmp_path / "collector.db.shard1")):
+            with sqlite3.connect(store) as db:
+                kept.update((bytes(t), shard) for (t,) in db.execute("SELECT trace_id FROM log_record"))
+        named = {r.log_record.trace_id.to_bytes(16, "big") for r in batch if r.log_record.trace_id}
+        assert set(kept) == named and set(kept.values()) == {0, 1}
+        assert all(shard == shard_of(trace_id, 2) for trace_id, shard in kept.items())
+        assert metric(collector.metrics(), MetricNames.LOG_RECORDS_RECEIVED, protocol="grpc") == 20
     finally:
         collector.stop()
 

@@ -189,7 +189,7 @@ def test_a_frame_outside_the_format_closes_the_connection(serve: Any, caplog: An
     server, metrics = serve(ingest)
     with caplog.at_level(logging.WARNING, logger="mast_otel.collector.shard_link"):
         with _raw(_CONTROLS[id(server)]) as raw:
-            raw.sendall((4).to_bytes(4, "big") + bytes([2]) + b"abcd")  # transports are 0 and 1
+            raw.sendall((4).to_bytes(4, "big") + bytes([4]) + b"abcd")  # transports are 0 to 3 (traces, then logs)
             assert _closed_without_answer(raw)
         # an oversized request cut short: never answered, so never counted as refused
         with _raw(_CONTROLS[id(server)]) as raw:
@@ -197,9 +197,8 @@ def test_a_frame_outside_the_format_closes_the_connection(serve: Any, caplog: An
             raw.shutdown(socket.SHUT_WR)
             assert _closed_without_answer(raw)
     assert ingest.got == [] and _refused(metrics, "grpc", REFUSE_TOO_LARGE) == 0
-    assert "a connection from the collector's front failed: transport 2 is not one of ('grpc', 'http')" in (
-        caplog.messages
-    )
+    told = "transport 4 is not one of ('grpc', 'http', 'grpc_logs', 'http_logs')"
+    assert f"a connection from the collector's front failed: {told}" in caplog.messages
 
 
 def test_a_shard_that_never_answers_costs_the_front_its_timeout_and_the_connection(serve: Any) -> None:
