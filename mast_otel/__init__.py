@@ -16,9 +16,13 @@ Keyword arguments (each wins over its environment variable, see ``mast_otel.conf
 
 ``uninstrument()`` restores every patched method. Neither call, nor the instrumentation of a framework imported
 later, raises into the program: a framework whose hooked methods are not all there (a release that renamed one) is
-left unpatched, and that is logged once and counted as ``{framework}.hook``. Recording never changes the program: a
-failure while recording is swallowed, logged once per kind and counted (``recording_failures()``, and the
-OpenTelemetry counter ``mast_otel.recording.failures``). A framework without an integration uses :class:`Recorder`.
+left unpatched, and that is logged once and counted as ``{framework}.hook``; a bad value in the environment is
+counted as ``config.<VARIABLE>`` and replaced by its default, and a bad ``MAST_OTEL_REDACT_PATTERNS`` turns content
+capture off (docs/robustness.md). A later ``instrument()`` adds its redaction to everything already instrumented
+(by an earlier call, ``opentelemetry-instrument`` or a library); its other options apply after ``uninstrument()``.
+Recording never changes the program: a failure while recording is swallowed, logged once per kind and counted
+(``recording_failures()``, and the OpenTelemetry counter ``mast_otel.recording.failures``). A framework without an
+integration uses :class:`Recorder`.
 """
 
 from __future__ import annotations
