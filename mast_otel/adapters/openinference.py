@@ -4,10 +4,16 @@ Read: ``openinference.span.kind`` AGENT / CHAIN / TOOL, ``agent.name`` (else ``g
 name's first word), ``graph.node.parent_id`` (the previous speaker, where the instrumentor sets it),
 ``input.value`` / ``output.value``, ``tool.name``. The root is the outermost AGENT or CHAIN span; a reply is an
 AGENT span with no AGENT span under it (an AG2 chat manager or a team span holds its members' replies), sent to
-the agent whose span holds it.
+the agent whose span holds it. Where no span is of kind AGENT (LlamaIndex's AgentWorkflow), a step span that
+names its agent in its input (``current_agent_name``) and holds a model answer speaks for that agent. A model
+answer is an LLM span that records one (output messages, finish reason, token counts). A transfer, handoff or
+delegation TOOL span (any naming, :func:`._evidence.transfer`) is a handoff to the agent its arguments or name
+designate, with the reason its arguments give; other TOOL spans are tool calls, by the agent whose span holds
+them, else by the agent whose model answer asked for them.
 
-What OpenInference cannot provide: handoff reasons (no attribute exists; ``graph.node.parent_id`` gives only
-from -> to, and where it is absent the handoffs are read from the order of replies), the termination reason
+What OpenInference cannot provide: handoff reasons (no attribute exists: only a transfer tool's arguments say
+why; ``graph.node.parent_id`` gives only from -> to, and where neither is there the handoffs are read from the
+order of replies), the termination reason
 (at best a serialized result in the root's ``output.value``), and message recipients beyond the enclosing agent.
 Content is there only when the instrumentor captures it: text it was told to hide (``OPENINFERENCE_HIDE_*``:
 its ``__REDACTED__`` placeholder) is skipped, never read as text, and a run left with no message text carries

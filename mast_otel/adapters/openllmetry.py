@@ -22,6 +22,7 @@ from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
+from ._evidence import framework_from_scopes
 from ._tree import Tree, genai_messages_text, text
 
 SOURCE = "openllmetry"
@@ -40,6 +41,16 @@ def is_root(span: SpanRecord) -> bool:
     return bool(span.get(SPAN_KIND) == "workflow")
 
 
+def _framework(root: SpanRecord, below: list[SpanRecord]) -> str:
+    """The instrumentation scope's framework (never ``gen_ai.provider.name``: a model's vendor, though OpenLLMetry
+    writes its framework there on workflow spans); its LangChain instrumentation traces LangGraph too, told by
+    the workflow's name; a run with no scope is taken for LangGraph's, the only workflow this adapter reads."""
+    found = framework_from_scopes([root, *below])
+    if found is None or (found == "langchain" and text(root.get("traceloop.workflow.name")) == "LangGraph"):
+        return "langgraph"
+    return found
+
+
 def _agent(span: SpanRecord) -> str:
     """The top-level graph node a span runs in: the first part of its entity path."""
     return text(span.get(_PATH)).split(".", 1)[0]
@@ -52,7 +63,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     speakers = {_agent(s) for s in chats}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
-    conv = ConversationBuilder(SOURCE, text(root.get(sc.GEN_AI_PROVIDER_NAME)) or "langgraph", root)
+    conv = ConversationBuilder(SOURCE, _framework(root, below), root)
     task = _task(root.get("traceloop.entity.input"))
     if task:
         conv.message("user", [_agent(chats[0])], task, origin=root)

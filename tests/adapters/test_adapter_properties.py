@@ -519,12 +519,15 @@ def test_langgraph_parallel_calls_and_empty_answers() -> None:
         sc.KIND_MESSAGE, "", None)  # fmt: skip
 
 
-def test_langgraph_framework_is_the_provider_the_root_names() -> None:
-    """The framework is the provider OpenLLMetry names on the workflow span (LangChain's own chains say
-    ``langchain``); a root that names none (older versions) is LangGraph's, the only workflow it writes."""
+def test_langgraph_framework_is_the_scopes_never_the_provider_the_root_names() -> None:
+    """The framework is the instrumentation scope's (OpenLLMetry's LangChain instrumentation), LangGraph when the
+    workflow is the graph; ``gen_ai.provider.name``, which OpenLLMetry sets to ``langchain`` or ``langgraph`` on
+    workflow spans, names a model's vendor in the conventions and is not read. A chain that is no graph is
+    LangChain's; a run with no scope is taken for LangGraph's, the only workflow this adapter reads."""
     root = "LangGraph.workflow"
-    assert _langgraph(**{root: {sc.GEN_AI_PROVIDER_NAME: "langchain"}}).framework == "langchain"
+    assert _langgraph(**{root: {sc.GEN_AI_PROVIDER_NAME: "langchain"}}).framework == "langgraph"
     assert _langgraph(**{root: {sc.GEN_AI_PROVIDER_NAME: ""}}).framework == "langgraph"
+    assert _langgraph(**{root: {"traceloop.workflow.name": "RunnableSequence"}}).framework == "langchain"
 
 
 def test_a_langgraph_goto_with_no_target_passes_no_turn() -> None:
