@@ -168,3 +168,11 @@ def test_evidence_written_as_one_string_or_a_list_gives_the_same_references(evid
     answer: dict[str, Any] = {"summary": "", "task_completed": True, "modes": {m: {"present": False} for m in MODE_IDS}}
     answer["modes"]["1.4"] = {"present": True, "evidence": evidence}
     assert parse_output(json.dumps(answer)).modes["1.4"].refs() == refs
+
+
+def test_a_decisive_step_without_a_reason_is_read_with_an_empty_one() -> None:
+    modes = {m: {"present": False} for m in MODE_IDS}
+    answer = {"summary": "", "task_completed": False, "modes": modes, "decisive": {"message": "M2", "agent": "coder"}}
+    out = parse_output(json.dumps(answer))
+    assert out.decisive is not None
+    assert (out.decisive.ref(), out.decisive.agent, out.decisive.reason) == ("M2", "coder", "")
