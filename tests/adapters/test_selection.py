@@ -41,7 +41,7 @@ def _all_fixture_spans() -> list[SpanRecord]:
     spans = []
     for path in sorted(DATA.glob("*.json")):
         spans += fixture(path.stem)[0]
-    for path in sorted((DATA.parent / "genai").glob("*.json")):
+    for path in sorted((DATA.parent / "genai").glob("*.json")) + sorted((DATA.parent / "captures").glob("*/*.json")):
         spans += from_otlp_json(json.dumps(json.loads(path.read_text(encoding="utf-8"))["otlp"]))
     return spans
 
