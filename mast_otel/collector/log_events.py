@@ -83,7 +83,7 @@ def event_of(record: LogRecord) -> SpanEvent:
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: the text stays text
         return None
     return value if isinstance(value, dict) else None
 

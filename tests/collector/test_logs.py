@@ -18,10 +18,13 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
@@ -30,11 +33,22 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
+from mast_otel.collector.exporter import SendResult
+from mast_otel.collector.ingest import Malformed, TooLarge
 from mast_otel.collector.log_events import event_of
 from mast_otel.collector.metrics import MetricNames
 from mast_otel.collector.routing import shard_of, split_request
 from mast_otel.collector.store import LogRow, OutRow, SQLiteStore, Tomb
-from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export, metric, provider, scrape
+from tests.collector.conftest import (
+    FakeClock,
+    FakeJudge,
+    collector_config,
+    flag_messages,
+    judge_and_export,
+    metric,
+    provider,
+    scrape,
+)
 from tests.collector.sink import OtlpSink
 from tests.collector.test_durability import CollectorProcess
 from tests.collector.test_pipeline import send
@@ -275,7 +289,6 @@ def test_log_records_read_as_the_events_the_adapters_know() -> None:
     """The mapping, record by record: event name from ``event_name`` or ``event.name``; a map body's keys; a string
     body is ``content`` (and ``message`` for a choice); structured values as JSON text."""
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValueList
-    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
     def kv(key: str, value: AnyValue) -> KeyValue:
         return KeyValue(key=key, value=value)
@@ -464,3 +477,73 @@ def test_semantic_kernels_records_read_as_content() -> None:
     span = SpanRecord("0" * 32, "1" * 16, None, "chat gpt", 0, 1, events=events)
     assert first_user_text(span) == TASK
     assert output(span) == ("Refunded.", [])
+
+
+# -- fuzz ----------------------------------------------------------------------------------------------------------
+class _Capture:
+    """A logs downstream that accepts everything and keeps the payloads."""
+
+    def __init__(self) -> None:
+        self.payloads: list[bytes] = []
+
+    def send(self, payload: bytes, timeout: float) -> SendResult:
+        self.payloads.append(payload)
+        return SendResult(True)
+
+    def close(self) -> None:
+        pass
+
+
+_FUZZ_BASE = encode_logs(plain_logs(6)).SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CollectorService, _Capture]]:
+    capture = _Capture()
+    config = collector_config(tmp_path_factory.mktemp("fuzz"), None, store=":memory:", metrics="off")
+    service = CollectorService(config, judge=FakeJudge(), sender=_Capture(), log_sender=capture)
+    yield service, capture
+    service.stop(grace=0.1)
+
+
+@settings(max_examples=150, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
+@given(data=st.data())
+def test_whatever_logs_ingest_accepts_is_forwarded_as_a_full_parse_reads_it(fuzzed: Any, data: st.DataObject) -> None:
+    """Arbitrary edits of a real request (and arbitrary bytes): refused as Malformed / TooLarge, or stored, then
+    forwarded record for record as protobuf's own parse of the request reads it, and readable by the judge."""
+    service, capture = fuzzed
+    raw = data.draw(st.one_of(st.binary(max_size=300), _edits(_FUZZ_BASE)))
+    capture.payloads.clear()
+    try:
+        service.log_ingestor.ingest(raw, "grpc")
+    except (Malformed, TooLarge):
+        return
+    request = ExportLogsServiceRequest.FromString(raw)  # the oracle: what ingest accepted, protobuf reads
+    assert service.flush(5)
+    sent = [ExportLogsServiceRequest.FromString(p) for p in capture.payloads]
+    assert _records(sent) == _records([request])
+    for record in _records([request]):
+        if len(record.trace_id) == 16 and len(record.span_id) == 8:
+            for row in service.store.log_records(record.trace_id):
+                event_of(LogRecord.FromString(row.data))  # never raises
+
+
+def _records(requests: Sequence[ExportLogsServiceRequest]) -> list[LogRecord]:
+    found = [r for q in requests for rl in q.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+    return sorted(found, key=lambda r: r.SerializeToString())
+
+
+@st.composite
+def _edits(draw: st.DrawFn, base: bytes) -> bytes:
+    out = bytearray(base)
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(out)))
+        kind = draw(st.sampled_from(["flip", "cut", "insert"]))
+        if kind == "flip" and at < len(out):
+            out[at] ^= draw(st.integers(1, 255))
+        elif kind == "cut":
+            del out[at : at + draw(st.integers(1, 8))]
+        else:
+            out[at:at] = draw(st.binary(min_size=1, max_size=8))
+    return bytes(out)
