@@ -305,6 +305,8 @@ def test_log_records_read_as_the_events_the_adapters_know() -> None:
         kv("message", message), kv("index", AnyValue(int_value=0))])))  # fmt: skip
     assert event_of(choice).attributes == {"message": '{"content": "hi"}', "index": 0}
     assert event_of(LogRecord(body=AnyValue(int_value=3))).name == "log"
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"  # past the JSON parser's depth: stays text
+    assert event_of(LogRecord(body=AnyValue(string_value=deep))).attributes["content"] == deep
 
 
 # -- limits and refusals -----------------------------------------------------------------------------------------
