@@ -33,7 +33,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
-from mast_otel.collector.exporter import SendResult
 from mast_otel.collector.ingest import Malformed, TooLarge
 from mast_otel.collector.log_events import event_of
 from mast_otel.collector.metrics import MetricNames
@@ -51,6 +50,7 @@ from tests.collector.conftest import (
 )
 from tests.collector.sink import OtlpSink
 from tests.collector.test_durability import CollectorProcess
+from tests.collector.test_fuzz import _Capture
 from tests.collector.test_pipeline import send
 
 TASK = "Refund the duplicate charge on order A17."
@@ -222,6 +222,15 @@ def genai_run_with_content_in_logs() -> tuple[list[ReadableSpan], list[ReadableL
     return list(spans.get_finished_spans()), users, choices
 
 
+def judged_collector(sink: OtlpSink, make_collector: Any) -> tuple[CollectorService, FakeJudge, FakeClock]:
+    """A collector on real receivers, driven by hand, whose judge flags every message (and keeps what it read)."""
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    return service, judge, clock
+
+
 def judged_text(judge: FakeJudge) -> str:
     (spans, _), *_ = judge.calls
     return "\n".join(str(s.attributes.get(sc.MESSAGE_CONTENT, "")) for s in spans)
@@ -232,10 +241,7 @@ def test_a_run_whose_text_is_only_in_logs_is_judged_on_that_text(
     sink: OtlpSink, make_collector, transport: str
 ) -> None:
     # prepare
-    clock = FakeClock()
-    judge = FakeJudge(on_judge=flag_messages("1.3"))
-    service = make_collector(sink, judge=judge, clock=clock)
-    service.start(pipeline=False)
+    service, judge, clock = judged_collector(sink, make_collector)
     spans, users, choices = genai_run_with_content_in_logs()
     # test: the user's requests arrive before their spans, the answers after them (both before the release)
     send_logs(service, users, transport)
@@ -257,10 +263,7 @@ def test_a_run_whose_text_is_only_in_logs_is_judged_on_that_text(
 
 def test_without_its_logs_the_same_run_has_no_content(sink: OtlpSink, make_collector) -> None:
     """The control: the spans alone give the judge nothing to read (the run is skipped, naming the switch)."""
-    clock = FakeClock()
-    judge = FakeJudge(on_judge=flag_messages("1.3"))
-    service = make_collector(sink, judge=judge, clock=clock)
-    service.start(pipeline=False)
+    service, judge, clock = judged_collector(sink, make_collector)
     spans, _, _ = genai_run_with_content_in_logs()
     send(service, spans)
     judge_and_export(service, clock)
@@ -270,10 +273,7 @@ def test_without_its_logs_the_same_run_has_no_content(sink: OtlpSink, make_colle
 
 
 def test_a_record_after_the_release_is_forwarded_only(sink: OtlpSink, make_collector) -> None:
-    clock = FakeClock()
-    judge = FakeJudge(on_judge=flag_messages("1.3"))
-    service = make_collector(sink, judge=judge, clock=clock)
-    service.start(pipeline=False)
+    service, judge, clock = judged_collector(sink, make_collector)
     spans, users, choices = genai_run_with_content_in_logs()
     send(service, spans)
     send_logs(service, users)
@@ -482,20 +482,6 @@ def test_semantic_kernels_records_read_as_content() -> None:
 
 
 # -- fuzz ----------------------------------------------------------------------------------------------------------
-class _Capture:
-    """A logs downstream that accepts everything and keeps the payloads."""
-
-    def __init__(self) -> None:
-        self.payloads: list[bytes] = []
-
-    def send(self, payload: bytes, timeout: float) -> SendResult:
-        self.payloads.append(payload)
-        return SendResult(True)
-
-    def close(self) -> None:
-        pass
-
-
 _FUZZ_BASE = encode_logs(plain_logs(6)).SerializeToString()
 
 
