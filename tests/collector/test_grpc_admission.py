@@ -17,7 +17,7 @@ from mast_otel.collector.ingest import IngestResult, Malformed
 from mast_otel.collector.limits import MemoryLimiter
 from mast_otel.collector.metrics import CollectorMetrics
 from mast_otel.collector.receiver_grpc import CALLS_PER_THREAD, GrpcReceiver
-from tests.collector.conftest import metric, recorded
+from tests.collector.conftest import metric, recorded, wait_until
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 THREADS = 2
@@ -70,8 +70,7 @@ def test_calls_over_the_cap_are_told_to_retry_and_counted(gated: tuple[GrpcRecei
         held = [pool.submit(export, payload, timeout=30) for _ in range(CAP)]
         for _ in range(THREADS):  # both threads are inside ingest; the other admitted calls wait for one
             assert gate.entered.acquire(timeout=10)
-        threading.Event().wait(0.2)
-        assert receiver.admitted == CAP
+        wait_until(lambda: receiver.admitted == CAP, 10, "every call admitted")
         over = [pool.submit(export, payload, timeout=5) for _ in range(extra)]
         errors = [f.exception(timeout=10) for f in over]  # answered while every admitted call still waits
         assert all(not f.done() for f in held)
