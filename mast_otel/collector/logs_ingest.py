@@ -46,7 +46,7 @@ from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, parse_err
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from .store import LogRow, OutRow, SpanStore
 
-__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "logs_to_protobuf"]
+__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs"]
 
 _log = logging.getLogger(__name__)
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
@@ -183,16 +183,6 @@ def decode_json_logs(body: bytes) -> ExportLogsServiceRequest:
     request = ExportLogsServiceRequest()
     json_format.ParseDict(data, request, ignore_unknown_fields=True)
     return request
-
-
-def logs_to_protobuf(body: bytes, as_json: bool) -> bytes:
-    """A logs request as protobuf bytes (JSON is decoded and re-encoded; protobuf passes as is)."""
-    if not as_json:
-        return body
-    try:
-        return bytes(decode_json_logs(body).SerializeToString())
-    except (DecodeError, json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError) as exc:
-        raise Malformed(f"the body is not OTLP JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def _objects(value: Any) -> list[dict[str, Any]]:

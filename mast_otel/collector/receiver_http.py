@@ -43,7 +43,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from .auth import bearer_ok
 from .ingest import IngestResult, Malformed
 from .limits import MemoryLimiter, OverLimit
-from .logs_ingest import LOGS_PATH, logs_to_protobuf
+from .logs_ingest import LOGS_PATH, decode_json_logs
 from .metrics import (
     REFUSE_CONNECTION_LIMIT,
     REFUSE_MALFORMED,
@@ -107,12 +107,12 @@ def _ids_to_b64(obj: dict[str, Any]) -> None:
             obj[key] = base64.b64encode(bytes.fromhex(value)).decode()
 
 
-def _to_protobuf(body: bytes, as_json: bool) -> bytes:
-    """The request as protobuf bytes (JSON is decoded and re-encoded; protobuf passes as is)."""
+def _to_protobuf(body: bytes, as_json: bool, decode: Callable[[bytes], Message] = decode_json_request) -> bytes:
+    """The request as protobuf bytes (JSON is decoded by ``decode`` and re-encoded; protobuf passes as is)."""
     if not as_json:
         return body
     try:
-        return bytes(decode_json_request(body).SerializeToString())
+        return bytes(decode(body).SerializeToString())
     except (DecodeError, json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError) as exc:
         raise Malformed(f"the body is not OTLP JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
 
@@ -310,7 +310,7 @@ class HttpReceiver:
         """On a receiver thread: decode, store; every failure becomes the answer the client should get."""
         try:
             if logs and self.ingest_logs is not None:
-                return self.ingest_logs(logs_to_protobuf(body, as_json), "http")
+                return self.ingest_logs(_to_protobuf(body, as_json, decode_json_logs), "http")
             return self.ingest(_to_protobuf(body, as_json), "http")
         except Exception as exc:
             raise _refused(ingest_refusal(exc, _log)) from None
