@@ -38,7 +38,10 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.logs.v1.logs_pb2 import ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
@@ -46,7 +49,7 @@ from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, parse_err
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from .store import LogRow, OutRow, SpanStore
 
-__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs"]
+__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "logs_response"]
 
 _log = logging.getLogger(__name__)
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
@@ -183,6 +186,17 @@ def decode_json_logs(body: bytes) -> ExportLogsServiceRequest:
     request = ExportLogsServiceRequest()
     json_format.ParseDict(data, request, ignore_unknown_fields=True)
     return request
+
+
+def logs_response(result: IngestResult) -> ExportLogsServiceResponse:
+    """The answer to a stored logs request: empty, or a partial success naming the records rejected (with several
+    processes, a shard's part refused for good). On the wire it is the trace answer's bytes; in OTLP JSON its
+    field is ``rejectedLogRecords``."""
+    response = ExportLogsServiceResponse()
+    if result.rejected:
+        response.partial_success.rejected_log_records = result.rejected
+        response.partial_success.error_message = result.message
+    return response
 
 
 def _objects(value: Any) -> list[dict[str, Any]]:

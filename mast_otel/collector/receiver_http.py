@@ -43,7 +43,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from .auth import bearer_ok
 from .ingest import IngestResult, Malformed
 from .limits import MemoryLimiter, OverLimit
-from .logs_ingest import LOGS_PATH, decode_json_logs
+from .logs_ingest import LOGS_PATH, decode_json_logs, logs_response
 from .metrics import (
     REFUSE_CONNECTION_LIMIT,
     REFUSE_MALFORMED,
@@ -236,7 +236,7 @@ class HttpReceiver:
             return
         finally:
             charge.release()
-        await _reply(send, 200, export_response(result), as_json)
+        await _reply(send, 200, logs_response(result) if logs else export_response(result), as_json)
 
     def _check(self, scope: _Scope, headers: dict[str, str], media: str) -> int | None:
         """Everything decidable from the headers; returns the declared length (None: chunked)."""

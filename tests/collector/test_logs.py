@@ -535,3 +535,17 @@ def _edits(draw: st.DrawFn, base: bytes) -> bytes:
         else:
             out[at:at] = draw(st.binary(min_size=1, max_size=8))
     return bytes(out)
+
+
+def test_a_partial_success_names_log_records() -> None:
+    """The trace and logs answers are the same bytes on the wire; in OTLP JSON a logs answer counts records."""
+    from mast_otel.collector.ingest import IngestResult
+    from mast_otel.collector.logs_ingest import logs_response
+    from mast_otel.collector.refusal import export_response
+
+    result = IngestResult(5, 2, "shard 1: not readable")
+    assert logs_response(result).SerializeToString() == export_response(result).SerializeToString()
+    assert json_format.MessageToDict(logs_response(result)) == {
+        "partialSuccess": {"rejectedLogRecords": "2", "errorMessage": "shard 1: not readable"}
+    }
+    assert logs_response(IngestResult(5)).SerializeToString() == b""
