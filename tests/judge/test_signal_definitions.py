@@ -117,3 +117,21 @@ def test_verification_language_in_the_task_alone_is_no_verification() -> None:
     assert "no_verification" in found(spans)
     spans = dialogue([("user", "solver", "Add 2 and 3."), ("solver", "user", "5, verified by hand")])
     assert "no_verification" not in found(spans)
+
+
+def test_an_unchecked_approval_is_a_verifiers_of_another_agents_result() -> None:
+    """ "A verifier-named agent approved another agent's result ... with no tool call and no tool result between":
+    not a non-verifier's approval, not an approval of the task itself, and the result is the last message of
+    another agent, whatever the verifier said in between."""
+    approval = "Approved: the result is correct."
+    task = ("user", "solver", "Compute 17 * 23 and have it checked.")
+    assert "unchecked_approval" not in found(dialogue([task, ("solver", "manager", "391."), ("manager", "user",
+                                                                                             approval)]))  # fmt: skip
+    assert "unchecked_approval" not in found(dialogue([("user", "verifier", "Please check this plan."),
+                                                       ("verifier", "user", approval)]))  # fmt: skip
+    spans = dialogue([task, ("solver", "verifier", "391."), ("verifier", "verifier", "Let me look at it."),
+                      ("verifier", "user", approval)])  # fmt: skip
+    signal = found(spans)["unchecked_approval"]
+    ids = message_ids(spans)
+    assert signal.detail == "verifier approved solver's result with no tool run in between" and signal.confident
+    assert signal.evidence_span_ids == (ids[3], ids[1])
