@@ -135,3 +135,11 @@ def test_an_unchecked_approval_is_a_verifiers_of_another_agents_result() -> None
     ids = message_ids(spans)
     assert signal.detail == "verifier approved solver's result with no tool run in between" and signal.confident
     assert signal.evidence_span_ids == (ids[3], ids[1])
+
+
+def test_a_verifier_with_a_long_name_is_still_a_verifier() -> None:
+    """Names are read whatever their length (long ones are only not cached)."""
+    long_name = "code_reviewer_" + "x" * 200
+    spans = dialogue([("user", "solver", "Compute 17 * 23 and have it checked."), ("solver", long_name, "391."),
+                      (long_name, "user", "Approved: the result is correct.")])  # fmt: skip
+    assert "unchecked_approval" in found(spans) and "no_verification" not in found(spans)
