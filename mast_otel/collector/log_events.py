@@ -54,9 +54,20 @@ def with_log_events(records: list[SpanRecord], logs: Sequence[LogRow]) -> list[S
     out = list(records)
     for index, events in found.items():
         events.sort(key=lambda e: e[0])  # stable: records of one instant keep their arrival order
-        span = out[index]
-        out[index] = dataclasses.replace(span, events=span.events + tuple(e for _, e in events))
+        out[index] = _with_events(out[index], tuple(e for _, e in events))
     return out
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(SpanRecord))
+_EVENTS_AT = _FIELDS.index("events")
+
+
+def _with_events(span: SpanRecord, events: tuple[SpanEvent, ...]) -> SpanRecord:
+    """``span`` with ``events`` after its own: ``dataclasses.replace`` without its per-call field walk (a fifth of
+    the join's time)."""
+    values = [getattr(span, name) for name in _FIELDS]
+    values[_EVENTS_AT] = span.events + events
+    return SpanRecord(*values)
 
 
 def event_of(record: LogRecord) -> SpanEvent:
