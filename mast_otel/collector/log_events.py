@@ -12,7 +12,8 @@ record is what the adapters already understand (:mod:`mast_otel.adapters._genai_
   ``json.dumps(message.to_dict())`` through Python's logging, with the name in ``event.name``); another string
   body is ``content`` (and ``message`` for ``gen_ai.choice``); any other body is ``body``. Map and list values that
   are not flat are written as JSON text, the form the adapters read from span events;
-- events are added to the span in the records' time order, after its own events.
+- events are added to the span in the records' time order, after its own events; a record delivered again (a
+  client's retry after a lost acknowledgement: the same bytes for the same span) counts once.
 
 Only the judge's copy of the spans changes: the stored spans and the forwarded records stay as they came.
 """
@@ -38,15 +39,18 @@ _NO_NAME = "log"
 
 
 def with_log_events(records: list[SpanRecord], logs: Sequence[LogRow]) -> list[SpanRecord]:
-    """``records`` with the ``logs`` that name one of them added as events (records of other spans are ignored)."""
+    """``records`` with the ``logs`` that name one of them added as events (records of other spans are ignored, a
+    record delivered twice counts once)."""
     if not logs:
         return records
     ids = {bytes.fromhex(r.span_id): i for i, r in enumerate(records)}
     found: dict[int, list[tuple[int, SpanEvent]]] = {}
+    seen: set[tuple[bytes, bytes]] = set()
     for row in logs:
         index = ids.get(row.span_id)
-        if index is None or records[index].trace_id != row.trace_id.hex():
+        if index is None or records[index].trace_id != row.trace_id.hex() or (row.span_id, row.data) in seen:
             continue
+        seen.add((row.span_id, row.data))
         record = LogRecord.FromString(row.data)
         found.setdefault(index, []).append((record.time_unix_nano or record.observed_time_unix_nano, event_of(record)))
     if not found:
