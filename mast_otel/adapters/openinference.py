@@ -206,10 +206,9 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         initiator = "user"
     written = _visible(root.get(sc.OI_INPUT_VALUE))
     task = _task(written) or _first_user_message(below) or written
-    content_seen = False
+    content_seen = False  # an agent's words
     if task:  # (a CrewAI crew has no opening message: each agent gets its task; the root names them below)
         conv.message(initiator, [first], task, origin=root)
-        content_seen = True
     names = root.get("participant_names")
     team = [text(n) for n in names] if isinstance(names, (list, tuple)) else []
     turn_of = {span.span_id: agent for span, agent in turns}
@@ -265,15 +264,15 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
                      tool_calls=", ".join(tools) or None)  # fmt: skip
     if pending is not None and pending.target and pending.target != pending.source:
         conv.handoff(pending.source, pending.target, origin=pending.origin, reason=pending.reason)
+    # No agent's words: hidden (the request alone gives the judge nothing to label), or never recorded (answers
+    # that only call tools still show what each agent did, with the request).
     no_content = None
-    if not content_seen:
-        switches = _hidden_by(unit)
-        no_content = (
-            f"OpenInference hid the message content ({', '.join(switches)} set): the judge cannot read the "
-            "conversation; unset them to have it judged"
-            if switches
-            else _NO_CONTENT
-        )
+    switches = _hidden_by(unit) if not content_seen else []
+    if switches:
+        no_content = (f"OpenInference hid the message content ({', '.join(switches)} set): the judge cannot read the "
+                      "conversation; unset them to have it judged")  # fmt: skip
+    elif not content_seen and not task:
+        no_content = _NO_CONTENT
     return conv.build(task=task or _crew_tasks(root.get("crew_tasks")), name=text(root.name),
                       termination_detail=_stop_reason(root.get(sc.OI_OUTPUT_VALUE)), no_content=no_content)  # fmt: skip
 

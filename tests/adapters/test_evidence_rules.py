@@ -163,6 +163,16 @@ def test_hidden_content_is_skipped_and_the_switch_named() -> None:
     assert adapted.no_content is not None
     assert "OPENINFERENCE_HIDE_INPUTS" in adapted.no_content and "OPENINFERENCE_HIDE_OUTPUTS" in adapted.no_content
     assert handoffs(adapted.records) == [tuple(h) for h in expect["handoffs"]]  # the structure is still read
+    # Outputs hidden, the request shown (OPENINFERENCE_HIDE_OUTPUTS alone): still nothing of the agents' to judge.
+    spans, _ = _capture("agno", "team")
+    shown = [dataclasses.replace(s, attributes={
+        k: v for k, v in s.attributes.items()
+        if not k.startswith(sc.OI_LLM_OUTPUT_MESSAGES)} | ({sc.OI_OUTPUT_VALUE: "__REDACTED__"}
+                                                           if sc.OI_OUTPUT_VALUE in s.attributes else {}))
+        for s in spans]  # fmt: skip
+    adapted = adapt(shown)
+    assert isinstance(adapted, Adapted) and adapted.records[0].get(sc.CONVERSATION_TASK) == expect["task"]
+    assert adapted.no_content is not None and "OPENINFERENCE_HIDE_OUTPUTS" in adapted.no_content
 
 
 def test_a_run_begun_after_another_runs_root_ended_is_its_own() -> None:
