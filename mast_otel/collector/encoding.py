@@ -16,7 +16,8 @@ from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 __all__ = [
-    "RawScopeSpans", "RawSpan", "ScopeSpansView", "ShallowRequest", "ShallowResourceSpans", "ShallowScopeSpans",
+    "RawScopeSpans", "RawSpan", "ScopeSpansView", "ShallowRequest", "ShallowResource", "ShallowResourceSpans",
+    "ShallowScopeSpans",
     "encode_request", "field", "scope_spans", "string_value", "walk",
 ]  # fmt: skip
 
@@ -50,8 +51,9 @@ def field(number: int, payload: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class ScopeSpansView:
-    """Where things are in a serialized ``ScopeSpans``: the scope and schema fields (raw, header included) and
-    each span's body as a ``(start, end)`` byte range, in order."""
+    """Where things are in a serialized ``ScopeSpans``: the scope fields (every occurrence, raw, headers included:
+    protobuf merges a scope given twice, and so does a parse of them written back together), the schema field (the
+    last, as protobuf keeps it) and each span's body as a ``(start, end)`` byte range, in order."""
 
     scope_field: bytes
     schema_field: bytes
@@ -61,17 +63,19 @@ class ScopeSpansView:
     def parse(cls, data: bytes) -> ScopeSpansView:
         """Raises ValueError for bytes no protobuf parser accepts; wherever ``ScopeSpans.FromString`` succeeds
         this succeeds too and finds the same spans (tests/collector/test_fuzz.py holds it to that)."""
-        scope = schema = b""
+        scopes: list[bytes] = []
+        schema = b""
         spans: list[tuple[int, int]] = []
         for number, start, body, end in walk(data):
+            if body < 0:
+                continue  # a field of another wire type is an unknown field to protobuf: skipped too
             if number == 2:
-                if body >= 0:  # a span field of another wire type is an unknown field to protobuf: skipped too
-                    spans.append((body, end))
+                spans.append((body, end))
             elif number == 1:
-                scope = data[start:end]
+                scopes.append(data[start:end])
             elif number == 3:
                 schema = data[start:end]
-        return cls(scope, schema, spans)
+        return cls(b"".join(scopes), schema, spans)
 
 
 _MAX_GROUP_DEPTH = 100  # protobuf's own recursion limit
@@ -244,9 +248,11 @@ def _message_classes(file: str, package: str, syntax: str,
 ShallowRequest: Any
 ShallowResourceSpans: Any
 _SHALLOW_FILE = "mast_otel_collector_shallow.proto"
+# ``resource`` is repeated: protobuf merges a Resource given twice, which a bytes field would not (it keeps the last);
+# the occurrences joined are the merged message's encoding (:class:`ShallowResource`).
 ShallowRequest, ShallowResourceSpans = _message_classes(_SHALLOW_FILE, "mast_otel.shallow", "proto3", {
     "Request": (("resource_spans", 1, _F.TYPE_BYTES, _F.LABEL_REPEATED),),
-    "ResourceSpans": (("resource", 1, _F.TYPE_BYTES, _F.LABEL_OPTIONAL),
+    "ResourceSpans": (("resource", 1, _F.TYPE_BYTES, _F.LABEL_REPEATED),
                       ("scope_spans", 2, _F.TYPE_BYTES, _F.LABEL_REPEATED),
                       ("schema_url", 3, _F.TYPE_STRING, _F.LABEL_OPTIONAL)),
 })  # fmt: skip
@@ -261,6 +267,25 @@ ShallowScopeSpans: Any
     "ScopeSpans": (("scope", 1, _F.TYPE_BYTES, _F.LABEL_REPEATED), ("spans", 2, _F.TYPE_BYTES, _F.LABEL_REPEATED),
                    ("schema_url", 3, _F.TYPE_BYTES, _F.LABEL_OPTIONAL)),
 })  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ShallowResource:
+    """A ``ResourceSpans`` (or ``ResourceLogs``: the same field numbers) read shallowly, as protobuf reads it: the
+    Resource as bytes (every occurrence joined, which parses as protobuf's merge of them), the scope entries as bytes,
+    the schema URL (the last one given)."""
+
+    resource: bytes
+    scope_spans: list[bytes]
+    schema_url: str
+
+    @classmethod
+    def parse(cls, data: bytes) -> ShallowResource:
+        """Raises DecodeError for bytes protobuf cannot read."""
+        parsed = ShallowResourceSpans.FromString(data)
+        resources = parsed.resource
+        resource = resources[0] if len(resources) == 1 else b"".join(resources)
+        return cls(resource, list(parsed.scope_spans), parsed.schema_url)
 
 
 def string_value(any_value: bytes | None) -> str | None:

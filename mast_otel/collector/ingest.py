@@ -27,7 +27,7 @@ from mast_otel.adapters import ROOT_CANDIDATE_KEYS, ROOT_CANDIDATE_NAMES, root_c
 from mast_otel.spans import SpanRecord, any_value, service_name
 
 from .assembler import Assembler
-from .encoding import RawScopeSpans, ScopeSpansView, ShallowRequest, ShallowResourceSpans, scope_spans, string_value
+from .encoding import RawScopeSpans, ScopeSpansView, ShallowRequest, ShallowResource, scope_spans, string_value
 from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from .namespace import may_carry_owned, strip_owned
 from .store import NewSegment, OutRow, SpanStore, Tomb
@@ -86,10 +86,10 @@ class ItemBudget:
                            "ResourceSpans; send smaller batches")  # fmt: skip
 
 
-def resource_spans_of(raw: bytes, budget: ItemBudget) -> Iterator[tuple[bytes, Any]]:
+def resource_spans_of(raw: bytes, budget: ItemBudget) -> Iterator[tuple[bytes, ShallowResource]]:
     """Each non-empty ResourceSpans of a serialized request: its bytes and its shallow parse (``resource`` and
-    ``scope_spans`` as bytes); raises :class:`Malformed` for bytes protobuf cannot read, :class:`TooLarge` past the
-    budget."""
+    ``scope_spans`` as bytes, as protobuf would read them); raises :class:`Malformed` for bytes protobuf cannot read,
+    :class:`TooLarge` past the budget."""
     try:
         request = ShallowRequest.FromString(raw)
     except DecodeError as exc:
@@ -99,7 +99,7 @@ def resource_spans_of(raw: bytes, budget: ItemBudget) -> Iterator[tuple[bytes, A
         if not rs_data:
             continue
         try:
-            rs = ShallowResourceSpans.FromString(rs_data)
+            rs = ShallowResource.parse(rs_data)
         except DecodeError as exc:
             raise Malformed(f"a ResourceSpans is not valid protobuf: {parse_error_reason(exc)}") from None
         budget.take(len(rs.scope_spans))
