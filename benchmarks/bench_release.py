@@ -35,8 +35,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_collector import SPANS_PER_BATCH, config, make_batch
-from mast_otel.collector import CollectorService, judging
-from mast_otel.collector.exporter import SendResult
+from mast_otel.collector import CollectorService
+from mast_otel.collector.judge import judging
+from mast_otel.collector.release.exporter import SendResult
 
 
 class InlineWorkers:

@@ -8,7 +8,7 @@ See docs/collector.md for the manual.
 
 from __future__ import annotations
 
-from .config import CollectorConfig, ConfigError
-from .service import CollectorService
+from mast_otel.collector.config import CollectorConfig, ConfigError
+from mast_otel.collector.service import CollectorService
 
 __all__ = ["CollectorConfig", "CollectorService", "ConfigError"]

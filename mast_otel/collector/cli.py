@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any
 
-from .config import ENV_PREFIX, ConfigError, default_of, load_config, option_fields
+from mast_otel.collector.config import ENV_PREFIX, ConfigError, default_of, load_config, option_fields
 
 __all__ = ["build_parser", "register", "run"]
 
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _choices(name: str) -> tuple[str, ...]:
-    from . import config
+    from mast_otel.collector import config
 
     return {"mode": config.MODES, "store_sync": config.STORE_SYNC, "log_level": config.LOG_LEVELS}[name]
 
@@ -97,11 +97,11 @@ def run(args: argparse.Namespace) -> int:
     log = logging.getLogger("mast_otel.collector")
     import prometheus_client
 
-    from . import gc_tuning
-    from .front import FrontService
-    from .service import CollectorService
-    from .shards import ShardStartError, leftover_stores
-    from .store import StoreError
+    from mast_otel.collector import gc_tuning
+    from mast_otel.collector.scaleout.front import FrontService
+    from mast_otel.collector.scaleout.shards import ShardStartError, leftover_stores
+    from mast_otel.collector.service import CollectorService
+    from mast_otel.collector.store.api import StoreError
 
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series are noise
     gc_tuning.tune()

@@ -19,7 +19,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ._values import (
+from mast_otel.collector._values import (
     ConfigError,
     choice,
     endpoint,
@@ -34,7 +34,7 @@ from ._values import (
     text,
     text_list,
 )
-from .limits import DECODE_AMPLIFICATION
+from mast_otel.collector.limits import DECODE_AMPLIFICATION
 
 __all__ = ["ENV_PREFIX", "CollectorConfig", "ConfigError", "load_config", "option_fields", "parse_hostport"]
 

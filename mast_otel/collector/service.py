@@ -23,25 +23,24 @@ import threading
 import time
 from collections.abc import Callable
 
+from mast_otel.collector.assemble.assembler import Assembler, Unit, Untouched
+from mast_otel.collector.assemble.summaries import SpanSummaries
+from mast_otel.collector.config import CollectorConfig, parse_hostport
+from mast_otel.collector.encoding import RawScopeSpans
+from mast_otel.collector.judge.judges import build_judge, reads_span_content
+from mast_otel.collector.judge.judging import JudgePool
+from mast_otel.collector.limits import MemoryLimiter, memory_limit_of
+from mast_otel.collector.metrics import LOG_PROTOCOLS, CollectorMetrics, MetricsServer
+from mast_otel.collector.receive.ingest import Ingestor, IngestResult, span_facts
+from mast_otel.collector.receive.logs_ingest import LOGS_SERVICE, LogIngestor
+from mast_otel.collector.receive.receiver_grpc import GrpcReceiver
+from mast_otel.collector.receive.receiver_http import HttpReceiver
+from mast_otel.collector.receive.shard_link import LinkServer
+from mast_otel.collector.release.annotations import PhoenixAnnotationSink
+from mast_otel.collector.release.commit import Loaded, SegmentCache, commit_release, is_unreadable, quarantine_release
+from mast_otel.collector.release.exporter import Exporter, Sender, make_sender
+from mast_otel.collector.store.api import SpanStore, SQLiteStore, Tomb
 from mast_otel.judge.model import Judge
-
-from .annotations import PhoenixAnnotationSink
-from .assembler import Assembler, Unit, Untouched
-from .config import CollectorConfig, parse_hostport
-from .encoding import RawScopeSpans
-from .exporter import Exporter, Sender, make_sender
-from .ingest import Ingestor, IngestResult, span_facts
-from .judges import build_judge, reads_span_content
-from .judging import JudgePool
-from .limits import MemoryLimiter, memory_limit_of
-from .logs_ingest import LOGS_SERVICE, LogIngestor
-from .metrics import LOG_PROTOCOLS, CollectorMetrics, MetricsServer
-from .receiver_grpc import GrpcReceiver
-from .receiver_http import HttpReceiver
-from .release import Loaded, SegmentCache, commit_release, is_unreadable, quarantine_release
-from .shard_link import LinkServer
-from .store import SpanStore, SQLiteStore, Tomb
-from .summaries import SpanSummaries
 
 __all__ = ["CollectorService", "addresses_of", "build_receivers", "configured_limits"]
 

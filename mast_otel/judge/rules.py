@@ -28,7 +28,7 @@ class NoModelJudge:
     """A :class:`mast_otel.judge.model.Judge` for the model-free path: every verdict is ``skipped``, saying why."""
 
     name = "signals"
-    reads_span_content = False  # the collector may then hand it span summaries (mast_otel.collector.summaries)
+    reads_span_content = False  # the collector may then hand it span summaries (mast_otel.collector.assemble.summaries)
 
     def judge(self, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
         return Verdict.skipped(NO_MODEL_REASON)

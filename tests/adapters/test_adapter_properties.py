@@ -567,7 +567,7 @@ def test_files_hold_the_spans_the_collector_holds() -> None:
     """``mast-otel judge FILE`` (foreign_units) holds as a conversation's root exactly the spans the collector's
     ingest holds, whatever the attribute's type: a root kind written as a number is no root to either, and ADK's
     legacy ``invocation`` span is one to both by its name within ADK's scope, and to neither from any other."""
-    from mast_otel.collector.ingest import span_facts
+    from mast_otel.collector.receive.ingest import span_facts
 
     keys = ["ag2.span.type", sc.OI_SPAN_KIND, "traceloop.span.kind", sc.GEN_AI_OPERATION_NAME, "workflow.id"]
     values: list[object] = [

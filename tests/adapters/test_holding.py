@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from mast_otel.collector.assembler import Assembler, Unit, Untouched
+from mast_otel.collector.assemble.assembler import Assembler, Unit, Untouched
 
 T = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
 

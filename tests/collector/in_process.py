@@ -19,8 +19,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.trace import ReadableSpan
 
 from mast_otel.collector import CollectorService
-from mast_otel.collector.exporter import SendResult
-from mast_otel.collector.store import SpanStore
+from mast_otel.collector.release.exporter import SendResult
+from mast_otel.collector.store.api import SpanStore
 from mast_otel.spans import any_value
 from tests.collector.conftest import FakeClock, FakeJudge, collector_config
 

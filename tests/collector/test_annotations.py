@@ -14,7 +14,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from mast_otel import semconv as sc
-from mast_otel.collector.annotations import PhoenixAnnotationSink, annotations_for
+from mast_otel.collector.release.annotations import PhoenixAnnotationSink, annotations_for
 from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 
 TRACE, ROOT, M1, M2 = "ab" * 16, "01" * 8, "02" * 8, "03" * 8

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from mast_otel.collector.assembler import Assembler, Unit, Untouched
+from mast_otel.collector.assemble.assembler import Assembler, Unit, Untouched
 
 T = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 

@@ -13,8 +13,8 @@ import random
 import pytest
 
 from mast_otel import semconv as sc
-from mast_otel.collector.cost_controls import CostControls
-from mast_otel.collector.release_builder import compute_signals_of
+from mast_otel.collector.judge.cost_controls import CostControls
+from mast_otel.collector.release.builder import compute_signals_of
 from mast_otel.judge.model import Verdict
 from mast_otel.recorder import Recorder
 from mast_otel.spans import SpanRecord

@@ -16,7 +16,7 @@ import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-from mast_otel.collector.store import DELIVERY_ROOM, NewSegment, SQLiteStore, StoreError
+from mast_otel.collector.store.api import DELIVERY_ROOM, NewSegment, SQLiteStore, StoreError
 from tests.collector.conftest import metric, recorded, wait_until
 from tests.collector.sink import OtlpSink
 from tests.collector.test_durability import CollectorProcess

@@ -28,12 +28,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from mast_otel.collector import CollectorService
+from mast_otel.collector.assemble.namespace import is_owned
 from mast_otel.collector.encoding import ScopeSpansView, field
-from mast_otel.collector.exporter import SendResult
-from mast_otel.collector.ingest import Malformed, TooLarge
-from mast_otel.collector.namespace import is_owned
-from mast_otel.collector.receiver_http import _to_protobuf
-from mast_otel.collector.routing import shard_of, split_request
+from mast_otel.collector.receive.ingest import Malformed, TooLarge
+from mast_otel.collector.receive.receiver_http import _to_protobuf
+from mast_otel.collector.release.exporter import SendResult
+from mast_otel.collector.scaleout.routing import shard_of, split_request
 from tests.collector.conftest import FakeJudge, collector_config, recorded
 
 _EXAMPLES = os.environ.get("MAST_OTEL_FUZZ_EXAMPLES")

@@ -41,5 +41,5 @@ def test_both_collector_entry_points_tune_before_serving() -> None:
     import mast_otel.collector as package
 
     root = Path(package.__file__).parent
-    callers = sorted(p.name for p in root.glob("*.py") if "gc_tuning.tune()" in p.read_text())
-    assert callers == ["cli.py", "shard.py"]
+    callers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "gc_tuning.tune()" in p.read_text())
+    assert callers == ["cli.py", "scaleout/shard.py"]

@@ -13,10 +13,10 @@ from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from prometheus_client import generate_latest
 
-from mast_otel.collector.ingest import IngestResult, Malformed
 from mast_otel.collector.limits import MemoryLimiter
 from mast_otel.collector.metrics import CollectorMetrics
-from mast_otel.collector.receiver_grpc import CALLS_PER_THREAD, GrpcReceiver
+from mast_otel.collector.receive.ingest import IngestResult, Malformed
+from mast_otel.collector.receive.receiver_grpc import CALLS_PER_THREAD, GrpcReceiver
 from tests.collector.conftest import metric, recorded, wait_until
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

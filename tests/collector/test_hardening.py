@@ -20,10 +20,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
 from mast_otel.collector.encoding import field
-from mast_otel.collector.exporter import Exporter, SendResult
-from mast_otel.collector.ingest import Malformed, TooLarge
 from mast_otel.collector.metrics import CollectorMetrics
-from mast_otel.collector.store import OutRow, SQLiteStore
+from mast_otel.collector.receive.ingest import Malformed, TooLarge
+from mast_otel.collector.release.exporter import Exporter, SendResult
+from mast_otel.collector.store.api import OutRow, SQLiteStore
 from mast_otel.judge.model import Verdict
 from mast_otel.spans import SpanRecord
 from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, metric, recorded, scrape

@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mast_otel import semconv as sc
-from mast_otel.collector.annotations import PhoenixAnnotationSink
-from mast_otel.collector.judges import NoJudgeAvailable, SkipAllJudge
-from mast_otel.collector.verdicts import CLAIMED
+from mast_otel.collector.judge.judges import NoJudgeAvailable, SkipAllJudge
+from mast_otel.collector.release.annotations import PhoenixAnnotationSink
+from mast_otel.collector.store.verdicts import CLAIMED
 from mast_otel.judge.model import Verdict
 from mast_otel.judge.rules import NoModelJudge
 from mast_otel.recorder import Recorder

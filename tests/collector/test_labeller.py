@@ -5,7 +5,7 @@ from __future__ import annotations
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from mast_otel import semconv as sc
-from mast_otel.collector.labeller import label_spans, root_attributes, verdict_span
+from mast_otel.collector.release.labeller import label_spans, root_attributes, verdict_span
 from mast_otel.judge.model import ModeLabel, Verdict
 from mast_otel.spans import any_value
 

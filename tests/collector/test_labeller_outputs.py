@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from mast_otel.collector import labeller
-from mast_otel.collector.labeller import label_spans, root_attributes, verdict_span, verdict_span_id
+from mast_otel.collector.release import labeller
+from mast_otel.collector.release.labeller import label_spans, root_attributes, verdict_span, verdict_span_id
 from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 from mast_otel.judge.signals import Signal
 

@@ -33,11 +33,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
-from mast_otel.collector.ingest import Malformed, TooLarge
-from mast_otel.collector.log_events import event_of
+from mast_otel.collector.judge.log_events import event_of
 from mast_otel.collector.metrics import MetricNames
-from mast_otel.collector.routing import shard_of, split_request
-from mast_otel.collector.store import LogRow, OutRow, SQLiteStore, Tomb
+from mast_otel.collector.receive.ingest import Malformed, TooLarge
+from mast_otel.collector.scaleout.routing import shard_of, split_request
+from mast_otel.collector.store.api import LogRow, OutRow, SQLiteStore, Tomb
 from tests.collector.conftest import (
     FakeClock,
     FakeJudge,
@@ -541,9 +541,9 @@ def _edits(draw: st.DrawFn, base: bytes) -> bytes:
 
 def test_a_partial_success_names_log_records() -> None:
     """The trace and logs answers are the same bytes on the wire; in OTLP JSON a logs answer counts records."""
-    from mast_otel.collector.ingest import IngestResult
-    from mast_otel.collector.logs_ingest import logs_response
-    from mast_otel.collector.refusal import export_response
+    from mast_otel.collector.receive.ingest import IngestResult
+    from mast_otel.collector.receive.logs_ingest import logs_response
+    from mast_otel.collector.receive.refusal import export_response
 
     result = IngestResult(5, 2, "shard 1: not readable")
     assert logs_response(result).SerializeToString() == export_response(result).SerializeToString()

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from mast_otel import semconv as sc
-from mast_otel.collector.release import verdict_from_json
-from mast_otel.collector.verdicts import CLAIMED, VerdictJournal
+from mast_otel.collector.release.commit import verdict_from_json
+from mast_otel.collector.store.verdicts import CLAIMED, VerdictJournal
 from mast_otel.judge.model import Verdict
 from tests.collector.conftest import FakeJudge, flag_messages, recorded
 from tests.collector.sink import OtlpSink

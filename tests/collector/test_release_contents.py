@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mast_otel import semconv as sc
-from mast_otel.collector import release_builder
+from mast_otel.collector.release import builder as release_builder
 from mast_otel.collector.report.store import load_store
 from mast_otel.judge.model import Verdict
 from mast_otel.recorder import Recorder

@@ -23,9 +23,9 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
-from mast_otel.collector.assembler import Location
+from mast_otel.collector.assemble.assembler import Location
 from mast_otel.collector.metrics import CollectorMetrics
-from mast_otel.collector.release import (
+from mast_otel.collector.release.commit import (
     Loaded,
     SegmentCache,
     commit_release,
@@ -36,8 +36,8 @@ from mast_otel.collector.release import (
     verdict_from_json,
     verdict_to_json,
 )
-from mast_otel.collector.store import NewSegment, OutRow, SQLiteStore, StoredSegment, Tomb
-from mast_otel.collector.verdicts import CLAIMED
+from mast_otel.collector.store.api import NewSegment, OutRow, SQLiteStore, StoredSegment, Tomb
+from mast_otel.collector.store.verdicts import CLAIMED
 from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 
 TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
@@ -142,7 +142,7 @@ def test_a_journal_write_that_fails_is_logged_and_the_release_goes_on(
     error: BaseException, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = RefusingStore(error)
-    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.release"):
+    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.release.commit"):
         persist_verdict(store, TRACE, "u", FULL, 1.0)  # type: ignore[arg-type]
         persist_claim(store, TRACE, "u", 1.0)  # type: ignore[arg-type]
     assert store.calls == ["save", "claim"]
@@ -399,7 +399,7 @@ def test_an_unreadable_release_is_quarantined_once_and_never_retried(
     assembler = RecordingAssembler(emptied=[a, b])
     locations: tuple[Location, ...] = ((bytes([1]) * 8, a, 0), (bytes([2]) * 8, a, 1), (bytes([4]) * 8, b, 0))
     # test
-    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.release"):
+    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.release.commit"):
         quarantine_release(store=store, assembler=assembler, lock=threading.RLock(), cache=cache,  # type: ignore[arg-type]
                            metrics=metrics, locations=locations, trace_id=TRACE, exc=DecodeError("x" * 9))  # fmt: skip
     # verify: both segments set aside with the stage and the (bounded) reason, no longer held

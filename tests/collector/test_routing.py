@@ -22,7 +22,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from mast_otel.collector.config import ConfigError
 from mast_otel.collector.encoding import field
-from mast_otel.collector.ingest import Backpressure, Malformed, TooLarge
 from mast_otel.collector.metrics import (
     REFUSE_DISK_FULL,
     REFUSE_INTERNAL,
@@ -30,10 +29,11 @@ from mast_otel.collector.metrics import (
     REFUSE_SHARD_UNAVAILABLE,
     REFUSE_TOO_LARGE,
 )
-from mast_otel.collector.refusal import Refusal, RefusalKind
-from mast_otel.collector.routing import Router, shard_of, split_request
-from mast_otel.collector.shard_metrics import ShardMetrics, merge_families
-from mast_otel.collector.shards import front_memory, leftover_stores, memory_total, shard_config, shard_store
+from mast_otel.collector.receive.ingest import Backpressure, Malformed, TooLarge
+from mast_otel.collector.receive.refusal import Refusal, RefusalKind
+from mast_otel.collector.scaleout.routing import Router, shard_of, split_request
+from mast_otel.collector.scaleout.shard_metrics import ShardMetrics, merge_families
+from mast_otel.collector.scaleout.shards import front_memory, leftover_stores, memory_total, shard_config, shard_store
 from tests.collector.conftest import collector_config
 
 # -- splitting -----------------------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def test_routing_is_the_same_in_every_process_and_release() -> None:
     import subprocess
     import sys
 
-    code = ("from mast_otel.collector.routing import shard_of; import random; r = random.Random(5); "
+    code = ("from mast_otel.collector.scaleout.routing import shard_of; import random; r = random.Random(5); "
             "print([shard_of(r.randbytes(16), 3) for _ in range(64)])")  # fmt: skip
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     rng = random.Random(5)
@@ -524,7 +524,7 @@ def test_the_bounds_of_every_process_add_up_to_at_most_what_was_configured(
 def test_a_shard_set_with_leftover_stores_shares_the_bounds_among_them_all(tmp_path: Any) -> None:
     """Two routed shards and two stores left by a run with four: four shard processes and the front share the
     bounds, as the ShardSet computes them before starting any process."""
-    from mast_otel.collector.shards import ShardSet
+    from mast_otel.collector.scaleout.shards import ShardSet
 
     config = collector_config(tmp_path, None, memory_limit="500MiB", max_request_bytes="1MiB",
                               max_pending_traces=400, processes=2)  # fmt: skip
@@ -571,7 +571,7 @@ def test_metrics_of_front_and_shards_are_summed_and_refusals_counted_by_the_fron
     from prometheus_client import generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
-    from mast_otel.collector import shard_metrics
+    from mast_otel.collector.scaleout import shard_metrics
 
     front = _registry(0, 1, 0)
     shards = [generate_latest(_registry(5, 7, 2, 2)).decode(), generate_latest(_registry(3, 9, 4, 3)).decode()]

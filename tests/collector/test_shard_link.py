@@ -18,8 +18,6 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from mast_otel.collector import shard_link
-from mast_otel.collector.ingest import Backpressure, IngestResult, Malformed, TooLarge
 from mast_otel.collector.limits import MemoryLimiter
 from mast_otel.collector.metrics import (
     REFUSE_DISK_FULL,
@@ -29,9 +27,11 @@ from mast_otel.collector.metrics import (
     REFUSE_TOO_LARGE,
     CollectorMetrics,
 )
-from mast_otel.collector.refusal import Refusal, RefusalKind
-from mast_otel.collector.routing import Router, split_request
-from mast_otel.collector.shard_link import LinkClient, LinkError, LinkServer, _read_exactly, link_pair
+from mast_otel.collector.receive import shard_link
+from mast_otel.collector.receive.ingest import Backpressure, IngestResult, Malformed, TooLarge
+from mast_otel.collector.receive.refusal import Refusal, RefusalKind
+from mast_otel.collector.receive.shard_link import LinkClient, LinkError, LinkServer, _read_exactly, link_pair
+from mast_otel.collector.scaleout.routing import Router, split_request
 from tests.collector.test_routing import _request
 
 MAX = 1 << 16
@@ -187,7 +187,7 @@ def test_idle_connections_are_reused_and_each_request_in_flight_has_its_own(serv
 def test_a_frame_outside_the_format_closes_the_connection(serve: Any, caplog: Any) -> None:
     ingest = _Ingest()
     server, metrics = serve(ingest)
-    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.shard_link"):
+    with caplog.at_level(logging.WARNING, logger="mast_otel.collector.receive.shard_link"):
         with _raw(_CONTROLS[id(server)]) as raw:
             raw.sendall((4).to_bytes(4, "big") + bytes([4]) + b"abcd")  # transports are 0 to 3 (traces, then logs)
             assert _closed_without_answer(raw)
@@ -342,7 +342,7 @@ def test_a_control_socket_that_fails_is_logged_and_one_the_front_closed_ends_the
     serve: Any, caplog: Any
 ) -> None:
     server, _ = serve(_Ingest())
-    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.shard_link"):
+    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.receive.shard_link"):
         server._control.close()
         assert server._acceptor is not None
         server._acceptor.join(5)

@@ -12,8 +12,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
 from mast_otel.collector.encoding import RawScopeSpans, ScopeSpansView, field, scope_spans
-from mast_otel.collector.ingest import span_facts
-from mast_otel.collector.store import NewSegment, OutRow, SQLiteStore, Tomb
+from mast_otel.collector.receive.ingest import span_facts
+from mast_otel.collector.store.api import NewSegment, OutRow, SQLiteStore, Tomb
 from tests.collector.conftest import FakeClock, FakeJudge, collector_config, metric, recorded, scrape
 from tests.collector.sink import OtlpSink
 from tests.collector.test_pipeline import send

@@ -1,4 +1,4 @@
-"""What ingest keeps of each span for a model-free release (:mod:`mast_otel.collector.summaries`).
+"""What ingest keeps of each span for a model-free release (:mod:`mast_otel.collector.assemble.summaries`).
 
 The oracle is the path without summaries: the same conversations through a collector with ``summary_memory=0``,
 which decodes every stored span at release as before. Both must export the same labels and signals.
@@ -22,10 +22,12 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from mast_otel import semconv as sc
-from mast_otel.collector import ingest, release, summaries
+from mast_otel.collector.assemble import summaries
+from mast_otel.collector.assemble.namespace import is_owned
+from mast_otel.collector.assemble.summaries import SUMMARY_KEYS, SpanSummaries, summary_record
 from mast_otel.collector.encoding import RawScopeSpans, field
-from mast_otel.collector.namespace import is_owned
-from mast_otel.collector.summaries import SUMMARY_KEYS, SpanSummaries, summary_record
+from mast_otel.collector.receive import ingest
+from mast_otel.collector.release import commit as release
 from mast_otel.judge.rules import NoModelJudge
 from mast_otel.spans import SpanRecord, from_otlp_span
 from tests.collector.conftest import FakeJudge
@@ -127,7 +129,7 @@ def test_a_release_retried_after_a_store_error_reads_the_same_summaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The retry builds the release again (JudgePool._finish): from the summaries still kept, equal to a decode."""
-    from mast_otel.collector import judging
+    from mast_otel.collector.judge import judging
 
     real = judging.commit_releases
     failed: list[int] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mast_otel.collector.verdicts import CLAIMED, VerdictJournal
+from mast_otel.collector.store.verdicts import CLAIMED, VerdictJournal
 
 TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 OTHER_TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
@@ -165,7 +165,7 @@ def test_a_compaction_that_cannot_write_keeps_the_old_file_and_the_journal_worki
     restarted = VerdictJournal(str(path))
     assert restarted.get(TRACE, "later") == VERDICT
     assert journal.get(TRACE, "old") is None  # forgotten in memory all the same
-    (warning,) = [r for r in caplog.records if r.name == "mast_otel.collector.verdicts"]
+    (warning,) = [r for r in caplog.records if r.name == "mast_otel.collector.store.verdicts"]
     assert warning.levelname == "WARNING"
     assert warning.getMessage().startswith(f"could not compact the verdict journal {path}: ")
     assert "Is a directory" in warning.getMessage()  # the cause, for the operator

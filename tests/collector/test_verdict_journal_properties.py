@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mast_otel.collector.verdicts import CLAIMED, VerdictJournal
+from mast_otel.collector.store.verdicts import CLAIMED, VerdictJournal
 
 KEYS = [(bytes.fromhex("0af7651916cd43dd8448eb211c80319c"), "u1"), (bytes.fromhex("0af7651916cd43dd8448eb211c80319c"),
         "u2"), (bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736"), "u1"), (bytes(16), "")]  # fmt: skip

@@ -21,10 +21,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
+from mast_otel.collector.assemble.summaries import summary_record
 from mast_otel.collector.encoding import RawScopeSpans, RawSpan, ScopeSpansView, field, scope_spans, walk
-from mast_otel.collector.ingest import ItemBudget, resource_spans_of
-from mast_otel.collector.routing import shard_of, split_request
-from mast_otel.collector.summaries import summary_record
+from mast_otel.collector.receive.ingest import ItemBudget, resource_spans_of
+from mast_otel.collector.scaleout.routing import shard_of, split_request
 from mast_otel.spans import from_otlp_span
 
 

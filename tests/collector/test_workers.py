@@ -1,4 +1,4 @@
-"""The judge's worker threads (:mod:`mast_otel.collector.workers`): calls run in order, and a call that raises
+"""The judge's worker threads (:mod:`mast_otel.collector.judge.workers`): calls run in order, and a call that raises
 costs neither its worker nor the calls behind it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from mast_otel.collector.workers import Workers
+from mast_otel.collector.judge.workers import Workers
 
 
 def test_calls_run_in_order_and_one_that_raises_is_logged_and_the_worker_goes_on(
@@ -21,7 +21,7 @@ def test_calls_run_in_order_and_one_that_raises_is_logged_and_the_worker_goes_on
     def fail(_: int) -> None:
         raise RuntimeError("boom")
 
-    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.workers"):
+    with caplog.at_level(logging.ERROR, logger="mast_otel.collector.judge.workers"):
         workers.call(ran.append, 1)
         workers.call(fail, 2)
         workers.call(ran.append, 3)

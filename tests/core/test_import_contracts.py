@@ -48,6 +48,10 @@ WRONG_WAY = [
     ("adapters/_tree.py", "import mast_otel.recorder", "know no framework"),
     ("spans.py", "import mast_otel.judge.model", "Layers"),
     ("judge/prepared.py", "from mast_otel.judge import merge", "No import cycles"),
+    # the collector's stages: the store knows nothing of the receivers, a receiver nothing of the judge workers
+    ("collector/store/verdicts.py", "import mast_otel.collector.receive.ingest", "The collector's stages"),
+    ("collector/receive/auth.py", "import mast_otel.collector.judge.judging", "The collector's stages"),
+    ("collector/release/annotations.py", "import mast_otel.collector.scaleout.routing", "The collector's stages"),
 ]
 
 

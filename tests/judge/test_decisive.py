@@ -13,8 +13,8 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanPb
 
 from mast_otel import semconv as sc
-from mast_otel.collector.labeller import label_spans
-from mast_otel.collector.release import verdict_from_json, verdict_to_json
+from mast_otel.collector.release.commit import verdict_from_json, verdict_to_json
+from mast_otel.collector.release.labeller import label_spans
 from mast_otel.judge.model import DecisiveStep, Verdict
 from mast_otel.judge.prompt import prompt_tokens
 from mast_otel.whowhen import load_whowhen

@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mast_otel import semconv as sc
 from mast_otel.collector.config import load_config, parse_hostport
-from mast_otel.collector.labeller import root_attributes
+from mast_otel.collector.release.labeller import root_attributes
 from mast_otel.judge.model import ModeLabel, Verdict
 from tests.otlp_sink import otlp_sink
 from tests.viewing._support import (

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import mast_otel
 from mast_otel import Recorder
 from mast_otel import semconv as sc
-from mast_otel.collector.labeller import label_spans
+from mast_otel.collector.release.labeller import label_spans
 from mast_otel.collector.report import request_to_otlp_json, spans_from_otlp_json
 from mast_otel.collector.report.picture import pictures_in_trace, render_svg
 from mast_otel.judge.model import ModeLabel, Verdict

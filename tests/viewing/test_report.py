@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from mast_otel import Recorder
 from mast_otel import semconv as sc
 from mast_otel.cli import main as cli_main
-from mast_otel.collector.labeller import label_spans, verdict_span
+from mast_otel.collector.release.labeller import label_spans, verdict_span
 from mast_otel.collector.report import (
     Report,
     conversations_from_spans,

@@ -30,9 +30,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from mast_otel import semconv as sc
+from mast_otel.collector.assemble.assembler import Location
 from mast_otel.spans import SpanRecord, any_value
-
-from .assembler import Location
 
 __all__ = ["SUMMARY_KEYS", "SpanSummaries", "summary_record"]
 

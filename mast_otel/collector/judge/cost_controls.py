@@ -13,10 +13,9 @@ from collections import deque
 from collections.abc import Callable
 
 from mast_otel import semconv as sc
+from mast_otel.collector.release.builder import compute_signals_of
 from mast_otel.judge.model import Verdict
 from mast_otel.spans import SpanRecord
-
-from .release_builder import compute_signals_of
 
 __all__ = ["CostControls"]
 

@@ -15,10 +15,9 @@ import importlib
 import logging
 from collections.abc import Sequence
 
+from mast_otel.collector.config import CollectorConfig, ConfigError
 from mast_otel.judge.model import Judge, Verdict
 from mast_otel.spans import SpanRecord
-
-from .config import CollectorConfig, ConfigError
 
 __all__ = ["NoJudgeAvailable", "SkipAllJudge", "build_judge", "judge_name", "reads_span_content"]
 

@@ -40,16 +40,14 @@ from dataclasses import field as dc_field
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import is_native
-from mast_otel.judge.foreign import judge_spans, not_a_conversation
-from mast_otel.judge.model import Judge, Verdict
-from mast_otel.spans import SpanRecord
-
-from .assembler import Assembler, Unit
-from .cost_controls import CostControls
-from .judges import judge_name
-from .log_events import with_log_events
-from .metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics
-from .release import (
+from mast_otel.collector.assemble.assembler import Assembler, Unit
+from mast_otel.collector.judge.cost_controls import CostControls
+from mast_otel.collector.judge.judges import judge_name
+from mast_otel.collector.judge.log_events import with_log_events
+from mast_otel.collector.judge.workers import Workers
+from mast_otel.collector.metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics
+from mast_otel.collector.release.builder import COLLECTOR_SCOPE, Release, ReleaseBuilder, root_of
+from mast_otel.collector.release.commit import (
     Loaded,
     SegmentCache,
     commit_releases,
@@ -59,10 +57,11 @@ from .release import (
     quarantine_release,
     verdict_from_json,
 )
-from .release_builder import COLLECTOR_SCOPE, Release, ReleaseBuilder, root_of
-from .store import SpanStore
-from .verdicts import CLAIMED
-from .workers import Workers
+from mast_otel.collector.store.api import SpanStore
+from mast_otel.collector.store.verdicts import CLAIMED
+from mast_otel.judge.foreign import judge_spans, not_a_conversation
+from mast_otel.judge.model import Judge, Verdict
+from mast_otel.spans import SpanRecord
 
 __all__ = ["COLLECTOR_SCOPE", "JudgePool"]
 

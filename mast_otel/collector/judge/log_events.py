@@ -27,9 +27,8 @@ from typing import Any
 
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
+from mast_otel.collector.store.api import LogRow
 from mast_otel.spans import SpanEvent, SpanRecord, any_value
-
-from .store import LogRow
 
 __all__ = ["with_log_events"]
 

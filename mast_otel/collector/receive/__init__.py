@@ -1,1 +1,3 @@
-"""Receive: the OTLP receivers (gRPC, HTTP; traces and logs), their auth, and ingest, which checks a request, stores it before the answer and tells the assembler."""
+"""Receive: the OTLP receivers (gRPC, HTTP; traces and logs), their auth, and ingest, which checks a request, stores it
+before the answer and tells the assembler.
+"""

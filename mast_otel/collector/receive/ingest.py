@@ -24,14 +24,20 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import ROOT_CANDIDATE_KEYS, ROOT_CANDIDATE_NAMES, root_candidate
+from mast_otel.collector.assemble.assembler import Assembler
+from mast_otel.collector.assemble.namespace import may_carry_owned, strip_owned
+from mast_otel.collector.assemble.summaries import SpanSummaries, summary_record
+from mast_otel.collector.encoding import (
+    RawScopeSpans,
+    ScopeSpansView,
+    ShallowRequest,
+    ShallowResource,
+    scope_spans,
+    string_value,
+)
+from mast_otel.collector.metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
+from mast_otel.collector.store.api import NewSegment, OutRow, SpanStore, Tomb
 from mast_otel.spans import SpanRecord, any_value, service_name
-
-from .assembler import Assembler
-from .encoding import RawScopeSpans, ScopeSpansView, ShallowRequest, ShallowResource, scope_spans, string_value
-from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
-from .namespace import may_carry_owned, strip_owned
-from .store import NewSegment, OutRow, SpanStore, Tomb
-from .summaries import SpanSummaries, summary_record
 
 __all__ = [
     "Backpressure", "IngestResult", "Ingestor", "ItemBudget", "Malformed", "TooLarge", "parse_error_reason",

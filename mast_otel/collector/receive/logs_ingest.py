@@ -45,9 +45,16 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 from opentelemetry.proto.logs.v1.logs_pb2 import ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, parse_error_reason, resource_spans_of
-from .metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
-from .store import LogRow, OutRow, SpanStore
+from mast_otel.collector.metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
+from mast_otel.collector.receive.ingest import (
+    Backpressure,
+    IngestResult,
+    ItemBudget,
+    Malformed,
+    parse_error_reason,
+    resource_spans_of,
+)
+from mast_otel.collector.store.api import LogRow, OutRow, SpanStore
 
 __all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "logs_response"]
 

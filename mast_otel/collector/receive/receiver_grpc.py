@@ -43,11 +43,23 @@ import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
-from .auth import bearer_ok
-from .ingest import IngestResult
-from .limits import MemoryLimiter, OverLimit
-from .metrics import REFUSE_CONCURRENCY, REFUSE_MALFORMED, REFUSE_TOO_LARGE, REFUSE_UNAUTHENTICATED, CollectorMetrics
-from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
+from mast_otel.collector.limits import MemoryLimiter, OverLimit
+from mast_otel.collector.metrics import (
+    REFUSE_CONCURRENCY,
+    REFUSE_MALFORMED,
+    REFUSE_TOO_LARGE,
+    REFUSE_UNAUTHENTICATED,
+    CollectorMetrics,
+)
+from mast_otel.collector.receive.auth import bearer_ok
+from mast_otel.collector.receive.ingest import IngestResult
+from mast_otel.collector.receive.refusal import (
+    Refusal,
+    RefusalKind,
+    export_response,
+    ingest_refusal,
+    over_limit_refusal,
+)
 
 __all__ = ["GrpcReceiver"]
 

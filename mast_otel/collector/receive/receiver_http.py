@@ -40,11 +40,8 @@ from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .auth import bearer_ok
-from .ingest import IngestResult, Malformed
-from .limits import MemoryLimiter, OverLimit
-from .logs_ingest import LOGS_PATH, decode_json_logs, logs_response
-from .metrics import (
+from mast_otel.collector.limits import MemoryLimiter, OverLimit
+from mast_otel.collector.metrics import (
     REFUSE_CONNECTION_LIMIT,
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
@@ -54,7 +51,16 @@ from .metrics import (
     REFUSE_UNAUTHENTICATED,
     CollectorMetrics,
 )
-from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
+from mast_otel.collector.receive.auth import bearer_ok
+from mast_otel.collector.receive.ingest import IngestResult, Malformed
+from mast_otel.collector.receive.logs_ingest import LOGS_PATH, decode_json_logs, logs_response
+from mast_otel.collector.receive.refusal import (
+    Refusal,
+    RefusalKind,
+    export_response,
+    ingest_refusal,
+    over_limit_refusal,
+)
 
 __all__ = ["HttpReceiver", "decode_json_request"]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .ingest import Backpressure, IngestResult, Malformed, TooLarge
-from .limits import OverLimit
-from .metrics import REFUSE_INTERNAL, REFUSE_MALFORMED, REFUSE_MEMORY_LIMIT, REFUSE_TOO_LARGE
+from mast_otel.collector.limits import OverLimit
+from mast_otel.collector.metrics import REFUSE_INTERNAL, REFUSE_MALFORMED, REFUSE_MEMORY_LIMIT, REFUSE_TOO_LARGE
+from mast_otel.collector.receive.ingest import Backpressure, IngestResult, Malformed, TooLarge
 
 __all__ = ["Refusal", "RefusalKind", "export_response", "ingest_refusal", "over_limit_refusal"]
 

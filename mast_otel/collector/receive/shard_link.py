@@ -37,10 +37,16 @@ from collections.abc import Callable
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .ingest import IngestResult
-from .limits import MemoryLimiter, OverLimit
-from .metrics import LOG_PROTOCOLS, PROTOCOLS, REFUSE_TOO_LARGE, CollectorMetrics
-from .refusal import Refusal, RefusalKind, export_response, ingest_refusal, over_limit_refusal
+from mast_otel.collector.limits import MemoryLimiter, OverLimit
+from mast_otel.collector.metrics import LOG_PROTOCOLS, PROTOCOLS, REFUSE_TOO_LARGE, CollectorMetrics
+from mast_otel.collector.receive.ingest import IngestResult
+from mast_otel.collector.receive.refusal import (
+    Refusal,
+    RefusalKind,
+    export_response,
+    ingest_refusal,
+    over_limit_refusal,
+)
 
 __all__ = ["LINK_PROTOCOLS", "REFUSED", "STORED", "Exchange", "LinkClient", "LinkError", "LinkServer", "link_pair"]
 

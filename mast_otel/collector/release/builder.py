@@ -12,18 +12,17 @@ from dataclasses import dataclass
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 
 from mast_otel import semconv as sc
+from mast_otel.collector.assemble.assembler import Unit
+from mast_otel.collector.encoding import field
+from mast_otel.collector.metrics import CollectorMetrics
+from mast_otel.collector.release.commit import Loaded, verdict_to_json
+from mast_otel.collector.release.labeller import label_spans, verdict_span
+from mast_otel.collector.store.api import OutRow, Tomb
 from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, not_a_conversation, structural_signals
 from mast_otel.judge.model import Verdict
 from mast_otel.judge.signals import Signal
 from mast_otel.spans import SpanRecord
 from mast_otel.version import __version__
-
-from .assembler import Unit
-from .encoding import field
-from .labeller import label_spans, verdict_span
-from .metrics import CollectorMetrics
-from .release import Loaded, verdict_to_json
-from .store import OutRow, Tomb
 
 __all__ = ["COLLECTOR_SCOPE", "Release", "ReleaseBuilder", "compute_signals_of", "root_of"]
 

@@ -23,14 +23,13 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
+from mast_otel.collector.assemble.assembler import Assembler, Location
+from mast_otel.collector.assemble.summaries import SpanSummaries, summary_record
+from mast_otel.collector.encoding import RawSpan, ScopeSpansView, scope_spans
+from mast_otel.collector.metrics import CollectorMetrics
+from mast_otel.collector.store.api import OutRow, SpanStore, StoredSegment, Tomb
 from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 from mast_otel.spans import SpanRecord, from_otlp_span, service_name
-
-from .assembler import Assembler, Location
-from .encoding import RawSpan, ScopeSpansView, scope_spans
-from .metrics import CollectorMetrics
-from .store import OutRow, SpanStore, StoredSegment, Tomb
-from .summaries import SpanSummaries, summary_record
 
 __all__ = [
     "Loaded", "ReleaseParts", "SegmentCache", "commit_release", "commit_releases", "is_unreadable", "persist_claim",

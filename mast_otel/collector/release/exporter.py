@@ -28,11 +28,11 @@ from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .config import export_target
-from .encoding import ScopeSpansView, encode_request, scope_spans
-from .metrics import DROP_EXPORT_PARTIAL, DROP_EXPORT_REJECTED, CollectorMetrics
-from .receiver_grpc import RETRY_INFO_KEY, SERVICE
-from .store import OutRow, SpanStore
+from mast_otel.collector.config import export_target
+from mast_otel.collector.encoding import ScopeSpansView, encode_request, scope_spans
+from mast_otel.collector.metrics import DROP_EXPORT_PARTIAL, DROP_EXPORT_REJECTED, CollectorMetrics
+from mast_otel.collector.receive.receiver_grpc import RETRY_INFO_KEY, SERVICE
+from mast_otel.collector.store.api import OutRow, SpanStore
 
 __all__ = ["Exporter", "GrpcSender", "HttpSender", "SendResult", "Sender", "make_sender"]
 

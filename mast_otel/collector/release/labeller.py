@@ -28,12 +28,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from mast_otel import semconv as sc
+from mast_otel.collector.encoding import RawSpan, field
 from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE
 from mast_otel.judge.model import ModeLabel, Verdict
 from mast_otel.judge.signals import Signal
 from mast_otel.taxonomy import mode
-
-from .encoding import RawSpan, field
 
 __all__ = ["AttrValue", "label_spans", "root_attributes", "verdict_span", "verdict_span_id"]
 

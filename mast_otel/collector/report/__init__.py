@@ -90,7 +90,7 @@ def _load(files: Sequence[str], store: str | None) -> tuple[Report, list[Span]]:
         spans.extend(load_otlp_json(f))
     conversations.extend(conversations_from_spans(spans))
     if store:
-        from ..shards import leftover_stores, shard_store
+        from mast_otel.collector.scaleout.shards import leftover_stores, shard_store
 
         # A collector run as several processes keeps one store per shard next to the first: read them all.
         for index in [0, *leftover_stores(store, 1)]:

@@ -31,6 +31,7 @@ class Span:
     start_ns: int = 0  # startTimeUnixNano: orders a conversation's events for its picture
     end_ns: int = 0  # endTimeUnixNano: the adapters order a foreign trace's events by it
     events: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # (name, attributes): GenAI content may live only here
+    scope: str | None = None  # the instrumentation scope's name: some roots are known by it and their name
 
 
 def _hex_id(value: str | None) -> str:
@@ -77,6 +78,7 @@ def spans_from_otlp_json(doc: Mapping[str, Any]) -> Iterator[Span]:
     for rs in doc.get("resourceSpans", ()) or ():
         service = _attrs((rs.get("resource") or {}).get("attributes")).get("service.name")
         for ss in rs.get("scopeSpans", ()) or ():
+            scope = (ss.get("scope") or {}).get("name") or None
             for s in ss.get("spans", ()) or ():
                 yield Span(
                     trace_id=_hex_id(s.get("traceId")),
@@ -90,6 +92,7 @@ def spans_from_otlp_json(doc: Mapping[str, Any]) -> Iterator[Span]:
                     start_ns=int(s.get("startTimeUnixNano") or 0),
                     end_ns=int(s.get("endTimeUnixNano") or 0),
                     events=tuple((e.get("name", ""), _attrs(e.get("attributes"))) for e in s.get("events", ()) or ()),
+                    scope=scope if isinstance(scope, str) else None,
                 )  # fmt: skip
 
 

@@ -175,7 +175,8 @@ def _foreign_pictures(trace_spans: Sequence[Span], verdicts: Sequence[Span]) -> 
     records = [
         SpanRecord(trace_id=s.trace_id, span_id=s.span_id, parent_span_id=s.parent_span_id, name=s.name,
                    start_ns=s.start_ns, end_ns=max(s.end_ns, s.start_ns), attributes=s.attributes,
-                   service_name=s.service, events=tuple(SpanEvent(name, attrs) for name, attrs in s.events))
+                   service_name=s.service, events=tuple(SpanEvent(name, attrs) for name, attrs in s.events),
+                   scope_name=s.scope)
         for s in trace_spans
     ]  # fmt: skip
     out = []

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import logging
 
-from .config import CollectorConfig, parse_hostport
-from .limits import MemoryLimiter
-from .metrics import CollectorMetrics, MetricsServer
-from .receiver_grpc import GrpcReceiver
-from .receiver_http import HttpReceiver
-from .routing import Router
-from .service import addresses_of, build_receivers, configured_limits
-from .shard_metrics import ShardMetrics, registry_of
-from .shards import ShardSet, memory_total
+from mast_otel.collector.config import CollectorConfig, parse_hostport
+from mast_otel.collector.limits import MemoryLimiter
+from mast_otel.collector.metrics import CollectorMetrics, MetricsServer
+from mast_otel.collector.receive.receiver_grpc import GrpcReceiver
+from mast_otel.collector.receive.receiver_http import HttpReceiver
+from mast_otel.collector.scaleout.routing import Router
+from mast_otel.collector.scaleout.shard_metrics import ShardMetrics, registry_of
+from mast_otel.collector.scaleout.shards import ShardSet, memory_total
+from mast_otel.collector.service import addresses_of, build_receivers, configured_limits
 
 __all__ = ["FrontService"]
 

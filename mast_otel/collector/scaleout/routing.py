@@ -27,10 +27,18 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .encoding import _F, ShallowScopeSpans, _message_classes, field
-from .ingest import Backpressure, IngestResult, ItemBudget, Malformed, TooLarge, parse_error_reason, resource_spans_of
-from .metrics import REFUSE_SHARD_UNAVAILABLE
-from .refusal import Refusal, RefusalKind
+from mast_otel.collector.encoding import _F, ShallowScopeSpans, _message_classes, field
+from mast_otel.collector.metrics import REFUSE_SHARD_UNAVAILABLE
+from mast_otel.collector.receive.ingest import (
+    Backpressure,
+    IngestResult,
+    ItemBudget,
+    Malformed,
+    TooLarge,
+    parse_error_reason,
+    resource_spans_of,
+)
+from mast_otel.collector.receive.refusal import Refusal, RefusalKind
 
 __all__ = ["Part", "Router", "shard_of", "split_request"]
 

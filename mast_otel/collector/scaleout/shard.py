@@ -1,4 +1,5 @@
-"""``python -m mast_otel.collector.shard``: one shard process of a collector run as several (see :mod:`.shards`).
+"""``python -m mast_otel.collector.scaleout.shard``: one shard process of a collector run as several (see
+:mod:`.shards`).
 
 Reads ``{"config": {...}, "parent": PID, "link": FD}`` as one JSON line on stdin, asks the kernel to kill it when
 its parent dies, runs a :class:`.service.CollectorService` behind the front (taking the front's connections over
@@ -63,7 +64,7 @@ def _cannot_start(exc: BaseException) -> int:
 def main() -> int:
     request = json.loads(sys.stdin.readline())
     _die_with_parent(int(request["parent"]))
-    from .config import CollectorConfig, ConfigError
+    from mast_otel.collector.config import CollectorConfig, ConfigError
 
     config = CollectorConfig(**request["config"])
     logging.basicConfig(
@@ -77,9 +78,9 @@ def main() -> int:
         return _cannot_start(exc)
     import prometheus_client
 
-    from . import gc_tuning
-    from .service import CollectorService
-    from .store import StoreError
+    from mast_otel.collector import gc_tuning
+    from mast_otel.collector.service import CollectorService
+    from mast_otel.collector.store.api import StoreError
 
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     gc_tuning.tune()

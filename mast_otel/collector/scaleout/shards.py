@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import CollectorConfig, ConfigError
-from .limits import DECODE_AMPLIFICATION, memory_limit_of
-from .shard_link import LinkClient, link_pair
+from mast_otel.collector.config import CollectorConfig, ConfigError
+from mast_otel.collector.limits import DECODE_AMPLIFICATION, memory_limit_of
+from mast_otel.collector.receive.shard_link import LinkClient, link_pair
 
 __all__ = [
     "Shard", "ShardSet", "ShardStartError", "front_memory", "leftover_stores", "memory_total", "shard_config",
@@ -225,7 +225,8 @@ class ShardSet:
         line = json.dumps(request) + "\n"
         try:
             process = subprocess.Popen(  # no preexec_fn: forking a process with gRPC threads must exec at once
-                [sys.executable, "-m", "mast_otel.collector.shard"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                [sys.executable, "-m", "mast_otel.collector.scaleout.shard"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 pass_fds=(theirs.fileno(),) if theirs is not None else (),
             )
         except BaseException:

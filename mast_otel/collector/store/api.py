@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from .sqlite_store import DELIVERY_ROOM, SQLiteStore
-from .store_rows import LogRow, NewSegment, OutRow, StoredSegment, Tomb
-from .store_schema import StoreError
+from mast_otel.collector.store.sqlite_store import DELIVERY_ROOM, SQLiteStore
+from mast_otel.collector.store.store_rows import LogRow, NewSegment, OutRow, StoredSegment, Tomb
+from mast_otel.collector.store.store_schema import StoreError
 
 __all__ = [
     "DELIVERY_ROOM", "LogRow", "NewSegment", "OutRow", "SQLiteStore", "SpanStore", "StoreError", "StoredSegment",

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 
-from .disk_reserve import DiskReserve
+from mast_otel.collector.store.disk_reserve import DiskReserve
 
 __all__ = ["DiskFullMode", "is_disk_full"]
 
 # The operator's log names the store, whichever of its modules speaks (the name is in every collector log line).
-_log = logging.getLogger("mast_otel.collector.store")
+_log = logging.getLogger("mast_otel.collector.store.api")
 
 
 def is_disk_full(exc: BaseException) -> bool:

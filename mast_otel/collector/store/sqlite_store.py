@@ -17,19 +17,19 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from .disk_full import DiskFullMode, is_disk_full
-from .disk_reserve import DiskReserve, ReserveTooSmall
-from .resource_cache import ResourceCache, resource_digest
-from .store_rows import LogRow, NewSegment, OutRow, StoredSegment, Tomb
-from .store_schema import StoreError, open_database
-from .trace_filter import TraceFilter
-from .verdicts import VerdictJournal
-from .wal_checkpointer import WalCheckpointer
+from mast_otel.collector.store.disk_full import DiskFullMode, is_disk_full
+from mast_otel.collector.store.disk_reserve import DiskReserve, ReserveTooSmall
+from mast_otel.collector.store.resource_cache import ResourceCache, resource_digest
+from mast_otel.collector.store.store_rows import LogRow, NewSegment, OutRow, StoredSegment, Tomb
+from mast_otel.collector.store.store_schema import StoreError, open_database
+from mast_otel.collector.store.trace_filter import TraceFilter
+from mast_otel.collector.store.verdicts import VerdictJournal
+from mast_otel.collector.store.wal_checkpointer import WalCheckpointer
 
 __all__ = ["DELIVERY_ROOM", "SQLiteStore"]
 
 # The operator's log names the store, whichever of its modules speaks (the name is in every collector log line).
-_log = logging.getLogger("mast_otel.collector.store")
+_log = logging.getLogger("mast_otel.collector.store.api")
 # What a full disk keeps free for delivery: the exporter's deletes and the WAL checkpoints that follow them.
 DELIVERY_ROOM = 256 * 1024
 
