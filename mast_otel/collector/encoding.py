@@ -258,9 +258,9 @@ ShallowRequest, ShallowResourceSpans = _message_classes(_SHALLOW_FILE, "mast_ote
 })  # fmt: skip
 
 # ``ScopeSpans`` with its scope and each span as bytes, for the front's split: the C parser slices out every span, so
-# the split looks at a span's first bytes for its trace id and copies the span as it came. Every scope field is kept
-# (repeated), since protobuf merges a scope given twice; proto2, so a schema URL present but empty stays present.
-# All bytes, so no UTF-8 check here (the shard's full parse makes it).
+# the split reads each span's trace id with protobuf (the last one given) and copies the span as it came. Every
+# scope field is kept (repeated), since protobuf merges a scope given twice; proto2, so a schema URL present but
+# empty stays present. All bytes, so no UTF-8 check here (the shard's full parse makes it).
 _SPLIT_FILE = "mast_otel_collector_split.proto"
 ShallowScopeSpans: Any
 (ShallowScopeSpans,) = _message_classes(_SPLIT_FILE, "mast_otel.split", "proto2", {
