@@ -57,11 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mast_otel import semconv as sc
 from mast_otel.collector import CollectorConfig, CollectorService
-
-try:
-    from mast_otel.collector.release.exporter import SendResult
-except ImportError:  # the collector before its split into stage subpackages
-    from mast_otel.collector.exporter import SendResult  # type: ignore[no-redef]
+from mast_otel.collector.release.exporter import SendResult
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 SPANS_PER_BATCH = 512
