@@ -4,9 +4,9 @@ its own.
 
 Why: a collector holds many long-lived objects the cyclic collector tracks (the spans waiting for their quiet
 period, their summaries, the assembler's entries). With CPython's default threshold of 700 allocations, young
-collections run so often that the older generations fill and are scanned again and again as the held set grows:
-measured under load, the collector spent 3.2-4.4 of its 16-22 CPU-seconds in the garbage collector, most of it in
-12 full collections (docs/collector.md, "Garbage collection, the judge queue and the front"). A larger young
+collections run so often that the older generations fill and are scanned again and again as the held set grows,
+and full collections come to take a large share of the collector's CPU (measured:
+benchmarks/results/2026-11-27-collector-benchmarks.md). A larger young
 generation lets most of those objects die or settle before they are promoted, and freezing what is loaded at
 startup (modules, classes, the protobuf and gRPC runtime) keeps it out of every later scan. Reference counting
 frees everything else as before; only cycles wait a little longer (at most ``YOUNG_THRESHOLD`` allocations).

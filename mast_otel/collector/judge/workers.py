@@ -19,7 +19,7 @@ class Workers:
 
     No Future per call: the caller tracks and cancels its own work. The judge queues one call per conversation, and
     a Future with its condition, lock and callbacks made a dozen objects per queued conversation for the garbage
-    collector to scan (docs/collector.md, "Garbage collection, the judge queue and the front").
+    collector to scan (:mod:`..gc_tuning` says why that scan costs).
 
     Not a ThreadPoolExecutor: the interpreter joins an executor's threads at exit, so one judge call that never
     returns would keep a stopped collector alive forever.

@@ -7,9 +7,9 @@ no other process, of this user or another, can open a connection: there is no po
 hello to wait for and no slot for a stranger to hold. The front opens as many connections as it routes requests at
 once (one per receiver thread at most), and the shard serves each on a thread of its own.
 
-Why not OTLP/gRPC: from Python, one gRPC call carrying a 125 KB part cost the caller about 250 us of CPU and the shard
-340-460 us; the same bytes over a plain socket cost 20-40 us each (benchmarks/results/). Over the link the
-receiver's thread writes every part, then reads every answer: no threads are handed anything.
+Why not OTLP/gRPC: from Python, a gRPC call costs both ends several times what the same bytes cost over a plain
+socket, and the front made one per shard per request (benchmarks/results/2026-11-27-collector-benchmarks.md). Over
+the link the receiver's thread writes every part, then reads every answer: no threads are handed anything.
 
 Both ends are this module, in the same version (the front starts its shards from its own interpreter), so the
 format carries no version:

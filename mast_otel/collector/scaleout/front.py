@@ -3,14 +3,14 @@
 ``clients -> front (receivers, auth, limits) -> split by trace id -> shard k (a whole collector: store, assembly,
 judge, release, export) -> downstream``
 
-Why processes: the release path is Python holding the GIL, so one process cannot use a second core (measured in
-docs/collector.md, "Cores"); shards that share nothing each run on their own core. The front does no assembly
-and keeps nothing: it acknowledges a request only once every shard that got part of it has committed that part,
-so a crash anywhere loses nothing acknowledged. Any part refused for now (a shard full, restarting, its disk full)
-makes the whole request retryable; the parts other shards took then arrive again and are dropped there as
-duplicates (counted), as a client's retry after a lost answer would be in a single process. Parts refused for
-good (unreadable spans) are told to the client as rejected spans in a partial success, or as the single process's
-INVALID_ARGUMENT / 400 when no part was taken.
+Why processes: the release path is Python holding the GIL, so one process cannot use a second core (measured:
+benchmarks/results/2026-11-26-collector-benchmarks.md, "Cores"); shards that share nothing each run on their own
+core. The front does no assembly and keeps nothing: it acknowledges a request only once every shard that got part of
+it has committed that part, so a crash anywhere loses nothing acknowledged. Any part refused for now (a shard full,
+restarting, its disk full) makes the whole request retryable; the parts other shards took then arrive again and are
+dropped there as duplicates (counted), as a client's retry after a lost answer would be in a single process. Parts
+refused for good (unreadable spans) are told to the client as rejected spans in a partial success, or as the single
+process's INVALID_ARGUMENT / 400 when no part was taken.
 """
 
 from __future__ import annotations

@@ -164,9 +164,10 @@ class ShardSet:
         self._config = config
         self.count = count
         # One core per shard exactly (taskset, a cpuset, a machine of its own): each shard is pinned to its core, so
-        # its threads hand the GIL to each other on one core instead of across two (measured: docs/collector.md,
-        # "Cores"). With more cores than shards (a CPU quota in a shared cgroup), the kernel places them. The front is
-        # never pinned: the kernel moves its threads to whichever core has room, so no share of traces is tuned to it.
+        # its threads hand the GIL to each other on one core instead of across two (measured:
+        # benchmarks/results/2026-11-26-collector-benchmarks.md, "Cores"). With more cores than shards (a CPU quota
+        # in a shared cgroup), the kernel places them. The front is never pinned: the kernel moves its threads to
+        # whichever core has room, so no share of traces is tuned to it.
         cores = sorted(os.sched_getaffinity(0))
         self._cores = cores if len(cores) == count > 1 else None
         indexes = [(i, True) for i in range(count)] + [(i, False) for i in leftover_stores(config.store, count)]
@@ -254,7 +255,7 @@ class ShardSet:
             try:  # before it reads its options, so before it starts a thread: each thread it starts inherits the core
                 os.sched_setaffinity(process.pid, cores)
             except OSError as exc:  # it exited already (reported below), or the core went away: it runs where the
-                # front does (on shard 0's core), slower but serving
+                # kernel puts it, slower but serving
                 _log.warning("could not pin collector shard %d to cores %s: %s", shard.index, sorted(cores), exc)
         try:
             process.stdin.write(line.encode())
