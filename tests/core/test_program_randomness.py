@@ -44,22 +44,22 @@ def test_the_programs_provider(name: str, tracer_provider: TracerProvider, span_
     assert instrumented == plain
 
 
+def _in_a_fresh_process(*args: str, **env: str) -> dict[str, Any]:
+    """``tests.program_randomness ARGS`` in a new interpreter: what it saw, checked to have recorded something."""
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env}
+    done = subprocess.run([sys.executable, "-m", "tests.program_randomness", *args], cwd=REPO, env=environment,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["spans"] > 0, "the instrumented run recorded nothing: the comparison proves nothing"
+    return seen
+
+
 @pytest.mark.parametrize("name", SCENARIO_NAMES)
 def test_bare_instrument(name: str) -> None:
     """After a bare ``instrument()`` mast-otel's own provider is in use: run in a fresh process."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    env["OTEL_BSP_SCHEDULE_DELAY"] = "600000"  # no export attempt mid-run: there is no collector to export to
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.program_randomness", name],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["spans"] > 0, "the instrumented run recorded nothing: the comparison proves nothing"
+    # no export attempt mid-run: there is no collector to export to
+    seen = _in_a_fresh_process(name, OTEL_BSP_SCHEDULE_DELAY="600000")
     assert seen["instrumented"] == seen["plain"]
 
 
@@ -69,18 +69,7 @@ def test_bare_instrument_while_exports_fail(name: str, protocol: str) -> None:
     """The program fixes its streams after ``import mast_otel`` and before ``instrument()``, and its spans meet a
     collector that answers "unavailable": ``instrument()`` itself (resource, exporter imports) and the exporter's
     retries (back-off jitter) draw none of the program's values."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.program_randomness", name, protocol],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["spans"] > 0, "the instrumented run recorded nothing: the comparison proves nothing"
+    seen = _in_a_fresh_process(name, protocol)
     assert seen["attempts"] >= 3, "the exports were not retried: the comparison proves nothing"
     assert seen["instrumented"] == seen["plain"]
 
