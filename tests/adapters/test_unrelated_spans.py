@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The adapters' framework sessions (nox -s adapters_*) run tests/adapters without the dev extra; this property reads
+# recorded runs only, and runs in the main environment.
+pytest.importorskip("hypothesis", reason="hypothesis is in the dev extra: this property runs in the main tier")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
