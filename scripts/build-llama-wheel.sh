@@ -12,7 +12,7 @@
 # Needs cmake and a C/C++ compiler: installed with apt-get when missing (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+PY=${PYTHON:-python3}  # setup-env.sh passes the venv's interpreter (the wheel is py3-none: ctypes, no ABI)
 
 version=$(sed -n 's/.*"llama-cpp-python\[server\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
 if [ -z "$version" ]; then

@@ -31,7 +31,7 @@ fi
 
 FIND_LINKS=()
 if [[ "$EXTRAS" == *local-llm* ]]; then
-  wheel_dir=$(bash scripts/build-llama-wheel.sh)
+  wheel_dir=$(PYTHON="$VENV/bin/python" bash scripts/build-llama-wheel.sh)
   FIND_LINKS=(--find-links "$wheel_dir")
   # A .venv made before the portable build (or for another level) holds a llama_cpp tuned to some CPU: replace it.
   llama_mark="$VENV/.mast-otel-llama"
