@@ -160,6 +160,7 @@ def test_a_request_over_the_limits_is_refused_without_reaching_ingest_and_the_li
     assert ingest.got == [(b"next", "grpc")]
     # memory: a request is charged while it is stored; two at once do not fit
     ingest.gate = threading.Event()
+    ingest.arrived.clear()  # set by the requests above: wait for this one, or the second may overtake it
     first = client.send(bytes(MAX), "grpc")
     assert ingest.arrived.wait(5)
     second = client.send(bytes(MAX), "grpc").answer()
