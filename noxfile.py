@@ -309,36 +309,36 @@ def agent_framework(session: nox.Session) -> None:
     run_tests(session, "agent_framework", "tests/agent_framework")
 
 
-# Real captures (tests/data/captures/<framework>/<run>.json, docs/adapters.md "Captures"): each session installs one
-# framework with the instrumentation users trace it with, and records its runs offline against the scripted
-# OpenAI-compatible server with tests/captures/record_<framework>.py (the OTLP JSON plus the expectation, read from
-# the framework's own record). The test that reads every capture (tests/adapters/test_captures.py) runs in the main
-# environment: no framework is needed to check a capture. Not in the default list: re-recording rewrites the
-# captures (new ids and times), so it runs when asked (``nox -s captures_agno``), not with every test run.
+# Real captures (tests/data/captures/<framework>/<run>.json, docs/adapters.md "Captures"): each framework is
+# installed with the instrumentation its users trace it with, and its runs are recorded offline against the
+# scripted OpenAI-compatible server by its recorder (the OTLP JSON plus the expectation, read from the framework's
+# own record). The test that reads every capture (tests/adapters/test_captures.py) runs in the main environment:
+# no framework is needed to check a capture. Not in the default list: re-recording rewrites the captures (new ids
+# and times), so it runs when asked (``nox -s "captures(framework='agno')"``), not with every test run.
+# A framework here: its pip install (with its constraints file) and its recorder command.
 CAPTURE_TOOLS = ["-e", ".", "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-common"]
+CAPTURES: dict[str, dict[str, list[str]]] = {
+    # LlamaIndex AgentWorkflow (handoff tool with ``to_agent`` / ``reason``), by openinference-instrumentation-llama-index
+    "llama_index": {
+        "install": ["-c", "constraints/captures-llama-index.txt", "llama-index-core", "llama-index-llms-openai",
+                    "openinference-instrumentation-llama-index"],
+        "record": ["python", "-m", "tests.captures.record_llama_index"],
+    },
+    # Agno teams, by openinference-instrumentation-agno
+    "agno": {
+        "install": ["-c", "constraints/captures-agno.txt", "agno", "openai", "openinference-instrumentation-agno"],
+        "record": ["python", "-m", "tests.captures.record_agno"],
+    },
+}  # fmt: skip
 
 
 @nox.session(python="3.11", venv_backend="uv", default=False)
-def captures_llama_index(session: nox.Session) -> None:
-    """LlamaIndex AgentWorkflow (handoff tool with ``to_agent`` / ``reason``) traced by OpenInference's
-    ``openinference-instrumentation-llama-index``: re-records tests/data/captures/llama_index/."""
-    install_once(
-        session,
-        ["-c", "constraints/captures-llama-index.txt", "llama-index-core", "llama-index-llms-openai",
-         "openinference-instrumentation-llama-index", *CAPTURE_TOOLS],
-    )  # fmt: skip
-    session.run("python", "-m", "tests.captures.record_llama_index", *session.posargs)
-
-
-@nox.session(python="3.11", venv_backend="uv", default=False)
-def captures_agno(session: nox.Session) -> None:
-    """Agno teams traced by OpenInference's ``openinference-instrumentation-agno``: re-records
-    tests/data/captures/agno/."""
-    install_once(
-        session,
-        ["-c", "constraints/captures-agno.txt", "agno", "openai", "openinference-instrumentation-agno", *CAPTURE_TOOLS],
-    )
-    session.run("python", "-m", "tests.captures.record_agno", *session.posargs)
+@nox.parametrize("framework", list(CAPTURES))
+def captures(session: nox.Session, framework: str) -> None:
+    """Re-record tests/data/captures/<framework>/ (``-- RUN ...`` records only those runs)."""
+    spec = CAPTURES[framework]
+    install_once(session, [*spec["install"], *CAPTURE_TOOLS])
+    session.run(*spec["record"], *session.posargs)
 
 
 # Each framework's own test suite, from its release's PyPI sdist (which carries the tests), run plain and with

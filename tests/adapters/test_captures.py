@@ -1,7 +1,7 @@
 """Every real capture (``tests/data/captures/<framework>/<run>.json``) reads as the conversation its framework
 recorded: exactly one conversation, with the framework's agents, handoffs, tool calls, task and message count; a
 solo-agent control run becomes none. The expectation in each file was read from the framework's own record by
-its recorder (``tests/captures/record_<framework>.py``, run by ``nox -s captures_<framework>``), never from any
+its recorder (``tests/captures/record_<framework>.py``, run by ``nox -s "captures(framework='<framework>')"``), never from any
 span attribute. A new framework that follows a known convention is a capture plus its expectation: no code here.
 """
 

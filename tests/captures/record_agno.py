@@ -1,6 +1,6 @@
 """Record Agno team captures, traced by ``openinference-instrumentation-agno``.
 
-``nox -s captures_agno`` (or ``python -m tests.captures.record_agno [RUN ...]`` in that environment) writes
+``nox -s "captures(framework='agno')"`` (or ``python -m tests.captures.record_agno [RUN ...]`` in that environment) writes
 ``tests/data/captures/agno/<run>.json``. The expectation is read from Agno's own record of the run: the team's
 ``TeamRunOutput`` (the leader's ``messages``, whose ``delegate_task_to_member`` tool calls name the member by its
 id, and ``member_responses``, each member's ``RunOutput`` with its ``messages`` and ``tools``).
