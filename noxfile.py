@@ -329,6 +329,35 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
         "install": ["-c", "constraints/captures-agno.txt", "agno", "openai", "openinference-instrumentation-agno"],
         "record": ["python", "-m", "tests.captures.record_agno"],
     },
+    # autogen-agentchat Swarm (handoff tools), by openinference-instrumentation-autogen-agentchat
+    "autogen_agentchat": {
+        "install": ["-c", "constraints/adapters-autogen-agentchat.txt", "autogen-agentchat", "autogen-ext[openai]",
+                    "openinference-instrumentation-autogen-agentchat"],
+        "record": ["python", "-m", "tests.captures.record_autogen_agentchat"],
+    },
+    # CrewAI hierarchical crew (the manager's delegation tools), by openinference-instrumentation-crewai
+    "crewai": {
+        "install": ["-c", "constraints/adapters-crewai.txt", "crewai", "openinference-instrumentation-crewai"],
+        "record": ["python", "-m", "tests.captures.record_crewai"],
+    },
+    # LangGraph with langgraph-supervisor (transfer tools), by openinference-instrumentation-langchain
+    "langgraph": {
+        "install": ["-c", "constraints/adapters-langgraph.txt", "langgraph", "langgraph-supervisor",
+                    "langchain-openai", "openinference-instrumentation-langchain"],
+        "record": ["python", "-m", "tests.captures.record_langgraph"],
+    },
+    # The OpenAI Agents SDK (handoffs), by openinference-instrumentation-openai-agents
+    "openai_agents": {
+        "install": ["-c", "constraints/openai-agents-0.24.txt", "openai-agents",
+                    "openinference-instrumentation-openai-agents"],
+        "record": ["python", "-m", "tests.captures.record_openai_agents"],
+    },
+    # smolagents: a manager agent with a managed agent (called as a tool), by openinference-instrumentation-smolagents
+    "smolagents": {
+        "install": ["-c", "constraints/adapters-smolagents.txt", "smolagents", "openai",
+                    "openinference-instrumentation-smolagents"],
+        "record": ["python", "-m", "tests.captures.record_smolagents"],
+    },
 }  # fmt: skip
 
 
