@@ -15,7 +15,12 @@ Workloads (synthetic, in each source's real shapes, see tests/data/adapters and 
 - **openllmetry+openinference**: the same plus one OpenInference LLM span (the mixed run issue 23 describes;
   OpenInference recognises a span, finds no root, and OpenLLMetry's adapter takes over);
 - **genai**: an ``invoke_workflow`` root with N/2 ``invoke_agent`` spans of two agents, each with a ``chat`` span
-  and an ``execute_tool`` span (content in attributes).
+  and an ``execute_tool`` span (content in attributes);
+- **genai+logs**: the same spans with their content in log records instead, as Semantic Kernel and the GenAI
+  conventions after OTEP 4430 write it (a ``gen_ai.user.message`` and a ``gen_ai.choice`` on each chat span, a
+  ``gen_ai.tool.message`` on each tool span: as many records as spans). Its time is the collector's join of the
+  records to their spans (``with_log_events``) plus the adapter; its baseline decodes the records too. Issue 41
+  asks for 10,000 spans plus 10,000 log records adapted in under 0.5 s: ``--sizes 6666``.
 
 Run from the repository root::
 
@@ -33,6 +38,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from mast_otel.adapters import Adapted, adapt
+from mast_otel.collector.judge.log_events import with_log_events
+from mast_otel.collector.store.api import LogRow
 from mast_otel.spans import SpanRecord, from_otlp_request
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -90,6 +97,41 @@ def genai_trace(n: int) -> list[SpanRecord]:
     return spans
 
 
+def genai_logs(spans: Sequence[SpanRecord]) -> list[LogRow]:
+    """The content of ``genai_trace``'s spans as log records (one per span; the root gets one too)."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+    rows = []
+    for i, s in enumerate(spans):
+        operation = s.attributes.get("gen_ai.operation.name")
+        if operation == "chat":
+            events = [("gen_ai.user.message", '{"content": "step %d"}' % i),
+                      ("gen_ai.choice", '{"index": 0, "finish_reason": "stop", "message": {"content": "reply %d"}}' % i)]
+        elif operation == "execute_tool":
+            events = [("gen_ai.tool.message", '{"content": "found %d", "id": "call_%d"}' % (i, i))]
+        else:
+            continue
+        for name, body in events:
+            record = LogRecord(time_unix_nano=s.start_ns, trace_id=bytes.fromhex(s.trace_id),
+                               span_id=bytes.fromhex(s.span_id), body=AnyValue(string_value=body))
+            record.attributes.append(KeyValue(key="event.name", value=AnyValue(string_value=name)))
+            rows.append(LogRow(bytes.fromhex(s.trace_id), bytes.fromhex(s.span_id), 0.0, record.SerializeToString()))
+    while len(rows) < len(spans):  # as many records as spans: the root and the agents' spans carry one each
+        s = spans[len(rows) % len(spans)]
+        record = LogRecord(time_unix_nano=s.start_ns, trace_id=bytes.fromhex(s.trace_id),
+                           span_id=bytes.fromhex(s.span_id), body=AnyValue(string_value="agent started"))
+        rows.append(LogRow(bytes.fromhex(s.trace_id), bytes.fromhex(s.span_id), 0.0, record.SerializeToString()))
+    return rows[: len(spans)]
+
+
+def _stripped(spans: Sequence[SpanRecord]) -> list[SpanRecord]:
+    """``spans`` without their content attributes (it is in the log records)."""
+    return [SpanRecord(s.trace_id, s.span_id, s.parent_span_id, s.name, s.start_ns, s.end_ns,
+                       {k: v for k, v in s.attributes.items() if k != "gen_ai.output.messages"})
+            for s in spans]  # fmt: skip
+
+
 def encoded(spans: Sequence[SpanRecord]) -> bytes:
     """The spans as the OTLP request the collector received them in."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -111,6 +153,13 @@ def baseline(raw: bytes) -> list[SpanRecord]:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     return list(from_otlp_request(ExportTraceServiceRequest.FromString(raw)))
+
+
+def baseline_logs(raw: bytes, rows: Sequence[LogRow]) -> list[object]:
+    """The spans' baseline plus decoding each stored log record, which the join does too."""
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+    return [*baseline(raw), *(LogRecord.FromString(r.data) for r in rows)]
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> float:
@@ -142,14 +191,29 @@ def main(argv: Sequence[str] | None = None) -> None:
             base = best_of(args.repeat, lambda raw=raw: baseline(raw))  # type: ignore[misc]
             result = adapt(spans)
             took = best_of(args.repeat, lambda spans=spans: adapt(spans))  # type: ignore[misc]
-            ratio = took / base
-            ratios.setdefault(name, []).append(ratio)
-            what = f"{len(result.messages)} messages" if isinstance(result, Adapted) else repr(result)[:40]
-            print(f"{name:<28}{len(spans):>8}{base:>10.3f}{took:>10.3f}{ratio:>8.2f}  {what}")
+            _row(name, len(spans), base, took, result, ratios)
+    for n in args.sizes:  # genai+logs: the content in log records, joined to the spans, then adapted
+        spans = _stripped(genai_trace(n))
+        rows = genai_logs(genai_trace(n))
+        raw = encoded(spans)
+        base = best_of(args.repeat, lambda raw=raw, rows=rows: baseline_logs(raw, rows))  # type: ignore[misc]
+        result = adapt(with_log_events(spans, rows))
+        took = best_of(args.repeat, lambda s=spans, r=rows: adapt(with_log_events(s, r)))  # type: ignore[misc]
+        _row("genai+logs", len(spans), base, took, result, ratios, records=len(rows))
     print("\nA linear adapter keeps its ratio as the trace grows; a quadratic one's ratio grows with the size.")
     for name, values in ratios.items():
         print(f"{name}: ratio at the largest size / at the smallest = {values[-1] / values[0]:.2f} "
               f"(median ratio {statistics.median(values):.1f})")  # fmt: skip
+
+
+def _row(name: str, spans: int, base: float, took: float, result: object, ratios: dict[str, list[float]],
+         records: int = 0) -> None:  # fmt: skip
+    ratio = took / base
+    ratios.setdefault(name, []).append(ratio)
+    what = f"{len(result.messages)} messages" if isinstance(result, Adapted) else repr(result)[:40]
+    if records:
+        what += f", {records} log records"
+    print(f"{name:<28}{spans:>8}{base:>10.3f}{took:>10.3f}{ratio:>8.2f}  {what}")
 
 
 if __name__ == "__main__":
