@@ -106,10 +106,11 @@ def genai_logs(spans: Sequence[SpanRecord]) -> list[LogRow]:
     for i, s in enumerate(spans):
         operation = s.attributes.get("gen_ai.operation.name")
         if operation == "chat":
-            events = [("gen_ai.user.message", '{"content": "step %d"}' % i),
-                      ("gen_ai.choice", '{"index": 0, "finish_reason": "stop", "message": {"content": "reply %d"}}' % i)]
+            choice = {"index": 0, "finish_reason": "stop", "message": {"content": f"reply {i}"}}
+            events = [("gen_ai.user.message", json.dumps({"content": f"step {i}"})),
+                      ("gen_ai.choice", json.dumps(choice))]  # fmt: skip
         elif operation == "execute_tool":
-            events = [("gen_ai.tool.message", '{"content": "found %d", "id": "call_%d"}' % (i, i))]
+            events = [("gen_ai.tool.message", json.dumps({"content": f"found {i}", "id": f"call_{i}"}))]
         else:
             continue
         for name, body in events:
