@@ -99,31 +99,30 @@ def genai_trace(n: int) -> list[SpanRecord]:
 
 def genai_logs(spans: Sequence[SpanRecord]) -> list[LogRow]:
     """The content of ``genai_trace``'s spans as log records (one per span; the root gets one too)."""
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
-
     rows = []
     for i, s in enumerate(spans):
         operation = s.attributes.get("gen_ai.operation.name")
         if operation == "chat":
             choice = {"index": 0, "finish_reason": "stop", "message": {"content": f"reply {i}"}}
-            events = [("gen_ai.user.message", json.dumps({"content": f"step {i}"})),
-                      ("gen_ai.choice", json.dumps(choice))]  # fmt: skip
+            rows.append(_log_row(s, "gen_ai.user.message", json.dumps({"content": f"step {i}"})))
+            rows.append(_log_row(s, "gen_ai.choice", json.dumps(choice)))
         elif operation == "execute_tool":
-            events = [("gen_ai.tool.message", json.dumps({"content": f"found {i}", "id": f"call_{i}"}))]
-        else:
-            continue
-        for name, body in events:
-            record = LogRecord(time_unix_nano=s.start_ns, trace_id=bytes.fromhex(s.trace_id),
-                               span_id=bytes.fromhex(s.span_id), body=AnyValue(string_value=body))
-            record.attributes.append(KeyValue(key="event.name", value=AnyValue(string_value=name)))
-            rows.append(LogRow(bytes.fromhex(s.trace_id), bytes.fromhex(s.span_id), 0.0, record.SerializeToString()))
+            rows.append(_log_row(s, "gen_ai.tool.message", json.dumps({"content": f"found {i}", "id": f"call_{i}"})))
     while len(rows) < len(spans):  # as many records as spans: the root and the agents' spans carry one each
-        s = spans[len(rows) % len(spans)]
-        record = LogRecord(time_unix_nano=s.start_ns, trace_id=bytes.fromhex(s.trace_id),
-                           span_id=bytes.fromhex(s.span_id), body=AnyValue(string_value="agent started"))
-        rows.append(LogRow(bytes.fromhex(s.trace_id), bytes.fromhex(s.span_id), 0.0, record.SerializeToString()))
+        rows.append(_log_row(spans[len(rows) % len(spans)], "", "agent started"))
     return rows[: len(spans)]
+
+
+def _log_row(span: SpanRecord, event: str, body: str) -> LogRow:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+    trace_id, span_id = bytes.fromhex(span.trace_id), bytes.fromhex(span.span_id)
+    record = LogRecord(time_unix_nano=span.start_ns, trace_id=trace_id, span_id=span_id,
+                       body=AnyValue(string_value=body))  # fmt: skip
+    if event:
+        record.attributes.append(KeyValue(key="event.name", value=AnyValue(string_value=event)))
+    return LogRow(trace_id, span_id, 0.0, record.SerializeToString())
 
 
 def _stripped(spans: Sequence[SpanRecord]) -> list[SpanRecord]:
