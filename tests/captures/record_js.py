@@ -1,0 +1,160 @@
+"""Record captures of JavaScript frameworks: each run is a node recorder (``tests/captures/js/<framework>.mjs``)
+against the scripted OpenAI-compatible server this process starts.
+
+``nox -s "captures(framework='openai_agents_js')"`` (or ``python -m tests.captures.record_js FRAMEWORK [RUN ...]``)
+writes ``tests/data/captures/<framework>/<run>.json``. The node project (``tests/captures/js``: package.json with
+exact versions, package-lock.json) is installed with ``npm ci`` when its ``node_modules`` is missing. A recorder
+prints one JSON line: the run's settings, the expectation it read from the framework's own record (the Agents
+SDK's ``RunResult``, LangGraph's final state, Mastra's result and sub-agent records; never a span), and the
+finished spans of an in-memory tracer provider as OTLP JSON (``tests/captures/js/otlp.mjs``, the shape
+``_record.otlp_json`` writes).
+
+- ``openai_agents_js`` (``@openai/agents``, traced by ``@arizeai/openinference-instrumentation-openai-agents``):
+  ``desk`` (triage -> billing, who calls ``lookup_order`` -> reviewer), ``solo``.
+- ``langgraph_js`` (``@langchain/langgraph`` with ``@langchain/langgraph-supervisor``, traced by
+  ``@arizeai/openinference-instrumentation-langchain``): ``supervisor`` (the supervisor transfers to a researcher,
+  who calls ``lookup_order``, then to a writer), ``solo`` (one ReAct agent).
+- ``mastra`` (``@mastra/core`` agents, traced by Mastra's observability with ``@mastra/otel-exporter``, which
+  writes the GenAI conventions): ``desk`` (a lead agent calls its researcher and writer sub-agents, which Mastra
+  gives it as tools; the researcher calls ``lookup_order``), ``solo``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from examples.scripted_openai import ScriptedOpenAI
+from tests.captures._record import CAPTURES
+
+JS = Path(__file__).resolve().parent / "js"
+TIMEOUT = 300
+
+_CLERK = {"match": "ROLE_CLERK", "replies": [
+    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+    "Order A17 was charged twice; I have flagged the duplicate.",
+]}  # fmt: skip
+
+# Each framework: its recorder, the npm packages (versions from package-lock.json) and the scripted model's rules.
+FRAMEWORKS: dict[str, dict[str, Any]] = {
+    "openai_agents_js": {
+        "recorder": "openai_agents.mjs",
+        "runs": ["desk", "solo"],
+        "packages": ["@openai/agents", "@openai/agents-core", "@openai/agents-openai", "openai",
+                     "@arizeai/openinference-instrumentation-openai-agents", "@opentelemetry/sdk-trace-base"],
+        "script": {
+            "rules": [
+                {"match": "ROLE_TRIAGE", "replies": [{"tool": "transfer_to_billing", "args": {}}]},
+                {"match": "ROLE_BILLING", "replies": [
+                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+                    {"tool": "transfer_to_reviewer", "args": {}},
+                ]},
+                {"match": "ROLE_REVIEWER", "replies": ["Approved: the duplicate 49.00 EUR charge on A17 is refunded."]},
+                _CLERK,
+            ],
+            "default": "I cannot help with that.",
+        },
+    },
+    "langgraph_js": {
+        "recorder": "langgraph.mjs",
+        "runs": ["supervisor", "solo"],
+        "packages": ["@langchain/langgraph", "@langchain/langgraph-supervisor", "@langchain/core", "@langchain/openai",
+                     "@arizeai/openinference-instrumentation-langchain", "@opentelemetry/sdk-trace-base"],
+        "script": {
+            "rules": [
+                {"match": "ROLE_SUPERVISOR", "replies": [
+                    {"tool": "transfer_to_researcher", "args": {}},
+                    {"tool": "transfer_to_writer", "args": {}},
+                    "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
+                ]},
+                {"match": "ROLE_RESEARCHER", "replies": [
+                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+                    "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
+                ]},
+                {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]},
+                _CLERK,
+            ],
+            "default": "I cannot help with that.",
+        },
+    },
+    "mastra": {
+        "recorder": "mastra.mjs",
+        "runs": ["desk", "solo"],
+        "packages": ["@mastra/core", "@mastra/observability", "@mastra/otel-exporter", "@opentelemetry/sdk-trace-base"],
+        "script": {
+            "rules": [
+                {"match": "ROLE_LEAD", "replies": [
+                    {"tool": "agent-researcher", "args": {"prompt": "Find the charges on order A17."}},
+                    {"tool": "agent-writer", "args": {"prompt": "Write the refund note for order A17."}},
+                    "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
+                ]},
+                {"match": "ROLE_RESEARCHER", "replies": [
+                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+                    "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
+                ]},
+                {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]},
+                _CLERK,
+            ],
+            "default": "I cannot help with that.",
+        },
+    },
+}  # fmt: skip
+
+
+def npm_ci() -> None:
+    """Install the node project exactly as locked, once (node_modules is not committed)."""
+    if (JS / "node_modules").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SystemExit("npm is needed to record the JavaScript captures (Node 20 or later)")
+    subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS, check=True)
+
+
+def versions(packages: list[str]) -> dict[str, str]:
+    """Each package's installed version, from package-lock.json (the top-level copy, the one node resolves)."""
+    lock = json.loads((JS / "package-lock.json").read_text(encoding="utf-8"))["packages"]
+    return {p: lock[f"node_modules/{p}"]["version"] for p in packages}
+
+
+def record(framework: str, run: str) -> Path:
+    spec = FRAMEWORKS[framework]
+    node = shutil.which("node")
+    if node is None:
+        raise SystemExit("node is needed to record the JavaScript captures")
+    with ScriptedOpenAI(spec["script"]) as server:
+        done = subprocess.run([node, spec["recorder"], server.base_url, run], cwd=JS, capture_output=True, text=True,
+                              timeout=TIMEOUT, check=False)  # fmt: skip
+    sys.stderr.write(done.stderr)
+    if done.returncode != 0:
+        raise SystemExit(f"{spec['recorder']} {run} failed ({done.returncode})")
+    out: Mapping[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    settings = {"node": subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip(),
+                **out["settings"]}  # fmt: skip
+    path = CAPTURES / framework / f"{run}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"framework": {"packages": versions(spec["packages"]), "settings": settings}, "expect": out["expect"],
+            "otlp": out["otlp"]}  # fmt: skip
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {path}", file=sys.stderr)
+    return path
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in FRAMEWORKS:
+        print(f"usage: python -m tests.captures.record_js {{{','.join(FRAMEWORKS)}}} [RUN ...]", file=sys.stderr)
+        return 2
+    framework, runs = argv[0], argv[1:] or FRAMEWORKS[argv[0]]["runs"]
+    npm_ci()
+    for run in runs:
+        record(framework, run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
