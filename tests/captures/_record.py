@@ -4,6 +4,10 @@ A capture (``tests/data/captures/<framework>/<run>.json``) is one real run, offl
 exported it (``"otlp"``: OTLP JSON), with the conversation the framework itself recorded (``"expect"``: its
 agents, handoffs, tool calls, task and message count, read from the framework's own result objects, events or
 message lists, never from any span attribute) and what was run (``"framework"``: package versions, settings).
+A framework that writes its text to log records (Semantic Kernel, through Python's ``logging``) is recorded with
+``recording(script, logs=True)``: the records go through the OTel SDK's ``LoggingHandler`` (on the root logger,
+as Semantic Kernel's telemetry docs attach it) to an in-memory exporter, and the capture gets ``"otlp_logs"``
+(an ExportLogsServiceRequest as OTLP JSON, ids in hex like the spans').
 ``tests/adapters/test_captures.py`` reads every capture in the main environment.
 """
 
@@ -11,7 +15,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -56,16 +63,88 @@ class Recording:
     provider: TracerProvider
     server: ScriptedOpenAI
     exporter: InMemorySpanExporter
+    log_exporter: Any = None  # an InMemoryLogRecordExporter when recorded with logs=True
+
+
+class _ToCurrent(SpanProcessor):
+    """The process-wide provider's processor: each span goes to the recording under way (the global tracer
+    provider can be set once per process, and a framework's module-level tracers keep the first one they get)."""
+
+    current: SpanProcessor | None = None
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        if self.current is not None:
+            self.current.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.current is not None:
+            self.current.on_end(span)
+
+
+_GLOBAL: tuple[TracerProvider, _ToCurrent] | None = None
+
+
+def _global_provider() -> tuple[TracerProvider, _ToCurrent]:
+    global _GLOBAL
+    if _GLOBAL is None:
+        router = _ToCurrent()
+        provider = TracerProvider()
+        provider.add_span_processor(router)
+        trace.set_tracer_provider(provider)
+        _GLOBAL = provider, router
+    return _GLOBAL
 
 
 @contextmanager
-def recording(script: Mapping[str, Any]) -> Iterator[Recording]:
+def recording(script: Mapping[str, Any], *, global_provider: bool = False, logs: bool = False,
+              log_level: int = logging.INFO, log_filter: str | None = None) -> Iterator[Recording]:  # fmt: skip
+    """A scripted server and an in-memory exporter for one run.
+
+    ``global_provider``: the spans of the process-wide tracer provider (for a framework that traces through
+    ``opentelemetry.trace.get_tracer``, not an instrumentor given a provider) go to this recording.
+    ``logs``: Python ``logging`` records from ``log_level`` up go, through the OTel SDK's ``LoggingHandler`` on the
+    root logger, to an in-memory log exporter (each record with the trace and span current when it was logged);
+    ``log_filter`` keeps only the records of that logger and those below it (``logging.Filter``).
+    """
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    with ScriptedOpenAI(script) as server:
-        yield Recording(provider, server, exporter)
-    provider.shutdown()
+    processor = SimpleSpanProcessor(exporter)
+    router: _ToCurrent | None = None
+    if global_provider:
+        provider, router = _global_provider()
+        router.current = processor
+    else:
+        provider = TracerProvider()
+        provider.add_span_processor(processor)
+    log_exporter = handler = log_provider = None
+    root = logging.getLogger()
+    level = root.level
+    if logs:
+        from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
+        from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+        log_exporter = InMemoryLogRecordExporter()
+        log_provider = LoggerProvider()
+        log_provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+        with warnings.catch_warnings():  # the SDK's handler, as frameworks' docs show it (moving to a contrib package)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            handler = LoggingHandler(level=log_level, logger_provider=log_provider)
+        if log_filter is not None:
+            handler.addFilter(logging.Filter(log_filter))
+        root.addHandler(handler)
+        root.setLevel(min(level, log_level) if level else log_level)
+    try:
+        with ScriptedOpenAI(script) as server:
+            yield Recording(provider, server, exporter, log_exporter)
+    finally:
+        if handler is not None:
+            root.removeHandler(handler)
+            root.setLevel(level)
+        if log_provider is not None:
+            log_provider.shutdown()
+        if router is not None:
+            router.current = None
+        else:
+            provider.shutdown()
 
 
 def otlp_json(exporter: InMemorySpanExporter) -> dict[str, Any]:
@@ -85,8 +164,22 @@ def otlp_json(exporter: InMemorySpanExporter) -> dict[str, Any]:
     return data
 
 
+def otlp_logs_json(log_exporter: Any) -> dict[str, Any]:
+    """The exported log records as OTLP JSON (an ExportLogsServiceRequest), trace and span ids in hex."""
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
+    data: dict[str, Any] = json_format.MessageToDict(encode_logs(log_exporter.get_finished_logs()))
+    for resource_logs in data.get("resourceLogs", []):
+        for scope_logs in resource_logs.get("scopeLogs", []):
+            for record in scope_logs.get("logRecords", []):
+                for key in ("traceId", "spanId"):
+                    if record.get(key):
+                        record[key] = base64.b64decode(record[key]).hex()
+    return data
+
+
 def write(framework: str, run: str, packages: list[str], settings: dict[str, Any], expect: Expectation,
-          otlp: dict[str, Any]) -> Path:  # fmt: skip
+          otlp: dict[str, Any], otlp_logs: dict[str, Any] | None = None) -> Path:  # fmt: skip
     path = CAPTURES / framework / f"{run}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
@@ -94,6 +187,8 @@ def write(framework: str, run: str, packages: list[str], settings: dict[str, Any
         "expect": expect.as_json(),
         "otlp": otlp,
     }
+    if otlp_logs is not None:
+        data["otlp_logs"] = otlp_logs
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
     return path
