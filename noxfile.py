@@ -358,6 +358,12 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
                     "openinference-instrumentation-smolagents"],
         "record": ["python", "-m", "tests.captures.record_smolagents"],
     },
+    # Semantic Kernel agent orchestrations (handoff, group chat) and AgentGroupChat, by its own GenAI telemetry
+    # (spans, and the text in log records through Python's logging: the SDK's LoggingHandler)
+    "semantic_kernel": {
+        "install": ["-c", "constraints/captures-semantic-kernel.txt", "semantic-kernel==1.45.0"],
+        "record": ["python", "-m", "tests.captures.record_semantic_kernel"],
+    },
 }  # fmt: skip
 
 
