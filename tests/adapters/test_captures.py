@@ -1,12 +1,16 @@
 """Every real capture (``tests/data/captures/<framework>/<run>.json``) reads as the conversation its framework
 recorded: exactly one conversation, with the framework's agents, handoffs, tool calls, task and message count; a
 solo-agent control run becomes none. The expectation in each file was read from the framework's own record by
-its recorder (``tests/captures/record_<framework>.py``, run by ``nox -s "captures(framework='<framework>')"``), never from any
-span attribute. A new framework that follows a known convention is a capture plus its expectation: no code here.
+its recorder (``tests/captures/record_<framework>.py``, run by ``nox -s "captures(framework='<framework>')"``),
+never from any span attribute. A new framework that follows a known convention is a capture plus its expectation:
+no code here.
+A capture with ``"otlp_logs"`` (a framework that writes its text to log records: Semantic Kernel) has its records
+joined to its spans first, as the collector does (each record that names a span becomes an event on it).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,8 @@ import pytest
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import Adapted, adapt, foreign_units
+from mast_otel.collector.judge.log_events import with_log_events
+from mast_otel.collector.store.api import LogRow
 from mast_otel.spans import SpanRecord, from_otlp_json
 from tests.adapters._fixtures import handoffs
 
@@ -25,7 +31,32 @@ _USER = "user"
 
 def _load(path: Path) -> tuple[list[SpanRecord], dict[str, Any]]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    return from_otlp_json(json.dumps(data["otlp"])), data["expect"]
+    spans = from_otlp_json(json.dumps(data["otlp"]))
+    if "otlp_logs" in data:
+        spans = with_log_events(spans, log_rows(data["otlp_logs"]))
+    return spans, data["expect"]
+
+
+def log_rows(otlp_logs: dict[str, Any]) -> list[LogRow]:
+    """The log records of an ExportLogsServiceRequest in OTLP JSON (ids in hex) that name a span, as the collector
+    keeps them for the judge (``logs_ingest``: trace id, span id, the serialized record)."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+    rows: list[LogRow] = []
+    for resource_logs in otlp_logs.get("resourceLogs", []):
+        for scope_logs in resource_logs.get("scopeLogs", []):
+            for raw in scope_logs.get("logRecords", []):
+                if not (raw.get("traceId") and raw.get("spanId")):
+                    continue  # (the collector keeps only records that name a span)
+                fields = {**raw, "traceId": _b64(raw["traceId"]), "spanId": _b64(raw["spanId"])}
+                record = json_format.ParseDict(fields, LogRecord(), ignore_unknown_fields=True)
+                rows.append(LogRow(record.trace_id, record.span_id, 0.0, record.SerializeToString()))
+    return rows
+
+
+def _b64(hex_id: str) -> str:
+    return base64.b64encode(bytes.fromhex(hex_id)).decode()
 
 
 def conversations(spans: list[SpanRecord]) -> list[Adapted]:
@@ -68,3 +99,19 @@ def test_a_capture_is_the_conversation_its_framework_recorded(path: Path) -> Non
     assert (first.get(sc.MESSAGE_SENDER), first.get(sc.MESSAGE_CONTENT)) == (_USER, expect["task"])
     assert len(adapted.messages) == expect["messages"]
     assert adapted.no_content is None
+
+
+LOGGED = [p for p in FILES if "otlp_logs" in json.loads(p.read_text(encoding="utf-8"))]
+
+
+@pytest.mark.parametrize("path", LOGGED, ids=[f"{p.parent.name}/{p.stem}" for p in LOGGED])
+def test_the_log_records_of_a_capture_become_events_on_its_spans(path: Path) -> None:
+    """Every record that names a span names one of the capture's, and each model call gets its answer as an event
+    (Semantic Kernel: a ``gen_ai.choice`` record, the text in its JSON body)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    spans = from_otlp_json(json.dumps(data["otlp"]))
+    rows = log_rows(data["otlp_logs"])
+    joined = with_log_events(spans, rows)
+    assert rows and sum(len(j.events) - len(s.events) for s, j in zip(spans, joined, strict=True)) == len(rows)
+    chats = [s for s in joined if s.get(sc.GEN_AI_OPERATION_NAME) == "chat"]
+    assert chats and all(any(e.name == "gen_ai.choice" for e in s.events) for s in chats)
