@@ -273,27 +273,35 @@ def adapters_crewai(session: nox.Session) -> None:
 # read the collector's output with its OTLP types) and pytest; the collector itself runs from the main environment
 # (``MAST_OTEL_MAIN_PYTHON``). No OpenInference or OpenLLMetry: the spans are the framework's own.
 GENAI_TEST_TOOLS = ["-e", ".[collector]", "pytest", "pytest-asyncio"]
+# Each framework pinned, as its session and its captures (CAPTURES) install it.
+GENAI_FRAMEWORKS: dict[str, list[str]] = {
+    "google_adk": ["-c", "constraints/google-adk-2.13.txt", "google-adk", "litellm"],
+    "strands": ["-c", "constraints/strands-1.62.txt", "strands-agents[openai]"],
+    "pydantic_ai": ["-c", "constraints/pydantic-ai-2.68.txt", "pydantic-ai-slim[openai]"],
+    "agent_framework": ["-c", "constraints/agent-framework-1.23.txt", "agent-framework-core", "agent-framework-openai",
+                        "agent-framework-orchestrations"],
+}  # fmt: skip
 
 
 @nox.session(python="3.11", venv_backend="uv")
 def google_adk(session: nox.Session) -> None:
     """Google ADK 2.13 with LiteLLM (the offline runs reach the scripted OpenAI-compatible server through
     ``LiteLlm(model="openai/...", api_base=...)``)."""
-    install_once(session, ["-c", "constraints/google-adk-2.13.txt", "google-adk", "litellm", *GENAI_TEST_TOOLS])
+    install_once(session, [*GENAI_FRAMEWORKS["google_adk"], *GENAI_TEST_TOOLS])
     run_tests(session, "google_adk", "tests/google_adk")
 
 
 @nox.session(python="3.11", venv_backend="uv")
 def strands(session: nox.Session) -> None:
     """Strands Agents 1.62 with its OpenAI model provider (Swarm and Graph multi-agent patterns)."""
-    install_once(session, ["-c", "constraints/strands-1.62.txt", "strands-agents[openai]", *GENAI_TEST_TOOLS])
+    install_once(session, [*GENAI_FRAMEWORKS["strands"], *GENAI_TEST_TOOLS])
     run_tests(session, "strands", "tests/strands")
 
 
 @nox.session(python="3.11", venv_backend="uv")
 def pydantic_ai(session: nox.Session) -> None:
     """Pydantic AI 2.68 (``pydantic-ai-slim[openai]``: the agent core and the OpenAI provider, nothing else)."""
-    install_once(session, ["-c", "constraints/pydantic-ai-2.68.txt", "pydantic-ai-slim[openai]", *GENAI_TEST_TOOLS])
+    install_once(session, [*GENAI_FRAMEWORKS["pydantic_ai"], *GENAI_TEST_TOOLS])
     run_tests(session, "pydantic_ai", "tests/pydantic_ai")
 
 
@@ -301,11 +309,7 @@ def pydantic_ai(session: nox.Session) -> None:
 def agent_framework(session: nox.Session) -> None:
     """Microsoft Agent Framework: ``agent-framework-core`` 1.23, ``-openai`` 1.17 and ``-orchestrations`` 1.4
     (handoff workflows), not the ``agent-framework`` meta-package, which pulls every provider."""
-    install_once(
-        session,
-        ["-c", "constraints/agent-framework-1.23.txt", "agent-framework-core", "agent-framework-openai",
-         "agent-framework-orchestrations", *GENAI_TEST_TOOLS],
-    )
+    install_once(session, [*GENAI_FRAMEWORKS["agent_framework"], *GENAI_TEST_TOOLS])
     run_tests(session, "agent_framework", "tests/agent_framework")
 
 
@@ -328,6 +332,13 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
     "agno": {
         "install": ["-c", "constraints/captures-agno.txt", "agno", "openai", "openinference-instrumentation-agno"],
         "record": ["python", "-m", "tests.captures.record_agno"],
+    },
+    # The frameworks that trace themselves (GenAI conventions): their desk examples run as their sessions run them
+    # (tests/genai/runs.py), exporting to a local OTLP receiver; one recorder writes every framework's captures
+    **{
+        name: {"install": [*install, *GENAI_TEST_TOOLS],
+               "record": ["python", "-m", "tests.captures.record_genai", name]}
+        for name, install in GENAI_FRAMEWORKS.items()
     },
     # autogen-agentchat Swarm (handoff tools), by openinference-instrumentation-autogen-agentchat
     "autogen_agentchat": {

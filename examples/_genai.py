@@ -7,6 +7,9 @@ The scenario is the same in all four: ``triage`` hands the customer to ``billing
 (MAST 3.2, no or incomplete verification). Offline, the scripted OpenAI-compatible server plays the model, matching
 each agent by the ``ROLE_...`` marker in its instructions.
 
+``--solo`` runs one agent instead, ``clerk``, which looks the order up and answers the customer itself: the
+control run, not a multi-agent conversation.
+
 ``--record PATH`` writes the framework's own record of the run (:class:`Record`, taken from its result objects and
 message lists, never from spans) as JSON: the tests and fixture recorder compare the spans against it.
 """
@@ -17,7 +20,7 @@ import argparse
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,8 @@ APPROVAL = "Approved: refunding the duplicate 49.00 EUR on A17 looks correct."
 TRIAGE_INSTRUCTIONS = "ROLE_TRIAGE. Route the customer to billing for charges and refunds; do not answer yourself."
 BILLING_INSTRUCTIONS = "ROLE_BILLING. Look the order up with lookup_order, then send a refund proposal to the reviewer."
 REVIEWER_INSTRUCTIONS = "ROLE_REVIEWER. Approve or reject refund proposals; check the order's payments first."
+CLERK_INSTRUCTIONS = "ROLE_CLERK. Look the order up with lookup_order and answer the customer yourself."
+CLERK_ANSWER = "Order A17 was paid once (49.00 EUR): there is no duplicate charge to refund."
 
 # Content-capture choices every example offers; what each means is the framework's own switch (its module doc).
 CONTENT_CHOICES = ("default", "on", "off")
@@ -53,6 +58,8 @@ def desk_script(triage: list[Any], billing: list[Any], reviewer: list[Any]) -> d
             {"match": "ROLE_TRIAGE.", "replies": triage},
             {"match": "ROLE_BILLING.", "replies": billing},
             {"match": "ROLE_REVIEWER.", "replies": reviewer},
+            # --solo: one agent with one tool (every framework calls tools alike)
+            {"match": "ROLE_CLERK.", "replies": [{"tool": "lookup_order", "args": {"order_id": "A17"}}, CLERK_ANSWER]},
         ],
         "default": "I cannot help with that.",
     }
@@ -89,6 +96,7 @@ def parse(description: str, argv: Sequence[str] | None, content_help: str) -> ar
 
     def more(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--content", choices=CONTENT_CHOICES, default="default", help=content_help)
+        parser.add_argument("--solo", action="store_true", help="one agent (clerk) with one tool, not the desk")
         parser.add_argument("--record", type=Path, default=None, metavar="PATH",
                             help="write the framework's own record of the run here (JSON)")  # fmt: skip
 
@@ -126,10 +134,15 @@ def finish(args: argparse.Namespace, record: Record, provider: Any) -> int:
     return 0
 
 
-def run_desk(
-    args: argparse.Namespace, script: dict[str, Any], run: Callable[[str, str, str], Awaitable[Record]]
-) -> Record:
-    """The desk's ``run(base_url, model, api_key)`` against the scripted server (default) or ``--base-url``."""
+Run = Callable[[str, str, str], Coroutine[Any, Any, Record]]
+
+
+def run_desk(args: argparse.Namespace, script: dict[str, Any], run: Run, solo: Run | None = None) -> Record:
+    """The desk's ``run(base_url, model, api_key)`` (``solo`` with ``--solo``) against the scripted server
+    (default) or ``--base-url``."""
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
+    chosen = solo if args.solo else run
+    if chosen is None:
+        raise SystemExit("--solo: this example has no solo run")
     with endpoint(args.base_url, script) as base_url:
-        return asyncio.run(run(base_url, args.model or "gpt-4o-mini", api_key))
+        return asyncio.run(chosen(base_url, args.model or "gpt-4o-mini", api_key))

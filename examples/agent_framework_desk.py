@@ -78,15 +78,40 @@ async def run(base_url: str, model_name: str, api_key: str) -> desk.Record:
         if event.type == "handoff_sent":
             record.handoffs.append((event.data.source, event.data.target))
         elif event.type == "output":
-            for message in event.data.messages:
-                if message.role != "assistant":
-                    continue
-                calls = [c.name for c in message.contents if c.type == "function_call"]
-                record.messages.append((str(message.author_name), message.text or ", ".join(calls)))
-                record.tools += [(str(message.author_name), c) for c in calls if not c.startswith("handoff_to_")]
-                if message.text:
-                    record.final_output = message.text
+            _answers(record, event.data.messages)
     return record
+
+
+async def solo(base_url: str, model_name: str, api_key: str) -> desk.Record:
+    """``--solo``: the clerk alone, with ``lookup_order``; the record is its response's messages."""
+    from agent_framework import Agent, tool
+    from agent_framework.openai import OpenAIChatCompletionClient
+
+    @tool
+    def lookup_order(order_id: str) -> str:
+        """Look an order up: its status and payments."""
+        return desk.lookup_order(order_id)
+
+    client = OpenAIChatCompletionClient(model=model_name, base_url=base_url, api_key=api_key)
+    clerk = Agent(client=client, name="clerk", instructions=desk.CLERK_INSTRUCTIONS, tools=[lookup_order])
+    response = await clerk.run(desk.TASK)
+    record = desk.Record("agent-framework", messages=[("user", desk.TASK)])
+    _answers(record, response.messages, author="clerk")
+    return record
+
+
+def _answers(record: desk.Record, messages: list[Any], author: str | None = None) -> None:
+    """The assistant messages (text, else the functions called) and the function calls other than handoffs, by
+    their author (``author`` where the messages name none)."""
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        name = str(message.author_name or author)
+        calls = [c.name for c in message.contents if c.type == "function_call"]
+        record.messages.append((name, message.text or ", ".join(calls)))
+        record.tools += [(name, c) for c in calls if not c.startswith("handoff_to_")]
+        if message.text:
+            record.final_output = message.text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.content in SWITCH:  # read when agent_framework is imported
         os.environ["ENABLE_SENSITIVE_DATA"] = SWITCH[args.content]
     provider = desk.tracing(args, "agent-framework-desk")
-    return desk.finish(args, desk.run_desk(args, SCRIPT, run), provider)
+    return desk.finish(args, desk.run_desk(args, SCRIPT, run, solo), provider)
 
 
 if __name__ == "__main__":

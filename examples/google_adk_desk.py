@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 try:
     from examples import _genai as desk
@@ -45,12 +46,9 @@ SWITCH = {"on": "SPAN_ONLY", "off": "NO_CONTENT"}
 
 
 async def run(base_url: str, model_name: str, api_key: str) -> desk.Record:
-    """The desk's run; the record is the session's events: each agent's turns, ``actions.transfer_to_agent``
-    (the handoffs) and the function calls."""
+    """The desk's run; the record is the session's events (:func:`_events`)."""
     from google.adk.agents import LlmAgent
     from google.adk.models.lite_llm import LiteLlm
-    from google.adk.runners import InMemoryRunner
-    from google.genai import types
 
     model = LiteLlm(model=f"openai/{model_name}", api_base=base_url, api_key=api_key)
     reviewer = LlmAgent(
@@ -68,7 +66,26 @@ async def run(base_url: str, model_name: str, api_key: str) -> desk.Record:
         sub_agents=[reviewer],
     )
     triage = LlmAgent(name="triage", model=model, instruction=desk.TRIAGE_INSTRUCTIONS, sub_agents=[billing])
-    runner = InMemoryRunner(agent=triage, app_name="refund_desk")
+    return await _events(triage)
+
+
+async def solo(base_url: str, model_name: str, api_key: str) -> desk.Record:
+    """``--solo``: the clerk alone, with ``lookup_order``; the record is the session's events."""
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+
+    model = LiteLlm(model=f"openai/{model_name}", api_base=base_url, api_key=api_key)
+    return await _events(LlmAgent(name="clerk", model=model, instruction=desk.CLERK_INSTRUCTIONS,
+                                  tools=[desk.lookup_order]))  # fmt: skip
+
+
+async def _events(root: Any) -> desk.Record:
+    """Run ``root`` on the task; the record is the session's events: each agent's turns,
+    ``actions.transfer_to_agent`` (the handoffs) and the function calls."""
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    runner = InMemoryRunner(agent=root, app_name="refund_desk")
     session = await runner.session_service.create_session(app_name="refund_desk", user_id="customer")
     message = types.Content(role="user", parts=[types.Part(text=desk.TASK)])
     record = desk.Record("google-adk", messages=[("user", desk.TASK)])
@@ -95,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = SWITCH[args.content]
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: LiteLLM's own price list
     provider = desk.tracing(args, "google-adk-desk")
-    return desk.finish(args, desk.run_desk(args, SCRIPT, run), provider)
+    return desk.finish(args, desk.run_desk(args, SCRIPT, run, solo), provider)
 
 
 if __name__ == "__main__":

@@ -39,9 +39,8 @@ CONTENT_HELP = "default and on: include_content=True (Pydantic AI's default); of
 
 
 async def run(base_url: str, model_name: str, api_key: str) -> desk.Record:
-    """The desk's run; the record is each agent's own message list (``all_messages()``), merged by time."""
+    """The desk's run; the record is each agent's own message list (:func:`_record`)."""
     from pydantic_ai import Agent, RunContext
-    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -72,21 +71,46 @@ async def run(base_url: str, model_name: str, api_key: str) -> desk.Record:
 
     result = await triage.run(desk.TASK)
     runs.append(("triage", result))
-    delegates = {"ask_billing": "billing", "ask_reviewer": "reviewer"}
-    record = desk.Record("pydantic-ai", messages=[("user", desk.TASK)], final_output=str(result.output))
+    return _record(runs, str(result.output), {"ask_billing": "billing", "ask_reviewer": "reviewer"})
+
+
+async def solo(base_url: str, model_name: str, api_key: str) -> desk.Record:
+    """``--solo``: the clerk alone, with ``lookup_order``; the record is its message list."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel(model_name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
+    clerk = Agent(model, name="clerk", instructions=desk.CLERK_INSTRUCTIONS)
+
+    @clerk.tool_plain
+    def lookup_order(order_id: str) -> str:
+        """Look an order up: its status and payments."""
+        return desk.lookup_order(order_id)
+
+    result = await clerk.run(desk.TASK)
+    return _record([("clerk", result)], str(result.output), {})
+
+
+def _record(runs: list[tuple[str, Any]], final_output: str, delegates: dict[str, str]) -> desk.Record:
+    """Each agent's own message list (``new_messages()``), merged by time: who answered, in order; a delegate
+    tool's call hands the turn to the agent it runs, and that agent's last answer hands it back."""
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+
+    record = desk.Record("pydantic-ai", messages=[("user", desk.TASK)], final_output=final_output)
     turns = sorted(
         ((m.timestamp, agent, m) for agent, r in runs for m in r.new_messages() if isinstance(m, ModelResponse)),
         key=lambda t: t[0],
     )
+    speaker = ""
     for _, agent, response in turns:
+        if speaker and agent != speaker:
+            record.handoffs.append((speaker, agent))  # a delegate's answers came in between, or it answers now
+        speaker = agent
         calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
         record.messages.append((agent, text or ", ".join(c.tool_name for c in calls)))
-        for call in calls:
-            if call.tool_name in delegates:
-                record.handoffs.append((agent, delegates[call.tool_name]))
-            else:
-                record.tools.append((agent, call.tool_name))
+        record.tools += [(agent, c.tool_name) for c in calls if c.tool_name not in delegates]
     return record
 
 
@@ -98,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # Pydantic AI's own switch; its default records content (include_content=True).
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider, include_content=args.content != "off"))
-    return desk.finish(args, desk.run_desk(args, SCRIPT, run), provider)
+    return desk.finish(args, desk.run_desk(args, SCRIPT, run, solo), provider)
 
 
 if __name__ == "__main__":

@@ -76,16 +76,40 @@ async def run(base_url: str, model_name: str, api_key: str) -> desk.Record:
     record = desk.Record("strands", messages=[("user", desk.TASK)])
     record.handoffs = list(itertools.pairwise(order))
     for name in order:  # each agent ran once: its message list is that run's
-        for message in by_name[name].messages:
-            if message["role"] != "assistant":
-                continue
-            blocks = message["content"]
-            calls = [b["toolUse"]["name"] for b in blocks if "toolUse" in b]
-            text = "".join(b["text"] for b in blocks if "text" in b)
-            record.messages.append((name, text or ", ".join(calls)))
-            record.tools += [(name, call) for call in calls if call != HANDOFF]
+        _answers(record, name, by_name[name].messages)
     record.final_output = str(result.results[order[-1]].result)
     return record
+
+
+async def solo(base_url: str, model_name: str, api_key: str) -> desk.Record:
+    """``--solo``: the clerk alone, with ``lookup_order``; the record is its message list."""
+    from strands import Agent, tool
+    from strands.models.openai import OpenAIModel
+
+    @tool
+    def lookup_order(order_id: str) -> str:
+        """Look an order up: its status and payments."""
+        return desk.lookup_order(order_id)
+
+    model = OpenAIModel(client_args={"base_url": base_url, "api_key": api_key}, model_id=model_name)
+    clerk = Agent(name="clerk", system_prompt=desk.CLERK_INSTRUCTIONS, model=model, tools=[lookup_order],
+                  callback_handler=None)  # fmt: skip
+    result = await clerk.invoke_async(desk.TASK)
+    record = desk.Record("strands", messages=[("user", desk.TASK)], final_output=str(result))
+    _answers(record, "clerk", clerk.messages)
+    return record
+
+
+def _answers(record: desk.Record, name: str, messages: list[Any]) -> None:
+    """An agent's assistant messages (text, else the tools it calls) and its tool calls, into ``record``."""
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        blocks = message["content"]
+        calls = [b["toolUse"]["name"] for b in blocks if "toolUse" in b]
+        text = "".join(b["text"] for b in blocks if "text" in b)
+        record.messages.append((name, text or ", ".join(calls)))
+        record.tools += [(name, call) for call in calls if call != HANDOFF]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.content in OPT_IN:  # read when Strands builds its tracer: before the first agent
         os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = OPT_IN[args.content]
     provider = desk.tracing(args, "strands-desk")
-    return desk.finish(args, desk.run_desk(args, SCRIPT, run), provider)
+    return desk.finish(args, desk.run_desk(args, SCRIPT, run, solo), provider)
 
 
 if __name__ == "__main__":

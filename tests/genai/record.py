@@ -23,10 +23,12 @@ from tests.otlp_sink import otlp_sink
 DATA = Path(__file__).resolve().parents[1] / "data" / "genai"
 
 
-def record(name: str, variant: str) -> dict[str, Any]:
-    """Run ``name``'s example under ``variant`` against a local OTLP receiver; the fixture as a dict."""
+def record(name: str, variant: str, *, solo: bool = False) -> dict[str, Any]:
+    """Run ``name``'s example under ``variant`` (``solo``: its one-agent control run) against a local OTLP
+    receiver; the fixture as a dict. The capture recorder (``tests/captures/record_genai.py``) writes the same
+    runs in the capture format."""
     with otlp_sink() as sink, tempfile.TemporaryDirectory() as tmp:
-        run = run_example(name, variant, sink.grpc_endpoint, Path(tmp))
+        run = run_example(name, variant, sink.grpc_endpoint, Path(tmp), solo=solo)
         requests = sink.requests()
     resource_spans = [rs for r in requests for rs in request_to_otlp_json(r)["resourceSpans"]]
     settings = FRAMEWORKS[name].variants[variant]

@@ -92,9 +92,11 @@ FRAMEWORKS: dict[str, Framework] = {
 }
 
 
-def run_example(name: str, variant: str, endpoint: str, tmp: Path, *, service: str | None = None) -> dict[str, Any]:
+def run_example(name: str, variant: str, endpoint: str, tmp: Path, *, service: str | None = None,
+                solo: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run the example of framework ``name`` under ``variant`` (in this interpreter: the framework's own
-    environment), exporting to ``endpoint``; the framework's own record of the run (``examples/_genai.py``)."""
+    environment), exporting to ``endpoint``; the framework's own record of the run (``examples/_genai.py``).
+    ``solo``: the example's one-agent control run (``--solo``) instead of the desk."""
     spec = FRAMEWORKS[name]
     settings = spec.variants[variant]
     record = tmp / f"{name}-{variant}.record.json"
@@ -107,7 +109,7 @@ def run_example(name: str, variant: str, endpoint: str, tmp: Path, *, service: s
         LITELLM_LOCAL_MODEL_COST_MAP="True",  # LiteLLM (ADK) would otherwise fetch its price list over the network
     )
     cmd = [sys.executable, str(REPO / "examples" / f"{spec.example}.py"), "--content", settings.content,
-           "--record", str(record)]  # fmt: skip
+           "--record", str(record), *(["--solo"] if solo else [])]  # fmt: skip
     done = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     result: dict[str, Any] = json.loads(record.read_text(encoding="utf-8"))
