@@ -87,17 +87,18 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
         "runs": ["desk", "solo"],
         "packages": ["@mastra/core", "@mastra/observability", "@mastra/otel-exporter", "@opentelemetry/sdk-trace-base"],
         "script": {
+            # A sub-agent is sent the lead's context, its system message too: its own rule comes first.
             "rules": [
-                {"match": "ROLE_LEAD", "replies": [
-                    {"tool": "agent-researcher", "args": {"prompt": "Find the charges on order A17."}},
-                    {"tool": "agent-writer", "args": {"prompt": "Write the refund note for order A17."}},
-                    "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
-                ]},
                 {"match": "ROLE_RESEARCHER", "replies": [
                     {"tool": "lookup_order", "args": {"order_id": "A17"}},
                     "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
                 ]},
                 {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]},
+                {"match": "ROLE_LEAD", "replies": [
+                    {"tool": "agent-researcher", "args": {"prompt": "Find the charges on order A17."}},
+                    {"tool": "agent-writer", "args": {"prompt": "Write the refund note for order A17."}},
+                    "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
+                ]},
                 _CLERK,
             ],
             "default": "I cannot help with that.",
