@@ -375,6 +375,14 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
         "install": ["-c", "constraints/captures-semantic-kernel.txt", "semantic-kernel==1.45.0"],
         "record": ["python", "-m", "tests.captures.record_semantic_kernel"],
     },
+    # JavaScript frameworks, each traced by the instrumentation its users export OpenTelemetry with: a node project
+    # (tests/captures/js: exact versions, package-lock.json; record_js.py runs ``npm ci`` when node_modules is
+    # missing, so Node 20+ and npm must be on PATH), driven by one Python recorder that serves the scripted model.
+    # Nothing to pip-install beyond CAPTURE_TOOLS.
+    **{
+        name: {"install": [], "record": ["python", "-m", "tests.captures.record_js", name]}
+        for name in ("openai_agents_js", "langgraph_js", "mastra")
+    },
 }  # fmt: skip
 
 
