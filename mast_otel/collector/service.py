@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mast_otel.collector.assemble.assembler import Assembler, Unit, Untouched
+from mast_otel.collector.assemble.assembler import Assembler, Root, Unit, Untouched
 from mast_otel.collector.assemble.summaries import SpanSummaries
 from mast_otel.collector.config import CollectorConfig, parse_hostport
 from mast_otel.collector.encoding import RawScopeSpans
@@ -31,7 +31,7 @@ from mast_otel.collector.judge.judges import build_judge, reads_span_content
 from mast_otel.collector.judge.judging import JudgePool
 from mast_otel.collector.limits import MemoryLimiter, memory_limit_of
 from mast_otel.collector.metrics import LOG_PROTOCOLS, CollectorMetrics, MetricsServer
-from mast_otel.collector.receive.ingest import Ingestor, IngestResult, span_facts
+from mast_otel.collector.receive.ingest import Ingestor, IngestResult, root_window, span_facts
 from mast_otel.collector.receive.logs_ingest import LOGS_SERVICE, LogIngestor
 from mast_otel.collector.receive.receiver_grpc import GrpcReceiver
 from mast_otel.collector.receive.receiver_http import HttpReceiver
@@ -182,9 +182,10 @@ class CollectorService:
                         continue
                     # As ingest read it: a root known by its scope and name is a root after a restart too.
                     root, conv_id, conv_parent, _ = span_facts(span.attributes, span.name, scope_name)
+                    as_root: Root = root_window(span) if root and conv_id is None else root
                     parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
                     self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, index=index,
-                                       conv_root=root, conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip
+                                       conv_root=as_root, conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip
                     kept += 1
                 if not kept:
                     self.store.write(drop_segments=[segment.id])

@@ -245,6 +245,38 @@ def test_an_agent_span_under_a_plain_span_already_released_is_judged() -> None:
     assert unit.span_ids == (AGENT,) and unit.root_id == AGENT and not unit.partial
 
 
+@pytest.mark.parametrize(
+    ("agent_window", "own_unit"),
+    [
+        ((101, 150), True),  # starts after the root ended: a later run left on the thread, its own unit
+        ((100, 150), False),  # starts as the root ends: not after it
+        ((50, 90), False),  # inside the root's run: a member agent
+    ],
+)  # fmt: skip
+def test_a_root_candidate_that_starts_after_the_root_above_it_ended_is_its_own_unit(
+    agent_window: tuple[int, int], own_unit: bool
+) -> None:
+    asm = Assembler(quiet_period=5, max_age=30)
+    asm.add(T, ROOT, b"", 0, conv_root=(0, 100))  # another instrumentation's root, ended at 100 ns
+    asm.add(T, M1, ROOT, 0)
+    asm.add(T, AGENT, ROOT, 0, conv_root=agent_window)  # parented on the root
+    asm.add(T, M2, AGENT, 0)  # under the agent: goes where the agent goes
+    found = {u.root_id: set(u.span_ids) for u in units(asm.poll(5))}
+    if own_unit:
+        assert found == {ROOT: {ROOT, M1}, AGENT: {AGENT, M2}}
+    else:
+        assert found == {ROOT: {ROOT, M1, AGENT, M2}}
+
+
+def test_a_root_with_no_end_never_splits_off_what_is_under_it() -> None:
+    asm = Assembler(quiet_period=5, max_age=30)
+    asm.add(T, ROOT, b"", 0, conv_root=(100, 0))  # an end before its start is no end
+    asm.add(T, AGENT, ROOT, 0, conv_root=(200, 300))
+    asm.add(T, M1, ROOT, 0, conv_root=True, conv_id="c1")  # a mast-otel root under it carries no window
+    (unit,) = units(asm.poll(5))
+    assert set(unit.span_ids) == {ROOT, AGENT, M1}
+
+
 def test_a_nested_conversation_under_a_missing_outer_root_goes_with_the_outer_conversation() -> None:
     asm = Assembler(quiet_period=5, max_age=30)
     asm.add(T, TURN, ROOT, 0, conv_id="outer")  # the outer root never arrives

@@ -67,3 +67,47 @@ def test_every_capture_is_judged_as_its_framework_recorded_it(sink: OtlpSink, ma
     assert sorted((len(m), sorted({str(s.get(sc.MESSAGE_SENDER)) for s in m})) for m in sent) == sorted(
         (e["messages"], sorted({"user", *e["agents"]})) for e in judged
     )
+
+
+def _rerun_under(otlp: dict[str, Any], root_id: str, shift_ns: int) -> dict[str, Any]:
+    """The spans of ``otlp`` again as a later run in the same trace: new span ids, ``shift_ns`` later, its root
+    parented on ``root_id`` (an instrumentation that left its context attached on the thread)."""
+    later = json.loads(json.dumps(otlp))
+    for rs in later["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                s["spanId"] = f"{int(s['spanId'], 16) ^ 0xFFFF:016x}"
+                if s.get("parentSpanId"):
+                    s["parentSpanId"] = f"{int(s['parentSpanId'], 16) ^ 0xFFFF:016x}"
+                else:
+                    s["parentSpanId"] = root_id
+                for key in ("startTimeUnixNano", "endTimeUnixNano"):
+                    s[key] = str(int(s[key]) + shift_ns)
+    return later
+
+
+def test_a_run_left_under_a_finished_root_is_judged_on_its_own(sink: OtlpSink, make_collector) -> None:
+    # prepare: LlamaIndex's desk run, then the same run again in its trace, parented on the first run's root after
+    # that root ended (as an instrumentation that leaves its context on the thread writes it)
+    data = json.loads((CAPTURES / "llama_index" / "desk.json").read_text(encoding="utf-8"))
+    first = data["otlp"]
+    spans = [s for rs in first["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    (root,) = [s for s in spans if not s.get("parentSpanId")]
+    ended = int(root["endTimeUnixNano"]) - min(int(s["startTimeUnixNano"]) for s in spans)
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    # test
+    post_json(service, first)
+    post_json(service, _rerun_under(first, root["spanId"], ended + 1_000_000))
+    judge_and_export(service, clock)
+    # verify: two conversations judged, each with the run's own messages (not one conversation of both runs)
+    want = 2 * len(spans)
+    got = sink.wait_count(want)
+    assert len(got) == want
+    assert len(judge.calls) == 2
+    messages = sorted(len([s for s in call[0] if s.span_type == sc.SPAN_TYPE_MESSAGE]) for call in judge.calls)
+    assert messages == [data["expect"]["messages"]] * 2
+    labelled = sorted(s.parent_span_id for s in got if sc.JUDGE_STATUS in s.attributes)
+    assert labelled == sorted(["", root["spanId"]])

@@ -11,6 +11,11 @@ Spans with no conversation above them leave untouched: at once when their ancest
 Only what placement needs is kept in memory (parent, arrival time, conversation ids); bodies stay in the store.
 Not thread-safe: the service calls it under its pipeline lock. The clock is the caller's ``now`` argument, and
 ``poll(now, release_all=True)`` is the "release now" hook tests and shutdown use.
+
+Another instrumentation's root candidate (an agent or workflow span) is held with its (start, end): one that
+starts after the root above it ended begins a unit of its own, with what is under it. Some instrumentations leave
+their context attached on the thread, so the next run in that thread is parented on the finished root; it is
+another run (the adapters read it so too, :meth:`mast_otel.adapters.Tree.below`), and is judged on its own.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from sys import intern
 from typing import Final
 
-__all__ = ["Assembler", "Unit", "Untouched"]
+__all__ = ["Assembler", "Root", "Unit", "Untouched"]
 
 _EMPTY: Mapping[bytes, object] = {}
 _NONE: frozenset[bytes] = frozenset()
@@ -32,6 +37,9 @@ _FLOAT = ("float", "")  # a parent is missing, no conversation id on the way
 
 
 Location = tuple[bytes, int, int]  # span id, segment id, index of the span in the segment
+# Whether a span roots a conversation: False; True for a mast-otel root; (start ns, end ns) for another
+# instrumentation's root candidate (a run that starts after the one above it ended is its own).
+Root = bool | tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +78,7 @@ class Untouched:
 # index in the segment). A plain tuple rather than an object: a tuple of atomic values leaves the garbage
 # collector's lists after its first collection, so the (often 100,000s of) held spans are not traversed again by
 # every later collection, which otherwise cost about as much as the rest of holding a span.
-_Span = tuple[bytes, float, bool, str | None, str | None, int, int]
+_Span = tuple[bytes, float, Root, str | None, str | None, int, int]
 _PARENT: Final = 0
 _RECEIVED: Final = 1
 _ROOT: Final = 2
@@ -81,7 +89,7 @@ _INDEX: Final = 6
 
 
 def _span(
-    parent: bytes, received: float, root: bool, conv_id: str | None, conv_parent: str | None, segment: int, index: int
+    parent: bytes, received: float, root: Root, conv_id: str | None, conv_parent: str | None, segment: int, index: int
 ) -> _Span:
     """A held span; conversation ids are interned (one string per conversation, not one per span)."""
     return (parent, received, root, intern(conv_id) if conv_id else None, intern(conv_parent) if conv_parent else None,
@@ -119,7 +127,7 @@ class Assembler:
         *,
         segment: int = 0,
         index: int = 0,
-        conv_root: bool = False,
+        conv_root: Root = False,
         conv_id: str | None = None,
         conv_parent: str | None = None,
     ) -> None:
@@ -137,7 +145,7 @@ class Assembler:
             self._schedule(trace_id, trace, due)
 
     def add_many(
-        self, facts: Iterable[tuple[bytes, bytes, bytes, int, bool, str | None, str | None]], segment: int,
+        self, facts: Iterable[tuple[bytes, bytes, bytes, int, Root, str | None, str | None]], segment: int,
         received: float,
     ) -> None:  # fmt: skip
         """:meth:`add` for many spans of one segment: ``(trace, span, parent, index, root, conv, conv_parent)``."""
@@ -381,6 +389,8 @@ class Assembler:
                         base = _FLOAT
                 if base[0] in ("unit", "conv"):
                     group = base
+                    if root.__class__ is tuple and base[0] == "unit" and _after(root, spans, base[1]):
+                        group = ("unit", sid.hex())  # a later run left under a finished root: its own
                 elif root:
                     group = ("unit", sid.hex())
                     if conv_parent:
@@ -399,3 +409,11 @@ class Assembler:
         for sid, group in placed.items():
             groups.setdefault(group, []).append(sid)
         return groups
+
+
+def _after(window: Root, spans: Mapping[bytes, _Span], root_hex: str) -> bool:
+    """Whether a root candidate's ``window`` starts after the held root ``root_hex`` ended (an end not after its
+    start is no end: never split on it)."""
+    outer = spans.get(bytes.fromhex(root_hex))
+    ended = outer[_ROOT] if outer is not None else None
+    return isinstance(window, tuple) and isinstance(ended, tuple) and ended[1] > ended[0] and window[0] > ended[1]

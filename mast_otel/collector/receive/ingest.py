@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import ROOT_CANDIDATE_KEYS, ROOT_CANDIDATE_NAMES, root_candidate
-from mast_otel.collector.assemble.assembler import Assembler
+from mast_otel.collector.assemble.assembler import Assembler, Root
 from mast_otel.collector.assemble.namespace import may_carry_owned, strip_owned
 from mast_otel.collector.assemble.summaries import SpanSummaries, summary_record
 from mast_otel.collector.encoding import (
@@ -41,7 +41,7 @@ from mast_otel.spans import SpanRecord, any_value, service_name
 
 __all__ = [
     "Backpressure", "IngestResult", "Ingestor", "ItemBudget", "Malformed", "TooLarge", "parse_error_reason",
-    "resource_spans_of", "span_facts",
+    "resource_spans_of", "root_window", "span_facts",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class IngestResult:
 
 
 # (trace_id, span_id, parent_id, index of the span in its ScopeSpans, conv_root, conv_id, conv_parent)
-_Fact = tuple[bytes, bytes, bytes, int, bool, str | None, str | None]
+_Fact = tuple[bytes, bytes, bytes, int, Root, str | None, str | None]
 
 
 class ItemBudget:
@@ -110,6 +110,13 @@ def resource_spans_of(raw: bytes, budget: ItemBudget) -> Iterator[tuple[bytes, S
             raise Malformed(f"a ResourceSpans is not valid protobuf: {parse_error_reason(exc)}") from None
         budget.take(len(rs.scope_spans))
         yield rs_data, rs
+
+
+def root_window(span: Any) -> Root:
+    """A foreign root candidate's (start, end) in ns: the assembler holds a candidate that starts after the
+    root above it ended as a run of its own (an instrumentation that leaves its context attached on the thread
+    parents the next run on the finished root). A mast-otel root needs none: its conversation id places it."""
+    return span.start_time_unix_nano, span.end_time_unix_nano
 
 
 def span_facts(
@@ -290,8 +297,9 @@ class Ingestor:
                         if service is None:
                             service = _service_name(rs.resource) or "unknown"
                         pairs.add((service, framework or "unknown"))
+                    as_root: Root = root_window(span) if root and conv_id is None else root
                     parent = span.parent_span_id
-                    facts.append((tid, sid, parent if len(parent) == 8 else b"", index, root, conv_id, conv_parent))
+                    facts.append((tid, sid, parent if len(parent) == 8 else b"", index, as_root, conv_id, conv_parent))
                     if summarise:
                         valid.append(span)
                 if facts:
