@@ -20,15 +20,15 @@ Read:
   ``agent_name`` / ``transfer_reason``, Strands' ``handoff_to_agent`` with ``agent_name`` / ``message``, a
   ``handoff_to_<agent>`` tool call, Agent Framework's ``edge_group.process`` / ``message.send`` between two
   agents), else a change of agent between ``invoke_agent`` spans, siblings (ADK, Strands Graph) or nested (an
-  agent run inside another agent's tool: Pydantic AI's delegation).
+  agent run inside another agent's tool: Pydantic AI's delegation); the way back from a delegation is a handoff
+  too, read from a change of speaker between model answers (the delegating agent answers again).
 
 Fewer than two agents is not a conversation (:class:`NotAConversation`). A run whose framework recorded no
 content is still adapted (agents, handoffs and tool calls are structure, for the signals) and carries
 ``no_content``: the reason the judge cannot read it, naming the framework's switch.
 
 What the conventions cannot provide: recipients (a message goes back to the agent that invoked the speaker, or
-the user), the termination reason, a handoff's reason unless the transfer tool's arguments were captured, and
-the way back from a nested agent (not a handoff: the caller continues).
+the user), the termination reason, and a handoff's reason unless the transfer tool's arguments were captured.
 """
 
 from __future__ import annotations
@@ -224,6 +224,10 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             if edge is not None:
                 pending = _merge(pending, edge)
         elif _is_llm(span) and who.agent and span.span_id not in inner_llm:
+            if current and current != who.agent and pending is None:
+                # A model answers for another agent than the last one, with no agent started in between: the
+                # turn came back (a delegating agent answers again after the agent it ran inside its tool).
+                hand(current, who.agent, span)
             current = who.agent
             content, calls = output(span)
             content_seen = content_seen or bool(content)  # tool names alone are structure, not content

@@ -278,6 +278,27 @@ def test_a_delegation_is_a_handoff_by_nesting_and_not_a_tool_call() -> None:
     assert tuple(reply.get(sc.MESSAGE_RECIPIENTS)) == ("boss",)  # back to the agent that invoked it
 
 
+def test_the_way_back_from_a_delegation_is_a_handoff() -> None:
+    """The delegating agent answers again once the agent it ran inside its tool has answered: the turn came back
+    (a change of speaker between model answers, no agent started in between)."""
+    t = _Trace()
+    boss = t.add("invoke_agent boss", None, gen_ai__operation__name="invoke_agent", gen_ai__agent__name="boss")
+    t.add("chat", boss, gen_ai__operation__name="chat", gen_ai__agent__name="boss",
+          gen_ai__output__messages=_parts("assistant", call="ask_helper"))  # fmt: skip
+    tool = t.add("execute_tool ask_helper", boss, gen_ai__operation__name="execute_tool",
+                 gen_ai__tool__name="ask_helper", gen_ai__agent__name="boss")  # fmt: skip
+    helper = t.add("invoke_agent helper", tool, gen_ai__operation__name="invoke_agent", gen_ai__agent__name="helper")
+    t.add("chat", helper, gen_ai__operation__name="chat", gen_ai__agent__name="helper",
+          gen_ai__output__messages=_parts("assistant", "Done."))  # fmt: skip
+    last = t.add("chat", boss, gen_ai__operation__name="chat", gen_ai__agent__name="boss",
+                 gen_ai__output__messages=_parts("assistant", "All done."))  # fmt: skip
+    adapted = adapt(t.spans)
+    assert isinstance(adapted, Adapted)
+    assert handoffs(adapted.records) == [("boss", "helper"), ("helper", "boss")]
+    back = max(adapted.handoffs, key=lambda r: r.get(sc.HANDOFF_INDEX))
+    assert adapted.original(back.span_id) == last.span_id  # on the answer that took the turn back
+
+
 def test_fewer_than_two_agents_is_not_a_conversation() -> None:
     t = _Trace()
     one = t.add("invoke_agent solo", None, gen_ai__operation__name="invoke_agent", gen_ai__agent__name="solo")

@@ -128,8 +128,11 @@ def test_a_handoff_lands_on_the_span_that_records_it_with_its_reason(name: str) 
             arguments = origin.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, origin.get("gcp.vertex.agent.tool_call_args"))
             if settings["content_captured"] and arguments is not None:  # not Strands' default: on events
                 assert json.loads(arguments)["agent_name"] == target
-        elif framework == "pydantic-ai":  # the delegated agent's own run, nested in the caller's tool
-            assert (origin.get(sc.GEN_AI_OPERATION_NAME), origin.get(sc.GEN_AI_AGENT_NAME)) == ("invoke_agent", target)
+        elif framework == "pydantic-ai":  # the delegated agent's own run, nested in the caller's tool; the way
+            # back: the caller's next model answer
+            assert origin.get(sc.GEN_AI_OPERATION_NAME) in ("invoke_agent", "chat")
+            if origin.get(sc.GEN_AI_OPERATION_NAME) == "invoke_agent":
+                assert origin.get(sc.GEN_AI_AGENT_NAME) == target
         elif settings["content_captured"]:  # Agent Framework: the source's answer calling handoff_to_<target>
             assert origin.get(sc.GEN_AI_OPERATION_NAME) == "chat"
             assert f"handoff_to_{target}" in origin.get(sc.GEN_AI_OUTPUT_MESSAGES)
@@ -138,7 +141,7 @@ def test_a_handoff_lands_on_the_span_that_records_it_with_its_reason(name: str) 
         assert source != target
     # Strands' latest conventions record handoff_to_agent's arguments: its message is the reason.
     recorded = settings["content_captured"] and name.startswith("strands-latest")
-    assert reasons == ([TASK, PROPOSAL] if recorded else [None, None])
+    assert reasons == ([TASK, PROPOSAL] if recorded else [None] * len(record["handoffs"]))
 
 
 @pytest.mark.parametrize("name", [*WITH_CONTENT, *WITHOUT_CONTENT])
