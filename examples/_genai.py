@@ -105,7 +105,9 @@ def parse(description: str, argv: Sequence[str] | None, content_help: str) -> ar
 
 def tracing(args: argparse.Namespace, service: str) -> Any:
     """The global tracer provider the framework writes to: one printing spans with ``--console``, else OTLP/gRPC to
-    ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (default localhost:4317), as ``$OTEL_SERVICE_NAME`` (default ``service``)."""
+    ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (default localhost:4317), as ``$OTEL_SERVICE_NAME`` (default ``service``).
+    With ``OTEL_LOGS_EXPORTER=otlp`` the log records the framework writes through OpenTelemetry's logs API (message
+    text, where its settings put it there) go to the same endpoint (the global logger provider)."""
     from opentelemetry import trace
 
     if args.console:
@@ -117,10 +119,25 @@ def tracing(args: argparse.Namespace, service: str) -> Any:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     name = os.environ.get("OTEL_SERVICE_NAME") or service
-    provider = TracerProvider(resource=Resource.create({"service.name": name}))
+    resource = Resource.create({"service.name": name})
+    provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(insecure=True)))
     trace.set_tracer_provider(provider)
+    if os.environ.get("OTEL_LOGS_EXPORTER") == "otlp":
+        _logging(resource)
     return provider
+
+
+def _logging(resource: Any) -> None:
+    """The global logger provider, exporting OTLP/gRPC (flushed when the process exits)."""
+    from opentelemetry._logs import set_logger_provider
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    logs = LoggerProvider(resource=resource)
+    logs.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(insecure=True)))
+    set_logger_provider(logs)
 
 
 def finish(args: argparse.Namespace, record: Record, provider: Any) -> int:

@@ -9,6 +9,9 @@ It keeps every ``ExportTraceServiceRequest`` it is sent, so a test can assert on
 Both servers run in this process (gRPC's thread pool and a ``ThreadingHTTPServer`` thread) and are stopped when
 the ``with`` block exits. ``refuse=True`` answers every export with an error (gRPC ``INVALID_ARGUMENT``, HTTP
 400: both non-retryable), for tests of what a client does when the endpoint refuses.
+
+The gRPC receiver also keeps OTLP log exports (``ExportLogsServiceRequest``, :meth:`OTLPSink.log_requests`), for
+programs that write message text to log records.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -47,6 +51,7 @@ class OTLPSink:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._requests: list[tuple[str, ExportTraceServiceRequest]] = []  # (transport, request)
+        self._log_requests: list[logs_service_pb2.ExportLogsServiceRequest] = []
 
     @property
     def grpc_endpoint(self) -> str:
@@ -61,6 +66,11 @@ class OTLPSink:
         """Requests received, oldest first; ``transport`` ("grpc" or "http") filters."""
         with self._lock:
             return [r for t, r in self._requests if transport is None or t == transport]
+
+    def log_requests(self) -> list[logs_service_pb2.ExportLogsServiceRequest]:
+        """OTLP/gRPC log exports received, oldest first."""
+        with self._lock:
+            return list(self._log_requests)
 
     def spans(self, transport: str | None = None) -> list[SpanRecord]:
         return [span for request in self.requests(transport) for span in from_otlp_request(request)]
@@ -98,6 +108,18 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignor
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "refused by the test sink")
         self._sink._add("grpc", request)
         return trace_service_pb2.ExportTraceServiceResponse()
+
+
+class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):  # type: ignore[misc]
+    def __init__(self, sink: OTLPSink) -> None:
+        self._sink = sink
+
+    def Export(self, request: logs_service_pb2.ExportLogsServiceRequest, context: Any) -> Any:
+        if self._sink.refuse:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "refused by the test sink")
+        with self._sink._lock:
+            self._sink._log_requests.append(request)
+        return logs_service_pb2.ExportLogsServiceResponse()
 
 
 def _http_handler(sink: OTLPSink) -> type[BaseHTTPRequestHandler]:
@@ -148,6 +170,7 @@ def otlp_sink(*, refuse: bool = False) -> Iterator[OTLPSink]:
     sink = OTLPSink(refuse=refuse)
     grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(sink), grpc_server)
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsService(sink), grpc_server)
     sink.grpc_port = grpc_server.add_insecure_port("127.0.0.1:0")
     grpc_server.start()
     http_server = ThreadingHTTPServer(("127.0.0.1", 0), _http_handler(sink))

@@ -107,11 +107,21 @@ LOGGED = [p for p in FILES if "otlp_logs" in json.loads(p.read_text(encoding="ut
 @pytest.mark.parametrize("path", LOGGED, ids=[f"{p.parent.name}/{p.stem}" for p in LOGGED])
 def test_the_log_records_of_a_capture_become_events_on_its_spans(path: Path) -> None:
     """Every record that names a span names one of the capture's, and each model call gets its answer as an event
-    (Semantic Kernel: a ``gen_ai.choice`` record, the text in its JSON body)."""
+    (Semantic Kernel, Agent Framework's baseline: a ``gen_ai.choice`` record; Google ADK's ``EVENT_ONLY``: a
+    ``gen_ai.client.inference.operation.details`` record with ``gen_ai.output.messages``)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     spans = from_otlp_json(json.dumps(data["otlp"]))
     rows = log_rows(data["otlp_logs"])
     joined = with_log_events(spans, rows)
     assert rows and sum(len(j.events) - len(s.events) for s, j in zip(spans, joined, strict=True)) == len(rows)
-    chats = [s for s in joined if s.get(sc.GEN_AI_OPERATION_NAME) == "chat"]
-    assert chats and all(any(e.name == "gen_ai.choice" for e in s.events) for s in chats)
+    calls = [s for s in joined if s.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_CALLS]
+    assert calls and all(any(_answer(e) for e in s.events) for s in calls)
+
+
+_MODEL_CALLS = ("chat", "generate_content", "text_completion")
+
+
+def _answer(event: Any) -> bool:
+    return event.name == "gen_ai.choice" or (
+        event.name == "gen_ai.client.inference.operation.details" and sc.GEN_AI_OUTPUT_MESSAGES in event.attributes
+    )

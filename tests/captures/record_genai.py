@@ -13,6 +13,9 @@ lists (``SOURCES`` says which), never from a span.
   reviewer (a transfer, a Swarm handoff, a delegation through a tool, a handoff workflow), with content captured;
 - ``desk-<variant>``: the same under another tracing variant that still captures content, where the framework
   puts it elsewhere (Strands' latest conventions: the ``gen_ai.client.inference.operation.details`` event);
+- ``desk-event-only`` (ADK, ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=EVENT_ONLY``) and
+  ``desk-baseline-logs`` (Agent Framework's v1.36 baseline with ``ENABLE_SENSITIVE_DATA=true``): the text only in
+  log records, exported with the spans (``"otlp_logs"``), joined to them as the collector does;
 - ``solo``: one agent (``clerk``) with one tool: the control run, not a multi-agent conversation.
 """
 
@@ -27,7 +30,7 @@ from typing import Any
 
 from tests.captures._record import Expectation, write
 from tests.genai.record import record
-from tests.genai.runs import FRAMEWORKS
+from tests.genai.runs import FRAMEWORKS, Variant
 
 # The packages each capture names with their versions (the framework as its nox session installs it).
 PACKAGES = {
@@ -54,12 +57,19 @@ SOLO_SOURCES = {
     "pydantic_ai": "Agent.run(...) -> AgentRunResult.new_messages()",
     "agent_framework": "Agent.run(...) -> AgentResponse.messages",
 }
-# The multi-agent runs: capture name -> the tracing variant (tests/genai/runs.py), each capturing content.
-DESK_RUNS = {
-    "google_adk": {"desk": "content"},
+# Settings that put the text in log records only (exported with OTEL_LOGS_EXPORTER=otlp, examples/_genai.py): not
+# variants of runs.py, whose end-to-end tests send the collector spans only.
+LOGS = {"OTEL_LOGS_EXPORTER": "otlp"}
+ADK_EVENT_ONLY = Variant(env={"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY", **LOGS},
+                         content_captured=True)  # fmt: skip
+AF_BASELINE_LOGS = Variant(content="on", env={"OTEL_SEMCONV_STABILITY_OPT_IN": "", **LOGS}, content_captured=True)
+# The multi-agent runs: capture name -> the tracing variant (tests/genai/runs.py, or settings of its own), each
+# capturing content.
+DESK_RUNS: dict[str, dict[str, str | tuple[str, Variant]]] = {
+    "google_adk": {"desk": "content", "desk-event-only": ("event-only", ADK_EVENT_ONLY)},
     "strands": {"desk": "default", "desk-latest-events": "latest-events"},
     "pydantic_ai": {"desk": "default"},
-    "agent_framework": {"desk": "content"},
+    "agent_framework": {"desk": "content", "desk-baseline-logs": ("baseline-logs", AF_BASELINE_LOGS)},
 }
 
 
@@ -74,15 +84,15 @@ def expectation(run: dict[str, Any], *, conversation: bool, source: str) -> Expe
     )  # fmt: skip
 
 
-def capture(name: str, run_name: str, variant: str, *, solo: bool = False) -> Path:
-    settings = FRAMEWORKS[name].variants[variant]
+def capture(name: str, run_name: str, chosen: str | tuple[str, Variant], *, solo: bool = False) -> Path:
+    variant, settings = chosen if isinstance(chosen, tuple) else (chosen, FRAMEWORKS[name].variants[chosen])
     assert settings.content_captured, f"{name} {variant}: a capture with content hidden needs its switches named"
-    fixture = record(name, variant, solo=solo)
+    fixture = record(name, variant, solo=solo, settings=settings)
     example = f"examples/{FRAMEWORKS[name].example}.py"
     source = f"{example}: {(SOLO_SOURCES if solo else SOURCES)[name]}"
     expect = expectation(fixture["record"], conversation=not solo, source=source)
     described = {"example": example + (" --solo" if solo else ""), "variant": variant, **asdict(settings)}
-    return write(name, run_name, PACKAGES[name], described, expect, fixture["otlp"])
+    return write(name, run_name, PACKAGES[name], described, expect, fixture["otlp"], fixture.get("otlp_logs"))
 
 
 def runs(name: str) -> dict[str, Callable[[], Path]]:

@@ -93,12 +93,13 @@ FRAMEWORKS: dict[str, Framework] = {
 
 
 def run_example(name: str, variant: str, endpoint: str, tmp: Path, *, service: str | None = None,
-                solo: bool = False) -> dict[str, Any]:  # fmt: skip
+                solo: bool = False, settings: Variant | None = None) -> dict[str, Any]:  # fmt: skip
     """Run the example of framework ``name`` under ``variant`` (in this interpreter: the framework's own
     environment), exporting to ``endpoint``; the framework's own record of the run (``examples/_genai.py``).
-    ``solo``: the example's one-agent control run (``--solo``) instead of the desk."""
+    ``solo``: the example's one-agent control run (``--solo``) instead of the desk; ``settings``: tracing settings
+    of no variant here (``variant`` then only names them)."""
     spec = FRAMEWORKS[name]
-    settings = spec.variants[variant]
+    settings = settings or spec.variants[variant]
     record = tmp / f"{name}-{variant}.record.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MAST_OTEL_EXAMPLE"))}
     env.update(
