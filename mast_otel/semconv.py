@@ -352,6 +352,8 @@ def handoff_span_name(source: str, target: str) -> str:
 # capture on. Kinds: conversation root CHAIN, agent turn AGENT, tool call TOOL, handoff DECISION (a routing
 # decision), message CHAIN (a step of the workflow: OpenInference has no kind for an inter-agent message).
 OI_SPAN_KIND: Final = _oi.SpanAttributes.OPENINFERENCE_SPAN_KIND
+# OpenInference's session: the runs of one chat session carry it (a conversation across traces, adapters._grouping).
+OI_SESSION_ID: Final = _oi.SpanAttributes.SESSION_ID
 OI_AGENT_NAME: Final = _oi.SpanAttributes.AGENT_NAME
 OI_GRAPH_NODE_ID: Final = _oi.SpanAttributes.GRAPH_NODE_ID
 OI_GRAPH_NODE_NAME: Final = _oi.SpanAttributes.GRAPH_NODE_NAME

@@ -35,6 +35,7 @@ class SpanRecord:
     service_name: str | None = None
     events: tuple[SpanEvent, ...] = ()
     scope_name: str | None = None  # the instrumentation scope that wrote it (its tracer's name)
+    links: tuple[tuple[str, str], ...] = ()  # (trace id, span id) of each span it links to, hex
 
     @property
     def span_type(self) -> str | None:
@@ -68,6 +69,10 @@ def from_readable_span(span: Any) -> SpanRecord:
         service_name=resource_attrs.get("service.name"),
         events=tuple(SpanEvent(e.name, dict(e.attributes or {})) for e in getattr(span, "events", ()) or ()),
         scope_name=getattr(getattr(span, "instrumentation_scope", None), "name", None) or None,
+        links=tuple(
+            (f"{link.context.trace_id:032x}", f"{link.context.span_id:016x}")
+            for link in getattr(span, "links", ()) or ()
+        ),
     )
 
 
@@ -123,6 +128,7 @@ def from_otlp_span(span: Any, service: Any, scope_name: str | None = None) -> Sp
         if span.events
         else (),
         scope_name=scope_name,
+        links=tuple((link.trace_id.hex(), link.span_id.hex()) for link in span.links) if span.links else (),
     )
 
 
@@ -142,6 +148,10 @@ def from_otlp_json(text: str | bytes) -> list[SpanRecord]:
                 for key in ("traceId", "spanId", "parentSpanId"):
                     if span.get(key):
                         span[key] = _hex_to_b64(span[key])
+                for link in span.get("links", ()):
+                    for key in ("traceId", "spanId"):
+                        if link.get(key):
+                            link[key] = _hex_to_b64(link[key])
     request = ExportTraceServiceRequest()
     json_format.ParseDict(data, request, ignore_unknown_fields=True)
     return list(from_otlp_request(request))

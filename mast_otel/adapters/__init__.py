@@ -16,6 +16,10 @@ A run that begins after another run's root has ended is not part of it (:meth:`T
 instrumentation left it under that root (a context still attached on the thread): it is its own conversation
 (:func:`foreign_units` gives it its own unit).
 
+A run its framework wrote as several traces (a trace per message) is one conversation when evidence ties the
+traces: span links, or a shared ``gen_ai.conversation.id`` / ``session.id`` (:mod:`._grouping`). Given spans of
+several traces whose roots are in different traces, :func:`adapt` reads them under one root made for them.
+
 A mast-otel root is recognised by mast-otel's own marker (``mast.span.type=conversation``), never by
 ``gen_ai.operation.name``: another framework's ``invoke_workflow`` (Google ADK's root) is foreign, and the GenAI
 adapter reads it.
@@ -29,6 +33,7 @@ integrations (data flows collector -> adapters -> judge).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
 from mast_otel import semconv as sc
@@ -36,9 +41,11 @@ from mast_otel.spans import SpanRecord
 
 from . import ag2_builtin, genai, openinference, openllmetry
 from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, ConversationBuilder, NotAConversation
+from ._grouping import GROUP_KEYS, evidence, group, joined_root
 from ._tree import Tree
 
 __all__ = [
+    "GROUP_KEYS",
     "ROOT_CANDIDATE_KEYS",
     "ROOT_CANDIDATE_NAMES",
     "SOURCE_ATTRIBUTE",
@@ -48,6 +55,7 @@ __all__ = [
     "NotAConversation",
     "Tree",
     "adapt",
+    "evidence",
     "foreign_units",
     "root_candidate",
 ]
@@ -61,6 +69,15 @@ _ADAPTERS = (
     (openllmetry.SOURCE, openllmetry.recognises, openllmetry.is_root, openllmetry.adapt),
     (genai.SOURCE, genai.recognises, genai.is_root, genai.adapt),
 )
+
+# The attribute each convention roots a workflow of agents with: the root made for a run written as several
+# traces (_grouping.joined_root) carries its first root's convention's.
+_WORKFLOW_MARKERS: dict[str, dict[str, str]] = {
+    ag2_builtin.SOURCE: {ag2_builtin.SPAN_TYPE: "multi_conversation"},
+    openinference.SOURCE: {openinference.SPAN_KIND: "CHAIN"},
+    openllmetry.SOURCE: {openllmetry.SPAN_KIND: "workflow"},
+    genai.SOURCE: {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW},
+}
 
 # Attribute values that mark a span as the possible root of a foreign conversation (ingest's test); None: any
 # value. Kept in step with the adapters' is_root (tests/adapters/test_selection.py).
@@ -123,6 +140,15 @@ def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
         if not roots:
             refused = refused or NotAConversation(source, "no agent or workflow span to root a conversation")
             continue
+        if len({r.trace_id for r in roots}) > 1:  # one run written as several traces: read under one root
+            joined = joined_root(roots, _WORKFLOW_MARKERS[source])
+            spans_under = [dataclasses.replace(s, parent_span_id=joined.span_id) if s in roots else s
+                           for s in tree.spans]  # fmt: skip
+            adapted = convert(Tree([joined, *spans_under]), joined)
+            if isinstance(adapted, Adapted):
+                return adapted.rerooted(roots[0])
+            refused = refused or adapted
+            continue
         adapted = convert(tree, roots[0])
         if isinstance(adapted, NotAConversation):
             # Its root holds no conversation (one OpenInference CHAIN span under a tool of a framework that writes
@@ -145,8 +171,9 @@ def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
 
 
 def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
-    """What the collector's assembler would hold as foreign units, for files: per trace with no mast-otel
-    root, each outermost root candidate and the spans under it (start order)."""
+    """What the collector would judge as foreign units, for files: per trace with no mast-otel root, each
+    outermost root candidate and the spans under it (start order); then the units of different traces that
+    evidence ties together (:mod:`._grouping`) as one."""
     by_trace: dict[str, list[SpanRecord]] = {}
     for s in spans:
         by_trace.setdefault(s.trace_id, []).append(s)
@@ -169,7 +196,10 @@ def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
             # (the spans left have lost the parent that was taken: they are the later runs' roots and subtrees)
             below_taken = _below_taken(tree, taken)
             rest = [s for s in rest if s.span_id not in taken and below_taken[s.span_id]]
-    return units
+    # A run written as several traces: the units of different traces that links or a shared conversation or
+    # session id tie together are one.
+    foreign = [s for trace_spans in by_trace.values() if not is_native(trace_spans) for s in trace_spans]
+    return group(units, foreign)
 
 
 def _below_taken(tree: Tree, taken: set[str]) -> dict[str, bool]:

@@ -1,0 +1,119 @@
+"""A run written as several traces is one conversation when evidence ties the traces (mast_otel.adapters._grouping):
+span links and a shared gen_ai.conversation.id or session.id, on any span of the trace; units of one trace are
+never joined. The oracle for the property is a plain graph search over the same evidence."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+
+from mast_otel import semconv as sc
+from mast_otel.adapters import Adapted, adapt, foreign_units
+from mast_otel.adapters._grouping import evidence, group
+from mast_otel.spans import SpanRecord
+
+hypothesis = pytest.importorskip("hypothesis")  # the property runs in the main tier
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ids = itertools.count(1)
+
+
+def _span(trace: int, *, parent: SpanRecord | None = None, name: str = "step", start: int = 0, end: int = 10,
+          links: tuple[SpanRecord, ...] = (), **attributes: object) -> SpanRecord:  # fmt: skip
+    return SpanRecord(
+        trace_id=f"{trace:032x}", span_id=f"{next(_ids):016x}", parent_span_id=parent.span_id if parent else None,
+        name=name, start_ns=start, end_ns=end, attributes=attributes,
+        links=tuple((s.trace_id, s.span_id) for s in links),
+    )  # fmt: skip
+
+
+def _agent_turn(trace: int, agent: str, reply: str, start: int, **attributes: object) -> list[SpanRecord]:
+    """One agent's turn as a trace of its own: invoke_agent with one chat answer under it."""
+    turn = _span(trace, name=f"invoke_agent {agent}", start=start, end=start + 10, **{
+        sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: agent}, **attributes)  # fmt: skip
+    output = f'[{{"role": "assistant", "parts": [{{"type": "text", "content": "{reply}"}}]}}]'
+    chat = _span(trace, parent=turn, name="chat", start=start + 1, end=start + 9, **{
+        sc.GEN_AI_OPERATION_NAME: "chat", "gen_ai.output.messages": output})  # fmt: skip
+    return [turn, chat]
+
+
+def test_linked_traces_are_one_conversation_under_the_first_turns_root() -> None:
+    researcher = _agent_turn(1, "researcher", "A17 was charged twice.", 0)
+    # the runtime's message span in trace 2 links to the span that sent it in trace 1, above the writer's turn
+    message = _span(2, name="agent_runtime publish", start=20, end=40, links=(researcher[1],))
+    writer = _agent_turn(2, "writer", "Refunded.", 21)
+    writer[0] = dataclasses.replace(writer[0], parent_span_id=message.span_id)
+    (unit,) = foreign_units([*researcher, message, *writer])
+    adapted = adapt(unit)
+    assert isinstance(adapted, Adapted)
+    assert adapted.root_span_id == researcher[0].span_id  # labels go to a real span: the first turn's root
+    assert [m.get(sc.MESSAGE_SENDER) for m in adapted.messages] == ["researcher", "writer"]
+    assert adapted.framework is not None
+
+
+@pytest.mark.parametrize("key", [sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID])
+def test_a_shared_conversation_or_session_id_ties_traces(key: str) -> None:
+    first = _agent_turn(1, "researcher", "found", 0, **{key: "c-1"})
+    second = _agent_turn(2, "writer", "written", 20, **{key: "c-1"})
+    other = _agent_turn(3, "writer", "unrelated", 40, **{key: "c-2"})
+    units = foreign_units([*first, *second, *other])
+    assert sorted(len({s.trace_id for s in u}) for u in units) == [1, 2]
+
+
+def test_traces_with_nothing_in_common_stay_apart() -> None:
+    units = foreign_units([*_agent_turn(1, "a", "x", 0), *_agent_turn(2, "b", "y", 20)])
+    assert len(units) == 2 and all(adapt(u).__class__.__name__ == "NotAConversation" for u in units)
+
+
+def test_a_trace_holding_two_runs_is_joined_to_nothing() -> None:
+    team = _agent_turn(1, "lead", "done", 0, **{sc.OI_SESSION_ID: "s"})
+    later = _agent_turn(1, "clerk", "later", 50, **{sc.OI_SESSION_ID: "s"})  # after the first root ended
+    later[0] = dataclasses.replace(later[0], parent_span_id=team[0].span_id)
+    elsewhere = _agent_turn(2, "writer", "w", 60, **{sc.OI_SESSION_ID: "s"})
+    units = foreign_units([*team, *later, *elsewhere])
+    assert sorted(len(u) for u in units) == [2, 2, 2]
+
+
+def test_evidence_names_links_to_other_traces_and_group_keys_only() -> None:
+    a = _span(1)
+    b = _span(2, links=(a, _span(2)), **{sc.GEN_AI_CONVERSATION_ID: "c", sc.OI_SESSION_ID: ""})
+    assert evidence(b) == [f"trace:{a.trace_id}", f"{sc.GEN_AI_CONVERSATION_ID}=c"]
+
+
+@given(
+    st.lists(st.sets(st.integers(0, 5), max_size=3), min_size=1, max_size=8),  # each trace's keys
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=6),  # links between traces
+)
+def test_units_are_merged_exactly_when_evidence_connects_their_traces(
+    keys: list[set[int]], links: list[tuple[int, int]]
+) -> None:
+    traces = len(keys)
+    links = [(a % traces, b % traces) for a, b in links]
+    units = [[_span(t + 1)] for t in range(traces)]  # one unit per trace; the evidence is on other spans of it
+    spans = [_span(t + 1, **{sc.OI_SESSION_ID: f"k{k}"}) for t in range(traces) for k in keys[t]]
+    spans += [_span(a + 1, links=(units[b][0],)) for a, b in links]
+    merged = group(units, spans)
+    # oracle: breadth-first search over traces sharing a key or linked
+    edges = {t: set() for t in range(traces)}
+    for a in range(traces):
+        for b in range(traces):
+            if keys[a] & keys[b] or (a, b) in links or (b, a) in links:
+                edges[a].add(b)
+    seen: set[int] = set()
+    components = []
+    for start in range(traces):
+        if start in seen:
+            continue
+        component, frontier = set(), [start]
+        while frontier:
+            t = frontier.pop()
+            if t not in component:
+                component.add(t)
+                frontier.extend(edges[t] - component)
+        seen |= component
+        components.append(component)
+    got = sorted(sorted(int(s.trace_id, 16) - 1 for s in unit) for unit in merged)
+    assert got == sorted(sorted(c) for c in components)
