@@ -171,6 +171,13 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         for s in below
         if not _is_agent(s) and s.span_id in holding_llms and (name := _step_agent(s)) is not None
     }
+    # No model answer recorded at all (an instrumentor that wraps the framework's tasks and tools, not its model
+    # calls): each tool run stands for the answer that asked for it, and a delegation to an agent that has no span
+    # of its own is that agent's turn, its result the delegate's reply.
+    unrecorded = not any(s.get(SPAN_KIND) == _KIND_LLM for s in below)
+    delegates = _unseen_delegates(below, {agent_name(s, tree.parent(s)) for s in below if _is_agent(s)},
+                                  set(steps.values())) if unrecorded else {}  # fmt: skip
+    steps.update(delegates)
 
     def speaks(span: SpanRecord) -> bool:
         return _is_agent(span) or span.span_id in steps
@@ -184,13 +191,22 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         return owners.get(span.span_id)
 
     agents = [s for s in unit if speaks(s)]
-    holding_agents = tree.holding(speaks)
+    # (a delegate's turn inside an agent's span leaves that agent a leaf: it still replies by its output)
+    holding_agents = tree.holding(lambda s: speaks(s) and s.span_id not in delegates)
     leaves = [s for s in agents if s.span_id not in holding_agents]
     # An agent speaks through its model calls (OpenAI Agents SDK, autogen-agentchat, LangGraph, smolagents); a
-    # leaf agent span with no model call under it carries its reply in output.value instead (AG2).
+    # leaf agent span with no model call under it carries its reply in output.value instead (AG2), said when the
+    # span ends where other spans ran inside it first (a delegate's turn, a tool it ran).
     by_output = [s for s in leaves if s.get(sc.OI_OUTPUT_VALUE) is not None and s.span_id not in holding_llms]
     calls = [(s, o) for s in below if _is_llm(s) and (o := owner(s)) is not None]
-    turns = sorted([*((s, s) for s in by_output), *calls], key=lambda pair: (pair[0].start_ns, pair[0].span_id))
+    asks = [(s, o) for s in below if unrecorded and s.get(SPAN_KIND) == sc.OI_KIND_TOOL and (o := owner(s))]
+    late = {s.span_id for s in by_output if tree.children.get(s.span_id) or s.span_id in delegates}
+
+    def at(pair: tuple[SpanRecord, SpanRecord]) -> tuple[int, str]:
+        span = pair[0]
+        return (span.end_ns if span.span_id in late else span.start_ns, span.span_id)
+
+    turns = sorted([*((s, s) for s in by_output), *calls, *asks], key=at)
     speakers = {speaker(agent) for _, agent in turns}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
@@ -205,34 +221,33 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     if initiator == first:
         initiator = "user"
     written = _visible(root.get(sc.OI_INPUT_VALUE))
-    task = _task(written) or _first_user_message(below) or written
+    # The tasks the run's root records it was given (a crew's): given to no agent (a hierarchical crew's manager
+    # takes them), they are the user's request, before a model's first prompt (which wraps the request in the
+    # framework's template); each given to an agent, they are the crew's plan: the judge's goal, no message.
+    plan, requested = _crew_tasks(root.get("crew_tasks"))
+    task = _task(written) or (plan if requested else "") or _first_user_message(below) or written
     content_seen = False  # an agent's words
-    if task:  # (a CrewAI crew has no opening message: each agent gets its task; the root names them below)
+    if task:
         conv.message(initiator, [first], task, origin=root)
     names = root.get("participant_names")
     team = [text(n) for n in names] if isinstance(names, (list, tuple)) else []
-    turn_of = {span.span_id: agent for span, agent in turns}
+    turn_of = {span.span_id: agent for span, agent in turns if span.get(SPAN_KIND) != sc.OI_KIND_TOOL}
+    asked_by = {span.span_id: agent for span, agent in asks}
+    replies = {span.span_id for span in by_output}
+    # Each span where it starts; a reply that ends a span with other spans inside it, where that span ends (a
+    # delegation tool's span also starts, as a tool call, where it starts).
+    events = [(s.start_ns, s.span_id, s, s.span_id not in late) for s in below if s.span_id not in late]
+    events += [(s.end_ns, s.span_id, s, False) for s in below if s.span_id in late]
+    events += [(s.start_ns, s.span_id, s, True) for s in below if s.span_id in late and s.span_id in delegates]
+    events.sort(key=lambda e: (e[0], e[1]))
     previous: str | None = None
     pending: _Transfer | None = None
     started: set[str] = set()  # agent spans that have spoken
     asked: dict[str, str] = {}  # tool name -> the agent whose model answer last asked for it
-    for span in below:
-        if span.get(SPAN_KIND) == sc.OI_KIND_TOOL:
-            acting = owner(span)
-            tool = text(span.get(sc.OI_TOOL_NAME)) or span.name
-            # A tool run outside any agent's span (LangGraph's tools node, LlamaIndex's call_tool step) is the
-            # agent's whose model asked for it; "?" when no model answer did.
-            who = speaker(acting) if acting else asked.get(tool, "?")
-            args = _visible(span.get(sc.OI_INPUT_VALUE))
-            handed = transfer(tool, arguments(args), known)
-            if handed is not None:  # a transfer or a delegation: a handoff, not a tool call
-                pending = _Transfer(who if who != "?" else previous or who, handed[0], handed[1], span)
-                continue
-            conv.tool_call(who, tool, args, _visible(span.get(sc.OI_OUTPUT_VALUE)), origin=span)
-            continue
-        agent = turn_of.get(span.span_id)
-        if agent is None:
-            continue
+
+    def turn(span: SpanRecord, agent: SpanRecord) -> str:
+        """The agent's turn: the handoff that brought it, if any (the sender)."""
+        nonlocal previous, pending
         sender = speaker(agent)
         # The turn passed: a transfer tool named its target; else graph.node.parent_id names the previous agent
         # where the instrumentor records it (on the agent's first turn); else the previous speaker did.
@@ -247,6 +262,30 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             conv.handoff(source, sender, origin=agent if agent.span_id not in started else span)
         started.add(agent.span_id)
         previous = sender
+        return sender
+
+    for _, _, span, opening in events:
+        if opening and span.get(SPAN_KIND) == sc.OI_KIND_TOOL:
+            acting = owner(span)
+            tool = text(span.get(sc.OI_TOOL_NAME)) or span.name
+            if span.span_id in asked_by:  # the answer that asked for this tool (no model answer recorded)
+                turn(span, asked_by[span.span_id])
+                conv.message(speaker(acting) if acting else "?", [_RUNTIME], tool, origin=span,
+                             kind=sc.KIND_TOOL_CALL, tool_calls=tool)  # fmt: skip
+            # A tool run outside any agent's span (LangGraph's tools node, LlamaIndex's call_tool step) is the
+            # agent's whose model asked for it; "?" when no model answer did.
+            who = speaker(acting) if acting else asked.get(tool, "?")
+            args = _visible(span.get(sc.OI_INPUT_VALUE))
+            handed = transfer(tool, arguments(args), known)
+            if handed is not None:  # a transfer or a delegation: a handoff, not a tool call
+                pending = _Transfer(who if who != "?" else previous or who, handed[0], handed[1], span)
+                continue
+            conv.tool_call(who, tool, args, _visible(span.get(sc.OI_OUTPUT_VALUE)), origin=span)
+            continue
+        agent = span if span.span_id in replies else turn_of.get(span.span_id)
+        if agent is None:
+            continue
+        sender = turn(span, agent)
         if span is agent:  # the reply is the agent span's output
             holder = owner(span)
             recipient = text(span.get("ag2.sender.name")) or (speaker(holder) if holder else initiator)
@@ -273,8 +312,21 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
                       "conversation; unset them to have it judged")  # fmt: skip
     elif not content_seen and not task:
         no_content = _NO_CONTENT
-    return conv.build(task=task or _crew_tasks(root.get("crew_tasks")), name=text(root.name),
+    return conv.build(task=task or plan, name=text(root.name),
                       termination_detail=_stop_reason(root.get(sc.OI_OUTPUT_VALUE)), no_content=no_content)  # fmt: skip
+
+
+def _unseen_delegates(spans: list[SpanRecord], agents: set[str], steps: set[str]) -> dict[str, str]:
+    """Delegation tool spans whose delegate has no span of its own, by span id: the delegate's name."""
+    out = {}
+    for s in spans:
+        if s.get(SPAN_KIND) != sc.OI_KIND_TOOL:
+            continue
+        tool = text(s.get(sc.OI_TOOL_NAME)) or s.name
+        handed = transfer(tool, arguments(_visible(s.get(sc.OI_INPUT_VALUE))), agents | steps)
+        if handed is not None and handed[0] and handed[0] not in agents and handed[0] not in steps:
+            out[s.span_id] = handed[0]
+    return out
 
 
 def _visible(value: Any) -> str:
@@ -304,15 +356,27 @@ def _reply(value: Any) -> str:
     return raw
 
 
-def _crew_tasks(value: Any) -> str:
-    """A CrewAI crew's task descriptions, in order (the root's ``crew_tasks`` JSON)."""
+def _crew_tasks(value: Any) -> tuple[str, bool]:
+    """A CrewAI crew's task descriptions, in order (the root's ``crew_tasks`` JSON), each after the role of the
+    agent it was given to, and whether it was given to no agent at all (a hierarchical crew's tasks: its manager
+    takes them). A task given to no agent is its description alone (a role recorded as null or as the text
+    ``None`` is none)."""
     try:
         tasks = json.loads(text(value))
     except ValueError:
-        return ""
+        return "", False
     if not isinstance(tasks, list):
-        return ""
-    return "\n".join(f"{t.get('agent_role', '?')}: {t.get('description', '')}" for t in tasks if isinstance(t, dict))
+        return "", False
+    lines = []
+    unassigned = []
+    for t in tasks:
+        if not isinstance(t, dict):
+            continue
+        role = name_or_none(t.get("agent_role")) if t.get("agent_role") != "None" else None
+        description = text(t.get("description"))
+        lines.append(f"{role}: {description}" if role else description)
+        unassigned.append(role is None)
+    return "\n".join(lines), bool(unassigned) and all(unassigned)
 
 
 def _stop_reason(value: Any) -> str | None:
@@ -344,7 +408,25 @@ def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
         if name is None:
             break
         calls.append(text(name))
+    if not content and not calls:  # no output messages: the answer as output.value has it
+        return _output_value(span.get(sc.OI_OUTPUT_VALUE))
     return content, calls
+
+
+def _output_value(value: Any) -> tuple[str, list[str]]:
+    """An LLM span's answer from its ``output.value`` when it records no output messages: a list of tool calls in
+    the OpenAI shape (``[{"function": {"name": ...}}]``) is the tools called; other JSON is no answer text (a
+    serialized response object says nothing as it stands); plain text is the answer."""
+    raw = _visible(value)
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return raw, []
+    if isinstance(parsed, list):
+        functions = [c.get("function") for c in parsed if isinstance(c, dict)]
+        names = [text(f.get("name")) for f in functions if isinstance(f, dict) and f.get("name")]
+        return "", names
+    return (parsed, []) if isinstance(parsed, str) else ("", [])
 
 
 def _first_user_message(spans: list[SpanRecord]) -> str:

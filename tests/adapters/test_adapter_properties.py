@@ -736,12 +736,16 @@ def test_openinference_framework_is_told_by_each_mark_alone() -> None:
 
 
 def test_a_crews_task_reads_each_task_it_can() -> None:
-    """The crew's tasks as the judge's goal: a task without a role or a description still counts (``?`` for the
-    role, nothing for the description); tasks that are not a JSON list give no goal."""
+    """The crew's tasks as the judge's goal: a task without a role (none, null, the text ``None``: a hierarchical
+    crew's, which its manager takes) is its description alone, a task without a description still counts (nothing
+    for the description); tasks that are not a JSON list give no goal."""
     tasks = [{"description": "Find the GDP", "agent_role": "Researcher"}, {"description": "Report it"},
+             {"description": "Check it", "agent_role": None}, {"description": "Send it", "agent_role": "None"},
              {"agent_role": "Writer"}, "not a task"]  # fmt: skip
     adapted = _with_root("openinference_crewai", crew_tasks=json.dumps(tasks))
-    assert adapted.records[0].get(sc.CONVERSATION_TASK) == "Researcher: Find the GDP\n?: Report it\nWriter: "
+    assert adapted.records[0].get(sc.CONVERSATION_TASK) == (
+        "Researcher: Find the GDP\nReport it\nCheck it\nSend it\nWriter: "
+    )
     for written in ('{"description": "Find the GDP"}', "Find the GDP"):
         adapted = _with_root("openinference_crewai", crew_tasks=written)
         assert sc.CONVERSATION_TASK not in adapted.records[0].attributes

@@ -1,0 +1,104 @@
+"""The OpenInference adapter's rules that the CrewAI captures (tests/data/captures/crewai) called for, each named
+by the kind of evidence it reads; each case changes one thing in a real capture, and fails without its rule:
+
+- the tasks a run's root records it was given, given to no agent, are the user's request (the task and the
+  opening message), not the first prompt a model was sent (which wraps the request in the framework's template);
+  tasks each given to an agent are a plan (the judge's goal), not a message;
+- an LLM span with no output messages says its answer in ``output.value``: a list of tool calls names the tools;
+- where no model answer is recorded at all, each tool run stands for the answer that asked for it, a delegation to
+  an agent with no span of its own is that agent's turn (its result the delegate's reply, the tools run inside it
+  the delegate's), and an agent span's reply comes when it ends, after what ran inside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from mast_otel import semconv as sc
+from mast_otel.adapters import Adapted, adapt
+from mast_otel.spans import SpanRecord, from_otlp_json
+from tests.adapters._fixtures import fixture, handoffs, messages
+
+CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
+TASK = "I was charged twice for order A17. Please refund the duplicate charge."
+
+
+def _capture(run: str) -> tuple[list[SpanRecord], dict[str, Any]]:
+    data = json.loads((CAPTURES / "crewai" / f"{run}.json").read_text(encoding="utf-8"))
+    return from_otlp_json(json.dumps(data["otlp"])), data["expect"]
+
+
+def _adapted(spans: list[SpanRecord]) -> Adapted:
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    return adapted
+
+
+def _root(spans: list[SpanRecord]) -> SpanRecord:
+    return next(s for s in spans if not s.parent_span_id)
+
+
+def _without(spans: list[SpanRecord], span: SpanRecord, key: str) -> list[SpanRecord]:
+    changed = dataclasses.replace(span, attributes={k: v for k, v in span.attributes.items() if k != key})
+    return [changed if s is span else s for s in spans]
+
+
+def test_tasks_given_to_no_agent_are_the_users_request() -> None:
+    spans, _ = _capture("hierarchical-events")
+    adapted = _adapted(spans)
+    assert adapted.records[0].get(sc.CONVERSATION_TASK) == TASK
+    assert messages(adapted.records)[0] == ("user", TASK)
+    # Without the root's tasks, the request is the manager's first prompt: CrewAI's template around it.
+    prompt = _adapted(_without(spans, _root(spans), "crew_tasks")).records[0].get(sc.CONVERSATION_TASK)
+    assert TASK in str(prompt) and prompt != TASK
+
+
+def test_tasks_each_given_to_an_agent_are_a_plan_not_a_message() -> None:
+    spans, oracle = fixture("openinference_crewai")  # a sequential crew: each task has its agent
+    adapted = _adapted(spans)
+    assert messages(adapted.records) == oracle["messages"]  # no opening message from the user
+    assert str(adapted.records[0].get(sc.CONVERSATION_TASK)).startswith("Researcher: ")
+
+
+def test_an_answer_recorded_only_in_output_value_names_the_tools_it_called() -> None:
+    spans, _ = _capture("hierarchical-events")
+    llm = [s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM]
+    assert not any(k.startswith(sc.OI_LLM_OUTPUT_MESSAGES) for s in llm[:2] for k in s.attributes)
+    said = messages(_adapted(spans).records)
+    assert said[1:3] == [("Manager", "delegate_work_to_coworker"), ("Researcher", "lookup_order")]
+    calls = [r for r in _adapted(spans).records if r.get(sc.MESSAGE_KIND) == sc.KIND_TOOL_CALL]
+    assert [r.get(sc.MESSAGE_TOOL_CALLS) for r in calls] == ["delegate_work_to_coworker", "lookup_order",
+                                                             "delegate_work_to_coworker"]  # fmt: skip
+
+
+def test_with_no_model_answer_recorded_tools_and_unseen_delegates_make_the_turns() -> None:
+    spans, expect = _capture("hierarchical")  # the instrumentor's default: tasks and tools, no model calls
+    assert not any(s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM for s in spans)
+    adapted = _adapted(spans)
+    assert messages(adapted.records) == [
+        ("user", TASK),
+        ("Manager", "Delegate work to coworker"),  # the answer that asked for the delegation
+        ("Researcher", "lookup_order"),  # run inside the delegation: the delegate's
+        ("Researcher", "Order A17 was charged 49.00 EUR twice on 2026-11-02."),  # the delegation's result
+        ("Manager", "Delegate work to coworker"),
+        ("Writer", "Dear customer, the duplicate charge on order A17 is refunded."),
+        ("Manager", "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told."),  # at its end
+    ]
+    assert handoffs(adapted.records) == [tuple(h) for h in expect["handoffs"]]
+    tools = [(r.get(sc.GEN_AI_AGENT_NAME), r.get(sc.GEN_AI_TOOL_NAME)) for r in adapted.records
+             if r.span_type == sc.SPAN_TYPE_TOOL_CALL]  # fmt: skip
+    assert tools == [("Researcher", "lookup_order")]
+
+
+def test_a_delegate_with_a_span_of_its_own_speaks_through_it() -> None:
+    """The same crew traced with the instrumentor's event listener: each coworker has its AGENT span and its
+    model calls, so the delegation's span is a handoff only (the coworker's reply is not said twice)."""
+    spans, expect = _capture("hierarchical-events")
+    adapted = _adapted(spans)
+    assert len(messages(adapted.records)) == expect["messages"]
+    assert [m for m in messages(adapted.records) if m[0] == "Writer"] == [
+        ("Writer", "Dear customer, the duplicate charge on order A17 is refunded.")
+    ]
