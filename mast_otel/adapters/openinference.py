@@ -9,7 +9,13 @@ names its agent in its input (``current_agent_name``) and holds a model answer s
 answer is an LLM span that records one (output messages, finish reason, token counts). A transfer, handoff or
 delegation TOOL span (any naming, :func:`._evidence.transfer`) is a handoff to the agent its arguments or name
 designate, with the reason its arguments give; other TOOL spans are tool calls, by the agent whose span holds
-them, else by the agent whose model answer asked for them.
+them, else by the agent whose model answer asked for them. An LLM span with no output messages says its answer in
+``output.value`` (a list of tool calls names the tools called). Where no model answer is recorded at all (an
+instrumentor that wraps tasks and tools only: CrewAI's by default), each tool run stands for the answer that asked
+for it, a delegation to an agent with no span of its own is that agent's turn (its result the delegate's reply,
+the tools run inside it the delegate's), and an agent span's reply comes when the span ends. The tasks the root
+records it was given (``crew_tasks``), given to no agent, are the user's request; each given to an agent, they
+are the run's plan (the goal, no opening message).
 
 What OpenInference cannot provide: handoff reasons (no attribute exists: only a transfer tool's arguments say
 why; ``graph.node.parent_id`` gives only from -> to, and where neither is there the handoffs are read from the
