@@ -11,11 +11,11 @@ delegation TOOL span (any naming, :func:`._evidence.transfer`) is a handoff to t
 designate, with the reason its arguments give; other TOOL spans are tool calls, by the agent whose span holds
 them, else by the agent whose model answer asked for them. An LLM span with no output messages says its answer in
 ``output.value`` (a list of tool calls names the tools called). Where no model answer is recorded at all (an
-instrumentor that wraps tasks and tools only: CrewAI's by default), each tool run stands for the answer that asked
-for it, a delegation to an agent with no span of its own is that agent's turn (its result the delegate's reply,
-the tools run inside it the delegate's), and an agent span's reply comes when the span ends. The tasks the root
-records it was given (``crew_tasks``), given to no agent, are the user's request; each given to an agent, they
-are the run's plan (the goal, no opening message).
+instrumentor that wraps tasks and tools only: CrewAI's by default), a delegation to an agent with no span of its
+own is that agent's turn (its result the delegate's reply, the tools run inside it the delegate's); in such a run
+each tool run stands for the answer that asked for it, and an agent span's reply comes when the span ends. The
+tasks the root records it was given (``crew_tasks``), given to no agent, are the user's request; each given to an
+agent, they are the run's plan (the goal, no opening message).
 
 What OpenInference cannot provide: handoff reasons (no attribute exists: only a transfer tool's arguments say
 why; ``graph.node.parent_id`` gives only from -> to, and where neither is there the handoffs are read from the
@@ -178,12 +178,14 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         if not _is_agent(s) and s.span_id in holding_llms and (name := _step_agent(s)) is not None
     }
     # No model answer recorded at all (an instrumentor that wraps the framework's tasks and tools, not its model
-    # calls): each tool run stands for the answer that asked for it, and a delegation to an agent that has no span
-    # of its own is that agent's turn, its result the delegate's reply.
+    # calls): a delegation to an agent that has no span of its own is that agent's turn, its result the delegate's
+    # reply; and since such turns leave no other trace, each tool run in the run stands for the answer that asked
+    # for it. (An agent span that replies by its output, AG2's, is a recorded answer: its tools add none.)
     unrecorded = not any(s.get(SPAN_KIND) == _KIND_LLM for s in below)
     delegates = _unseen_delegates(below, {agent_name(s, tree.parent(s)) for s in below if _is_agent(s)},
                                   set(steps.values())) if unrecorded else {}  # fmt: skip
     steps.update(delegates)
+    unrecorded = bool(delegates)
 
     def speaks(span: SpanRecord) -> bool:
         return _is_agent(span) or span.span_id in steps

@@ -5,9 +5,10 @@ by the kind of evidence it reads; each case changes one thing in a real capture,
   opening message), not the first prompt a model was sent (which wraps the request in the framework's template);
   tasks each given to an agent are a plan (the judge's goal), not a message;
 - an LLM span with no output messages says its answer in ``output.value``: a list of tool calls names the tools;
-- where no model answer is recorded at all, each tool run stands for the answer that asked for it, a delegation to
-  an agent with no span of its own is that agent's turn (its result the delegate's reply, the tools run inside it
-  the delegate's), and an agent span's reply comes when it ends, after what ran inside it.
+- where no model answer is recorded at all, a delegation to an agent with no span of its own is that agent's turn
+  (its result the delegate's reply, the tools run inside it the delegate's); in such a run each tool run stands
+  for the answer that asked for it, and an agent span's reply comes when it ends, after what ran inside it (where
+  agent spans record the answers, AG2's, a tool run adds none).
 """
 
 from __future__ import annotations
@@ -102,3 +103,17 @@ def test_a_delegate_with_a_span_of_its_own_speaks_through_it() -> None:
     assert [m for m in messages(adapted.records) if m[0] == "Writer"] == [
         ("Writer", "Dear customer, the duplicate charge on order A17 is refunded.")
     ]
+
+
+def test_a_tool_run_adds_no_answer_where_agent_spans_record_the_answers() -> None:
+    """AG2's agent spans reply by their output (no LLM span, no delegation): a tool run inside one (its
+    ``execute_function``) was asked for by a recorded answer, so it adds a tool call and no message."""
+    spans, oracle = fixture("openinference_ag2")
+    leaf = max((s for s in spans if s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT), key=lambda s: s.start_ns)
+    tool = SpanRecord(leaf.trace_id, "00000000000000d1", leaf.span_id, "lookup", leaf.start_ns + 1,
+                      max(leaf.start_ns + 2, leaf.end_ns - 1),
+                      {sc.OI_SPAN_KIND: sc.OI_KIND_TOOL, sc.OI_TOOL_NAME: "lookup", sc.OI_INPUT_VALUE: '{"q": "x"}'},
+                      scope_name=leaf.scope_name)  # fmt: skip
+    adapted = _adapted([*spans, tool])
+    assert messages(adapted.records) == oracle["messages"]
+    assert [r.get(sc.GEN_AI_TOOL_NAME) for r in adapted.records if r.span_type == sc.SPAN_TYPE_TOOL_CALL] == ["lookup"]
