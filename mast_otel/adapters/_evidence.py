@@ -4,7 +4,13 @@
   model-provider attribute (``llm.system``, ``gen_ai.provider.name`` name the model's vendor): a small table of
   scopes whose name does not say the framework, else the scope's name with the instrumentation prefixes stripped
   (``openinference.instrumentation.agno`` -> ``agno``). Scopes of model-client instrumentations (``openai``,
-  ``litellm``...) say nothing of the framework and are passed over.
+  ``litellm``...) say nothing of the framework and are passed over. A JavaScript instrumentation's scope is its
+  npm package (``@scope/package``): a package that instruments another library
+  (``@arizeai/openinference-instrumentation-<x>``, ``@traceloop/instrumentation-<x>``,
+  ``@opentelemetry/instrumentation-<x>``) names that library's JavaScript port, ``<x>-js`` (``openai-agents-js``,
+  ``langchain-js``: told apart from the Python library that the Python package of the same name instruments); a
+  framework's own package (``@mastra/otel-exporter``) names the framework by its npm scope, as it names itself
+  (``mastra``); an instrumentation vendor's other packages (``@traceloop/node-server-sdk``) name none.
 - **Ids are never names**: a value that looks like an id (hex digits, a UUID) does not name an agent.
 - **A handoff tool** is a transfer, handoff or delegation tool in any naming (``transfer_to_x``,
   ``Handoff-transfer_to_x``, ``handoff to x``, ``delegate_task_to_member``, ``handoff`` with a ``to_agent``
@@ -30,11 +36,18 @@ _SCOPE_FRAMEWORKS = {
     "strands.telemetry.tracer": "strands",
 }
 _SCOPE_PREFIXES = ("openinference.instrumentation.", "opentelemetry.instrumentation.", "opentelemetry.")
+# An npm package's name: @scope/package.
+_NPM = re.compile(r"@([a-z0-9][a-z0-9._~-]*)/([a-z0-9][a-z0-9._~-]*)", re.IGNORECASE)
+# An npm package that instruments another library, the library's name last.
+_NPM_INSTRUMENTATION = re.compile(r"(?:openinference-)?instrumentation-(.+)")
+# npm scopes of instrumentation vendors: their packages instrument others' libraries, never a framework of theirs.
+_NPM_VENDORS = frozenset({"arizeai", "traceloop", "opentelemetry"})
 # Instrumentations of model clients and transports: their spans sit inside any framework's run.
 _NOT_FRAMEWORKS = frozenset({
     "openai", "anthropic", "litellm", "bedrock", "boto3", "botocore", "mistralai", "groq", "vertexai",
     "google-genai", "google-generativeai", "cohere", "ollama", "together", "replicate", "httpx", "requests",
     "urllib", "urllib3", "aiohttp-client", "asyncio", "threading", "sqlalchemy", "instructor", "dspy",
+    "http", "undici", "fetch",
 })  # fmt: skip
 
 
@@ -44,6 +57,9 @@ def scope_framework(scope: str | None) -> str | None:
         return None
     if scope in _SCOPE_FRAMEWORKS:
         return _SCOPE_FRAMEWORKS[scope]
+    npm = _NPM.fullmatch(scope.strip())
+    if npm:
+        return _npm_framework(npm.group(1).lower(), npm.group(2).lower())
     name = scope
     for prefix in _SCOPE_PREFIXES:
         if name.startswith(prefix):
@@ -51,6 +67,16 @@ def scope_framework(scope: str | None) -> str | None:
             break
     name = name.split(".", 1)[0].replace("_", "-").lower()
     return None if not name or name in _NOT_FRAMEWORKS else name
+
+
+def _npm_framework(scope: str, package: str) -> str | None:
+    """The framework a JavaScript instrumentation's npm package names: ``<x>-js`` for a package that instruments
+    the library ``<x>`` (None when ``<x>`` is a model client), else the npm scope of a framework's own package."""
+    instrumented = _NPM_INSTRUMENTATION.fullmatch(package)
+    if instrumented:
+        library = instrumented.group(1).replace("_", "-")
+        return None if library in _NOT_FRAMEWORKS else f"{library}-js"
+    return None if scope in _NPM_VENDORS else scope.replace("_", "-")
 
 
 def framework_from_scopes(spans: Iterable[SpanRecord]) -> str | None:

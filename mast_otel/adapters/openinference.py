@@ -113,12 +113,14 @@ def agent_name(span: SpanRecord, parent: SpanRecord | None = None) -> str:
 
 def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
     """The framework: the instrumentation scope's (root first); LangChain's instrumentation traces LangGraph too,
-    told by its graph. A run with no scope (a file written without one) falls back on what the framework's
-    instrumentor leaves; never ``llm.system``, which names the model's provider."""
+    told by its graph (in either language: ``langchain-js`` on a LangGraph.js graph is ``langgraph-js``). A run
+    with no scope (a file written without one) falls back on what the framework's instrumentor leaves; never
+    ``llm.system``, which names the model's provider."""
     langgraph = root.name == "LangGraph" or "langgraph" in text(root.get(sc.OI_METADATA))
     found = framework_from_scopes([root, *spans])
     if found is not None:
-        return "langgraph" if found == "langchain" and langgraph else found
+        on_graph = langgraph and found in ("langchain", "langchain-js")
+        return found.replace("langchain", "langgraph", 1) if on_graph else found
     if any(k.startswith("ag2.") for s in spans for k in s.attributes):
         return "ag2"
     if root.name == "Agent workflow":  # the OpenAI Agents SDK's default trace name

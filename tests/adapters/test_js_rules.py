@@ -1,0 +1,50 @@
+"""The rules the JavaScript captures (tests/data/captures/{openai_agents_js,langgraph_js,mastra}) added, each named
+by the kind of evidence it reads, each case changing one thing in a real capture:
+
+- a JavaScript instrumentation's scope is its npm package: a package instrumenting the library ``<x>`` names
+  ``<x>-js``, a framework's own package names the framework by its npm scope;
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mast_otel.adapters import Adapted, adapt, foreign_units
+from mast_otel.adapters._evidence import scope_framework
+from mast_otel.spans import SpanRecord, from_otlp_json
+
+CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
+
+
+def _capture(framework: str, run: str) -> tuple[list[SpanRecord], dict[str, Any]]:
+    data = json.loads((CAPTURES / framework / f"{run}.json").read_text(encoding="utf-8"))
+    return from_otlp_json(json.dumps(data["otlp"])), data["expect"]
+
+
+def _adapted(spans: list[SpanRecord]) -> Adapted:
+    (adapted,) = [a for unit in foreign_units(spans) if isinstance(a := adapt(unit), Adapted)]
+    return adapted
+
+
+def test_an_npm_instrumentation_scope_names_the_javascript_framework() -> None:
+    """``@<vendor>/[openinference-]instrumentation-<x>`` names ``<x>-js``; a framework's own package
+    (``@mastra/otel-exporter``) names its npm scope; a model client's or a vendor's other package names none; a
+    Python scope (dotted, or a distribution's name) is read as before."""
+    assert scope_framework("@arizeai/openinference-instrumentation-openai-agents") == "openai-agents-js"
+    assert scope_framework("@arizeai/openinference-instrumentation-langchain") == "langchain-js"
+    assert scope_framework("@traceloop/instrumentation-langchain") == "langchain-js"
+    assert scope_framework("@opentelemetry/instrumentation-some_lib") == "some-lib-js"
+    assert scope_framework("@mastra/otel-exporter") == "mastra"
+    assert scope_framework("@arizeai/openinference-instrumentation-openai") is None  # a model client
+    assert scope_framework("@traceloop/instrumentation-anthropic") is None
+    assert scope_framework("@opentelemetry/instrumentation-http") is None  # a transport
+    assert scope_framework("@traceloop/node-server-sdk") is None  # a vendor's, instrumenting nothing
+    assert scope_framework("openinference.instrumentation.openai_agents") == "openai-agents"
+    assert scope_framework("pydantic-ai") == "pydantic-ai"
+    spans, _ = _capture("openai_agents_js", "desk")
+    assert _adapted(spans).framework == "openai-agents-js"
+    spans, _ = _capture("mastra", "desk")
+    assert _adapted(spans).framework == "mastra"
+
