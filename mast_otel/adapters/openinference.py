@@ -5,7 +5,10 @@ name's first word), ``graph.node.parent_id`` (the previous speaker, where the in
 ``input.value`` / ``output.value``, ``tool.name``. The root is the outermost AGENT or CHAIN span; a reply is an
 AGENT span with no AGENT span under it (an AG2 chat manager or a team span holds its members' replies), sent to
 the agent whose span holds it. Where no span is of kind AGENT (LlamaIndex's AgentWorkflow), a step span that
-names its agent in its input (``current_agent_name``) and holds a model answer speaks for that agent. A model
+names its agent in its input (``current_agent_name``) and holds a model answer speaks for that agent; so does a
+graph-node span (its ``metadata`` names it the ``langgraph_node``: LangGraph.js's instrumentation writes every
+node CHAIN) that holds a model answer and is not a generic step (``agent``, ``tools``, ``__start__``): the agent is
+the node, as Python's AGENT ``agent`` span speaks for the node that encloses it. A model
 answer is an LLM span that records one (output messages, finish reason, token counts). A transfer, handoff or
 delegation TOOL span (any naming, :func:`._evidence.transfer`) is a handoff to the agent its arguments or name
 designate, with the reason its arguments give; other TOOL spans are tool calls, by the agent whose span holds
@@ -60,6 +63,7 @@ _KIND_LLM = sc.OI_KIND_LLM
 _START = "start"  # graph.node.parent_id of the first agent (autogen-agentchat)
 _RUNTIME = "<runtime>"  # recipient of a tool call: the framework runs it
 _GENERIC = frozenset({"agent", "call_agent"})  # LangGraph span names that say nothing of which agent it is
+_GRAPH_STEPS = _GENERIC | {"tools", "call_model"}  # LangGraph node names that are a step of an agent, not one
 
 
 def recognises(span: SpanRecord) -> bool:
@@ -96,6 +100,25 @@ def _step_agent(span: SpanRecord) -> str | None:
     value = span.get(sc.OI_INPUT_VALUE)
     found = _STEP_AGENT.search(value) if isinstance(value, str) else None
     return name_or_none(found.group(1)) if found else None
+
+
+def _graph_node(span: SpanRecord) -> str | None:
+    """The graph node a span is, when its ``metadata`` JSON names it the ``langgraph_node`` (the node's own span,
+    not a step run inside it) and the node is not a generic step (``agent``, ``tools``, ``__start__``), or None."""
+    raw = span.get(sc.OI_METADATA)
+    if not isinstance(raw, str) or _GRAPH_NODE not in raw:
+        return None
+    try:
+        metadata = json.loads(raw)
+    except ValueError:
+        return None
+    node = metadata.get(_GRAPH_NODE) if isinstance(metadata, dict) else None
+    if node != span.name or node in _GRAPH_STEPS or node.startswith("__"):
+        return None
+    return name_or_none(node)
+
+
+_GRAPH_NODE = "langgraph_node"
 
 
 def agent_name(span: SpanRecord, parent: SpanRecord | None = None) -> str:
@@ -179,6 +202,10 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         for s in below
         if not _is_agent(s) and s.span_id in holding_llms and (name := _step_agent(s)) is not None
     }
+    # No AGENT span either (LangGraph.js: every graph node is CHAIN): a graph node that holds a model answer speaks
+    # for itself (the nearest one holding the answer is its speaker, as the node above Python's AGENT ``agent``).
+    if not any(_is_agent(s) for s in unit):
+        steps.update({s.span_id: name for s in below if s.span_id in holding_llms and (name := _graph_node(s))})
     # No model answer recorded at all (an instrumentor that wraps the framework's tasks and tools, not its model
     # calls): a delegation to an agent that has no span of its own is that agent's turn, its result the delegate's
     # reply; and since such turns leave no other trace, each tool run in the run stands for the answer that asked

@@ -3,17 +3,22 @@ by the kind of evidence it reads, each case changing one thing in a real capture
 
 - a JavaScript instrumentation's scope is its npm package: a package instrumenting the library ``<x>`` names
   ``<x>-js``, a framework's own package names the framework by its npm scope;
+- where no span is an agent's (LangGraph.js writes every graph node CHAIN), a graph-node span (``metadata``'s
+  ``langgraph_node`` its own name) holding a model answer speaks for that node, a generic step never;
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-from mast_otel.adapters import Adapted, adapt, foreign_units
+from mast_otel import semconv as sc
+from mast_otel.adapters import Adapted, NotAConversation, adapt, foreign_units
 from mast_otel.adapters._evidence import scope_framework
 from mast_otel.spans import SpanRecord, from_otlp_json
+from tests.adapters._fixtures import handoffs
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
 
@@ -48,3 +53,26 @@ def test_an_npm_instrumentation_scope_names_the_javascript_framework() -> None:
     spans, _ = _capture("mastra", "desk")
     assert _adapted(spans).framework == "mastra"
 
+
+def test_langchain_js_on_a_langgraph_graph_is_langgraph_js() -> None:
+    """LangChain's instrumentation traces LangGraph too, in JavaScript as in Python: the ``LangGraph`` root makes
+    ``langchain-js`` ``langgraph-js``."""
+    spans, _ = _capture("langgraph_js", "supervisor")
+    assert _adapted(spans).framework == "langgraph-js"
+
+
+def test_a_graph_node_holding_a_model_answer_speaks_where_no_span_is_an_agent() -> None:
+    """LangGraph.js's instrumentation writes every node CHAIN: the node span (``metadata.langgraph_node`` its own
+    name) holding a model answer speaks for itself, a generic step (``agent``, ``tools``) never; without the
+    metadata no span says it is a node, and no agent replies."""
+    spans, expect = _capture("langgraph_js", "supervisor")
+    assert not any(s.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT for s in spans)
+    adapted = _adapted(spans)
+    root = adapted.records[0]
+    assert sorted(a for a in root.get(sc.CONVERSATION_AGENTS) or () if a != "user") == sorted(expect["agents"])
+    assert handoffs(adapted.records) == [tuple(h) for h in expect["handoffs"]]
+    assert "agent" not in (root.get(sc.CONVERSATION_AGENTS) or ())
+    bare = [dataclasses.replace(s, attributes={k: v for k, v in s.attributes.items() if k != sc.OI_METADATA})
+            for s in spans]  # fmt: skip
+    assert not [a for unit in foreign_units(bare) if isinstance(a := adapt(unit), Adapted)]
+    assert isinstance(adapt(bare), NotAConversation)
