@@ -4,7 +4,9 @@ Three places, newest first: span attributes (``gen_ai.input.messages`` / ``gen_a
 format), the ``gen_ai.client.inference.operation.details`` span event holding the same attributes (Strands
 Agents with ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``), and the older per-message events
 (``gen_ai.user.message`` with ``content``, ``gen_ai.choice`` with ``message``: Strands' default). Google ADK's
-legacy schema (v1) keeps its request and response in ``gcp.vertex.agent.llm_request`` / ``llm_response``.
+legacy schema (v1) keeps its request and response in ``gcp.vertex.agent.llm_request`` / ``llm_response``. An agent
+run that records what it was given only in its framework's own namespace (no ``gen_ai.input.messages``: Mastra's
+``mastra.agent_run.input``) has it in an attribute whose key's last part is ``input`` (:func:`agent_input_text`).
 
 Event names are the GenAI specification's; the Python conventions package publishes attribute names only, so
 they are spelled here. Everything returns "" / no calls for content a framework redacted or never recorded.
@@ -21,7 +23,7 @@ from mast_otel.spans import SpanRecord
 
 from ._tree import genai_messages_text, text
 
-__all__ = ["Output", "first_user_text", "output"]
+__all__ = ["Output", "agent_input_text", "first_user_text", "output"]
 
 OPERATION_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 CHOICE_EVENT = "gen_ai.choice"
@@ -67,6 +69,41 @@ def first_user_text(span: SpanRecord) -> str:
             if content:
                 return content
     return _adk_v1_request(span.get(ADK_LLM_REQUEST))
+
+
+def agent_input_text(span: SpanRecord) -> str:
+    """The user's request an agent run records in its own attribute of what it was given (``<namespace>.input``,
+    ``<namespace>.agent_run.input``: a framework's namespace, no GenAI attribute): plain text, or the first user
+    message of a message list (``[{"role": "user", "content": ...}]``, or an object holding ``messages``); ""
+    when no such attribute holds either. For the run's root, when no span records the user's input the GenAI
+    way."""
+    for key, value in span.attributes.items():
+        if key.rsplit(".", 1)[-1] != "input" or key.startswith("gen_ai.") or not isinstance(value, str):
+            continue
+        parsed = _json(value)
+        if parsed is None and value.strip() and value.strip() not in _REDACTED:
+            return value  # plain text
+        if isinstance(parsed, str):
+            return parsed
+        found = _first_user(parsed.get("messages") if isinstance(parsed, dict) else parsed)
+        if found:
+            return found
+    return ""
+
+
+def _first_user(messages: Any) -> str:
+    """The text of the first user message with text in a list of ``{"role", "content"}`` messages (content a
+    string, or parts with ``text`` / ``content``)."""
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = [p.get("text", p.get("content")) for p in content if isinstance(p, dict)]
+            content = "\n".join(p for p in parts if isinstance(p, str) and p)
+        if isinstance(content, str) and content.strip() and content.strip() not in _REDACTED:
+            return content
+    return ""
 
 
 def _event_attribute(span: SpanRecord, event: str, key: str) -> Any:

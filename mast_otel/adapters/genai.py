@@ -11,9 +11,13 @@ Read:
 - agents: ``gen_ai.agent.name``, inherited from the nearest span that names one where a framework leaves it off
   the model and tool spans (Strands, Agent Framework);
 - each agent's messages: the output of its LLM spans (``chat``, ``generate_content``, ``text_completion``) in
-  start order (every framework rewrites the history it passes on, so an agent's own words are its outputs); the
-  task is the first user input a span records. Content is read from attributes, the
-  ``gen_ai.client.inference.operation.details`` event and the older per-message events (:mod:`._genai_content`);
+  start order (every framework rewrites the history it passes on, so an agent's own words are its outputs); an
+  answer recorded as empty text parts alone (Mastra's answers that only call tools) called the ``execute_tool``
+  spans its step ran next (its siblings after it, before the next answer). The task is the
+  first user input a span records, else (no span records one: Mastra) the user's message in the root agent
+  run's own ``<namespace>.input`` attribute (:func:`._genai_content.agent_input_text`). Content is read from
+  attributes, the ``gen_ai.client.inference.operation.details`` event and the older per-message events
+  (:mod:`._genai_content`);
 - tool calls: ``execute_tool`` spans (``gen_ai.tool.name``, ``.call.arguments``, ``.call.result``), except
   transfers and delegations (a tool whose span holds another agent's ``invoke_agent``), which are handoffs;
 - handoffs (from, to, and the reason where recorded): named transfers (ADK's ``transfer_to_agent`` with
@@ -44,7 +48,7 @@ from mast_otel.spans import SpanRecord
 
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
 from ._evidence import framework_from_scopes, name_or_none, transfer
-from ._genai_content import first_user_text, output
+from ._genai_content import agent_input_text, first_user_text, output
 from ._tree import Tree, text
 
 SOURCE = "genai"
@@ -183,6 +187,8 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         if task:
             task_origin = span
             break
+    if not task:  # no span records the user's input the GenAI way: the root agent run's own record of it
+        task, task_origin = agent_input_text(root), root
     content_seen = bool(task)
     if task:
         first = next((acting[s.span_id].agent for s in below if _is_llm(s) and acting[s.span_id].agent), "")
@@ -230,6 +236,8 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
                 hand(current, who.agent, span)
             current = who.agent
             content, calls = output(span)
+            if not content and not calls and _recorded_empty(span):
+                calls = _tools_run_after(tree, span)
             content_seen = content_seen or bool(content)  # tool names alone are structure, not content
             for name in calls:  # a handoff recorded only as the model's tool call (Agent Framework)
                 called = _transfer(name, span, who.agent, agents)
@@ -247,6 +255,37 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         no_content = f"{framework} recorded no message content, so the judge cannot read the conversation: {switch}"
     name = text(root.get(sc.GEN_AI_WORKFLOW_NAME)) or text(root.get(_WORKFLOW_NAME)) or root.name
     return conv.build(task=task, name=name, no_content=no_content)
+
+
+def _recorded_empty(span: SpanRecord) -> bool:
+    """A model answer recorded with an empty text part and nothing else (``gen_ai.output.messages``
+    ``[{"role": "assistant", "parts": [{"type": "text", "content": ""}]}]``): the framework wrote the answer out,
+    and it had no text, so it only called tools it did not list. (An output not recorded, redacted, or with no
+    part at all is no such answer: the calls are then unknown.)"""
+    try:
+        messages = json.loads(text(span.get(sc.GEN_AI_OUTPUT_MESSAGES)))
+    except ValueError:
+        return False
+    listed = [m.get("parts") for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    parts = [p for found in listed if isinstance(found, list) for p in found]
+    return bool(parts) and all(isinstance(p, dict) and p.get("type") == "text" and p.get("content") == ""
+                               for p in parts)  # fmt: skip
+
+
+def _tools_run_after(tree: Tree, span: SpanRecord) -> list[str]:
+    """The tools a model answer asked for when its output names none (an empty text part: Mastra's): the
+    ``execute_tool`` spans its step ran after it (its parent's children, after it and before the next model
+    answer), in start order."""
+    parent = tree.parent(span)
+    names: list[str] = []
+    for sibling in tree.children.get(parent.span_id, ()) if parent is not None else ():
+        if sibling.start_ns < span.start_ns or sibling is span:
+            continue
+        if _is_llm(sibling):
+            break
+        if _operation(sibling) == sc.OP_EXECUTE_TOOL:
+            names.append(text(sibling.get(sc.GEN_AI_TOOL_NAME)) or sibling.name.removeprefix("execute_tool ").strip())
+    return names
 
 
 def _arguments(span: SpanRecord) -> dict[str, Any]:

@@ -5,6 +5,10 @@ by the kind of evidence it reads, each case changing one thing in a real capture
   ``<x>-js``, a framework's own package names the framework by its npm scope;
 - where no span is an agent's (LangGraph.js writes every graph node CHAIN), a graph-node span (``metadata``'s
   ``langgraph_node`` its own name) holding a model answer speaks for that node, a generic step never;
+- where no span records the user's input the GenAI way (Mastra), the task is the user's message in the root agent
+  run's own ``<namespace>.input`` attribute;
+- a GenAI answer recorded as an empty text part alone (Mastra's answers that only call tools) called the
+  ``execute_tool`` spans its step ran next.
 """
 
 from __future__ import annotations
@@ -76,3 +80,57 @@ def test_a_graph_node_holding_a_model_answer_speaks_where_no_span_is_an_agent() 
             for s in spans]  # fmt: skip
     assert not [a for unit in foreign_units(bare) if isinstance(a := adapt(unit), Adapted)]
     assert isinstance(adapt(bare), NotAConversation)
+
+
+def _without(spans: list[SpanRecord], span_id: str, key: str) -> list[SpanRecord]:
+    return [dataclasses.replace(s, attributes={k: v for k, v in s.attributes.items() if k != key})
+            if s.span_id == span_id else s for s in spans]  # fmt: skip
+
+
+def test_with_no_genai_input_the_task_is_the_root_agent_runs_own_input() -> None:
+    """Mastra writes no ``gen_ai.input.messages``: the request is the root ``invoke_agent``'s
+    ``mastra.agent_run.input`` (plain text here; a message list or ``{"messages": [...]}`` elsewhere), the user's
+    first message. Without it there is no task (the sub-agents' inputs are the lead's words, never read)."""
+    spans, expect = _capture("mastra", "desk")
+    assert not any(sc.GEN_AI_INPUT_MESSAGES in s.attributes for s in spans)
+    root = next(s for s in spans if s.parent_span_id is None)
+    adapted = _adapted(spans)
+    assert adapted.records[0].get(sc.CONVERSATION_TASK) == expect["task"]
+    first = min(adapted.messages, key=lambda m: m.get(sc.MESSAGE_INDEX))
+    assert (first.get(sc.MESSAGE_SENDER), first.get(sc.MESSAGE_CONTENT)) == ("user", expect["task"])
+    assert len(adapted.messages) == expect["messages"]
+    assert handoffs(adapted.records) == [tuple(h) for h in expect["handoffs"]]  # the ways back included
+    listed = json.dumps(
+        {
+            "messages": [
+                {"role": "system", "content": "ROLE_LEAD"},
+                {"role": "user", "content": [{"type": "text", "text": expect["task"]}]},
+            ]
+        }
+    )
+    renamed = [dataclasses.replace(s, attributes={**{k: v for k, v in s.attributes.items()
+                                                     if k != "mastra.agent_run.input"}, "acme.input": listed})
+               if s is root else s for s in spans]  # fmt: skip
+    assert _adapted(renamed).records[0].get(sc.CONVERSATION_TASK) == expect["task"]
+    bare = _adapted(_without(spans, root.span_id, "mastra.agent_run.input"))
+    assert bare.records[0].get(sc.CONVERSATION_TASK) is None
+    assert len(bare.messages) == expect["messages"] - 1
+
+
+def test_an_answer_recorded_as_an_empty_text_part_called_the_tools_its_step_ran_next() -> None:
+    """Mastra writes an answer that only calls tools as one empty text part (the calls in its own
+    ``mastra.model_step.output``): it is a tool-call message naming the ``execute_tool`` spans that ran next in its
+    step (a delegation ``agent-<name>`` too). An answer recorded with no part at all says nothing of its calls."""
+    spans, _ = _capture("mastra", "desk")
+    adapted = _adapted(spans)
+    ordered = sorted(adapted.messages, key=lambda m: m.get(sc.MESSAGE_INDEX))
+    calls = [(m.get(sc.MESSAGE_SENDER), m.get(sc.MESSAGE_TOOL_CALLS)) for m in ordered
+             if m.get(sc.MESSAGE_KIND) == sc.KIND_TOOL_CALL]  # fmt: skip
+    assert calls == [("lead", "agent-researcher"), ("researcher", "lookup_order"), ("lead", "agent-writer")]
+    assert all(m.get(sc.MESSAGE_CONTENT) for m in ordered)
+    empty = json.dumps([{"role": "assistant", "parts": []}])
+    partless = [dataclasses.replace(s, attributes={**s.attributes, sc.GEN_AI_OUTPUT_MESSAGES: empty})
+                if s.get(sc.GEN_AI_OUTPUT_MESSAGES) == json.dumps([{"role": "assistant", "parts": [
+                    {"type": "text", "content": ""}]}], separators=(",", ":")) else s for s in spans]  # fmt: skip
+    assert partless != spans
+    assert not any(m.get(sc.MESSAGE_KIND) == sc.KIND_TOOL_CALL for m in _adapted(partless).messages)
