@@ -41,7 +41,7 @@ from mast_otel.spans import SpanRecord
 
 from . import ag2_builtin, genai, openinference, openllmetry
 from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, ConversationBuilder, NotAConversation
-from ._grouping import GROUP_KEYS, evidence, group, joined_root
+from ._grouping import GROUP_KEYS, evidence, evidence_of, group, joined_root
 from ._tree import Tree
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "Tree",
     "adapt",
     "evidence",
+    "evidence_of",
     "foreign_units",
     "root_candidate",
 ]
@@ -141,6 +142,7 @@ def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
             refused = refused or NotAConversation(source, "no agent or workflow span to root a conversation")
             continue
         if len({r.trace_id for r in roots}) > 1:  # one run written as several traces: read under one root
+            roots = sorted(roots, key=lambda r: (r.start_ns, r.span_id))  # the first labelled, as the collector does
             joined = joined_root(roots, _WORKFLOW_MARKERS[source])
             spans_under = [dataclasses.replace(s, parent_span_id=joined.span_id) if s in roots else s
                            for s in tree.spans]  # fmt: skip

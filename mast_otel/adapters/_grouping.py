@@ -21,12 +21,12 @@ reads the joined run as it reads a workflow of agents.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
-__all__ = ["GROUP_KEYS", "evidence", "group", "joined_root"]
+__all__ = ["GROUP_KEYS", "evidence", "evidence_of", "group", "joined_root"]
 
 # Attributes whose value names a conversation across traces.
 GROUP_KEYS = (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID)
@@ -35,10 +35,21 @@ GROUP_KEYS = (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID)
 def evidence(span: SpanRecord) -> list[str]:
     """What ties ``span``'s trace to others: ``trace:<id>`` per link to another trace, ``<key>=<value>`` per group
     key it carries."""
-    keys = [f"trace:{trace}" for trace, _ in span.links if trace != span.trace_id]
-    for key in GROUP_KEYS:
+
+    def get(key: str) -> str | None:
         value = span.get(key)
-        if isinstance(value, str) and value:
+        return value if isinstance(value, str) else None
+
+    return evidence_of(span.trace_id, (trace for trace, _ in span.links), get)
+
+
+def evidence_of(trace_id: str, linked: Iterable[str], get: Callable[[str], str | None]) -> list[str]:
+    """:func:`evidence` from a span's trace id (hex), the trace ids (hex) its links name and its attributes
+    (``get``: key -> string value or None); the collector's ingest reads a span undecoded through this."""
+    keys = [f"trace:{trace}" for trace in linked if trace != trace_id]
+    for key in GROUP_KEYS:
+        value = get(key)
+        if value:
             keys.append(f"{key}={value}")
     return keys
 

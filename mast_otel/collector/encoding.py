@@ -167,8 +167,8 @@ def encode_request(rows: Iterable[tuple[int, bytes]], resource: Callable[[int], 
 
 
 def _raw_scope_spans_class() -> type[Message]:
-    """``ScopeSpans`` as seen by ingest: the scope's name, and per span only the ids, the name, times, status code
-    and the attributes, as a map from key to the serialized ``AnyValue``.
+    """``ScopeSpans`` as seen by ingest: the scope's name, and per span only the ids, the name, times, status code,
+    the linked trace ids and the attributes, as a map from key to the serialized ``AnyValue``.
 
     A ``KeyValue`` (key = 1, value = 2) is on the wire exactly a map entry, so the C parser builds the map and
     ingest looks up the few keys assembly needs instead of looping over every attribute in Python, the receive
@@ -193,6 +193,11 @@ def _raw_scope_spans_class() -> type[Message]:
     status.field.add(name="code", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
     span.field.add(name="status", number=15, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
                    type_name=".mast_otel.raw.Status")  # fmt: skip
+    # Links: the trace each names ties this span's trace to another (a run written as a trace per message).
+    link = span.nested_type.add(name="Link")
+    link.field.add(name="trace_id", number=1, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    span.field.add(name="links", number=13, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
+                   type_name=".mast_otel.raw.Span.Link")  # fmt: skip
     entry = span.nested_type.add(name="AttributesEntry")
     entry.options.map_entry = True
     entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)

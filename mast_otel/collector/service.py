@@ -23,15 +23,17 @@ import threading
 import time
 from collections.abc import Callable
 
+from mast_otel.adapters import GROUP_KEYS
 from mast_otel.collector.assemble.assembler import Assembler, Root, Unit, Untouched
 from mast_otel.collector.assemble.summaries import SpanSummaries
+from mast_otel.collector.assemble.trace_groups import RunJoiner, TraceGroups
 from mast_otel.collector.config import CollectorConfig, parse_hostport
 from mast_otel.collector.encoding import RawScopeSpans
 from mast_otel.collector.judge.judges import build_judge, reads_span_content
 from mast_otel.collector.judge.judging import JudgePool
 from mast_otel.collector.limits import MemoryLimiter, memory_limit_of
 from mast_otel.collector.metrics import LOG_PROTOCOLS, CollectorMetrics, MetricsServer
-from mast_otel.collector.receive.ingest import Ingestor, IngestResult, root_window, span_facts
+from mast_otel.collector.receive.ingest import Ingestor, IngestResult, root_window, span_evidence, span_facts
 from mast_otel.collector.receive.logs_ingest import LOGS_SERVICE, LogIngestor
 from mast_otel.collector.receive.receiver_grpc import GrpcReceiver
 from mast_otel.collector.receive.receiver_http import HttpReceiver
@@ -80,6 +82,11 @@ class CollectorService:
         self.limiter = MemoryLimiter(memory_limit_of(config.memory_limit, config.max_request_bytes))
         self.lock = threading.RLock()
         self.assembler = Assembler(quiet_period=config.quiet_period, max_age=config.max_trace_age)
+        # A run written as a trace per message is judged as one (.trace_groups): what ties traces, and its units
+        # held until the run is quiet.
+        self.trace_groups = TraceGroups()
+        self.joiner = RunJoiner(self.trace_groups, self.assembler, quiet_period=config.quiet_period,
+                                max_age=config.max_trace_age)  # fmt: skip
         # A judge that reads no span content lets release use what ingest kept of each span (.summaries).
         kept = config.summary_memory and not reads_span_content(self.judge)
         summaries = SpanSummaries(config.summary_memory) if kept else None
@@ -108,7 +115,7 @@ class CollectorService:
             store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics, hold=self.hold,
             max_pending_traces=config.max_pending_traces, max_pending_bytes=config.max_pending_bytes,
             retry_after=config.retry_after, clock=clock, max_request_spans=config.max_request_spans,
-            summaries=summaries,
+            summaries=summaries, groups=self.trace_groups,
         )  # fmt: skip
         self.ingestor.on_queued = self.exporter.wake
         self.ingestor.disk_full = lambda: self.store.disk_full
@@ -183,6 +190,8 @@ class CollectorService:
                     # As ingest read it: a root known by its scope and name is a root after a restart too.
                     root, conv_id, conv_parent, _ = span_facts(span.attributes, span.name, scope_name)
                     as_root: Root = root_window(span) if root and conv_id is None else root
+                    if conv_id is None and (span.links or any(k in span.attributes for k in GROUP_KEYS)):
+                        self.trace_groups.note(tid, span_evidence(span), segment.received)
                     parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
                     self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, index=index,
                                        conv_root=as_root, conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip
@@ -304,11 +313,14 @@ class CollectorService:
         # On a full disk, nothing is released while the disk lacks room for delivery (see
         # SQLiteStore.room_to_release): each export frees space, a release writes its spans again first.
         room = self.store.room_to_release()
+        joined: list[Unit] = []
         if room:
             with self.lock:
                 decisions = self.assembler.poll(now, release_all=release_all)
+                decisions = [d for d in decisions if not isinstance(d, Unit) or self.joiner.offer(d) is d]
+                joined = self.joiner.poll(now, release_all=release_all)
         retry, self._untouched_retry = (self._untouched_retry, []) if room else ([], self._untouched_retry)
-        for d in [*retry, *decisions]:
+        for d in [*retry, *decisions, *joined]:
             if isinstance(d, Unit):
                 self.judges.submit(d)
             else:
@@ -388,6 +400,7 @@ class CollectorService:
         self._last_gc = now
         with self.lock:  # resources no span uses are deleted: no ingest may pick one up meanwhile
             removed = self.store.gc(now - self.config.tombstone_ttl)
+            self.trace_groups.forget_older_than(now - 2 * self.config.max_trace_age)
         if removed:
             _log.debug("forgot %d tombstones older than %gs", removed, self.config.tombstone_ttl)
 

@@ -1,8 +1,9 @@
-"""The collector, in one process, with every real capture (tests/data/captures: LlamaIndex AgentWorkflow and Agno
-teams traced by OpenInference, their solo controls) sent as OTLP/HTTP JSON, as a user's exporter sends them: each
-multi-agent run is judged once, labelled on its own root with the framework its instrumentation scope names; a
-run with its content hidden is not sent to the judge and its reason names the switches; a solo run is never
-judged; no span is added."""
+"""The collector, in one process, with every real capture (tests/data/captures: each framework's multi-agent runs
+and solo controls, traced by OpenInference or the framework's own GenAI telemetry) sent as OTLP/HTTP JSON, log
+records included, as a user's exporters send them: each multi-agent run is judged once, also a run written as a
+trace per message (Semantic Kernel's orchestrations), labelled on its own (first) root with the framework its
+instrumentation scope names; a run with its content hidden is not sent to the judge and its reason names the
+switches; a solo run is never judged; no span is added."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ from tests.collector.test_foreign_genai import post_json
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
 
 
-def _captures() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+def _captures() -> list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any] | None]]:
     out = []
     for path in sorted(CAPTURES.glob("*/*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        out.append((path.parent.name, data["otlp"], data["expect"]))
+        out.append((path.parent.name, data["otlp"], data["expect"], data.get("otlp_logs")))
     return out
 
 
@@ -38,23 +39,30 @@ def test_every_capture_is_judged_as_its_framework_recorded_it(sink: OtlpSink, ma
     service.start(pipeline=False)
     captures = _captures()
     # test
-    for _, otlp, _ in captures:
+    for _, otlp, _, logs in captures:
+        if logs:  # the log records first: a capture's spans may be judged as soon as they are whole
+            post_json(service, logs, "/v1/logs")
         post_json(service, otlp)
     judge_and_export(service, clock)
     # verify: every span out once, none added
-    want = set().union(*(_keys(otlp) for _, otlp, _ in captures))
+    want = set().union(*(_keys(otlp) for _, otlp, _, _ in captures))
     got = sink.wait_count(len(want))
     assert sorted(s.key for s in got) == sorted(want)
-    judged = [e for _, _, e in captures if e["conversation"] and not e.get("hidden")]
+    judged = [e for _, _, e, _ in captures if e["conversation"] and not e.get("hidden")]
     assert len(judge.calls) == len(judged) >= 2
-    for framework, otlp, expect in captures:
+    for framework, otlp, expect, _ in captures:
         labelled = [s for s in got if s.key in _keys(otlp) and sc.JUDGE_STATUS in s.attributes]
         if not expect["conversation"]:
             assert labelled == [], framework
             continue
         (root,) = labelled
-        assert root.parent_span_id == ""
-        assert root.attributes[sc.MAST_SOURCE] == "openinference"
+        if root.parent_span_id:  # a run written as several traces: on its first agent's root, under the runtime's
+            assert len({trace for trace, _ in _keys(otlp)}) > 1
+            sent = [s for rs in otlp["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+            first = min((s for s in sent if s["name"].startswith("invoke_agent")),
+                        key=lambda s: int(s["startTimeUnixNano"]))  # fmt: skip
+            assert root.span_id == first["spanId"]
+        assert root.attributes[sc.MAST_SOURCE] in ("openinference", "genai")
         assert root.attributes[sc.MAST_FRAMEWORK] == framework.replace("_", "-")
         if expect.get("hidden"):
             assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_SKIPPED
@@ -111,3 +119,38 @@ def test_a_run_left_under_a_finished_root_is_judged_on_its_own(sink: OtlpSink, m
     assert messages == [data["expect"]["messages"]] * 2
     labelled = sorted(s.parent_span_id for s in got if sc.JUDGE_STATUS in s.attributes)
     assert labelled == sorted(["", root["spanId"]])
+
+
+def test_a_run_written_as_a_trace_per_message_is_judged_once_with_the_text_of_its_log_records(
+    sink: OtlpSink, make_collector
+) -> None:
+    # prepare: Semantic Kernel's HandoffOrchestration: 15 traces (one per runtime message), tied by span links;
+    # the model's text only in log records
+    data = json.loads((CAPTURES / "semantic_kernel" / "handoff.json").read_text(encoding="utf-8"))
+    expect = data["expect"]
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    # test: the records, then the spans, as two exporters send them
+    post_json(service, data["otlp_logs"], "/v1/logs")
+    post_json(service, data["otlp"])
+    judge_and_export(service, clock)
+    # verify: one judge call with every agent's turn, in the framework's order, the user's request first
+    want = _keys(data["otlp"])
+    got = sink.wait_count(len(want))
+    assert {s.key for s in got} == want
+    (call,) = judge.calls
+    messages = sorted((s for s in call[0] if s.span_type == sc.SPAN_TYPE_MESSAGE),
+                      key=lambda s: s.get(sc.MESSAGE_INDEX))  # fmt: skip
+    assert len(messages) == expect["messages"]
+    assert (messages[0].get(sc.MESSAGE_SENDER), messages[0].get(sc.MESSAGE_CONTENT)) == ("user", expect["task"])
+    speakers = [str(m.get(sc.MESSAGE_SENDER)) for m in messages[1:]]
+    assert list(dict.fromkeys(speakers)) == expect["agents"]
+    # each turn's tool calls are only in the log records of its own trace: every trace's records were read
+    called = [(str(m.get(sc.MESSAGE_SENDER)), str(m.get(sc.MESSAGE_TOOL_CALLS) or "")) for m in messages]
+    for agent, tool in expect["tool_calls"]:
+        assert any(sender == agent and tool in calls for sender, calls in called), (agent, tool)
+    labelled = [s for s in got if sc.JUDGE_STATUS in s.attributes]
+    assert len(labelled) == 1 and labelled[0].attributes[sc.MAST_FRAMEWORK] == "semantic-kernel"
+    assert labelled[0].attributes[sc.JUDGE_STATUS] == sc.JUDGE_OK

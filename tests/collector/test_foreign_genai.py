@@ -24,9 +24,9 @@ from tests.collector.sink import OtlpSink, SinkSpan
 from tests.collector.test_pipeline import send
 
 
-def post_json(service: CollectorService, otlp: dict[str, Any]) -> None:
+def post_json(service: CollectorService, otlp: dict[str, Any], path: str = "/v1/traces") -> None:
     assert service.http is not None
-    request = urllib.request.Request(f"http://127.0.0.1:{service.http.port}/v1/traces", json.dumps(otlp).encode(),
+    request = urllib.request.Request(f"http://127.0.0.1:{service.http.port}{path}", json.dumps(otlp).encode(),
                                      {"Content-Type": "application/json"})  # fmt: skip
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200

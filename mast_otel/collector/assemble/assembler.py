@@ -55,10 +55,22 @@ class Unit:
     parent_hint: bytes | None  # where a verdict span goes when the root is missing
     first_received: float
     last_received: float
+    # When another instrumentation's root started (ns; None: unknown or a mast-otel root): orders joined units.
+    root_start: int | None = None
+    # A run written as several traces (:meth:`Assembler.join`): each other trace and its span ids; () for one trace.
+    others: tuple[tuple[bytes, tuple[bytes, ...]], ...] = ()
 
     @property
     def span_ids(self) -> tuple[bytes, ...]:
-        return tuple(loc[0] for loc in self.locations)
+        """This unit's spans in ``trace_id`` (the spans of its other traces are in ``others``)."""
+        if not self.others:
+            return tuple(loc[0] for loc in self.locations)
+        elsewhere = {sid for _, ids in self.others for sid in ids}
+        return tuple(loc[0] for loc in self.locations if loc[0] not in elsewhere)
+
+    @property
+    def trace_ids(self) -> tuple[bytes, ...]:
+        return (self.trace_id, *(t for t, _ in self.others))
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,12 +253,37 @@ class Assembler:
 
     def finished(self, unit: Unit) -> None:
         """The unit's verdict is stored; forget it (the store answers for late spans from now on)."""
-        units = self._inflight.get(unit.trace_id)
-        if not units:
-            return
-        units[:] = [(u, m) for u, m in units if u is not unit]
-        if not units:
-            del self._inflight[unit.trace_id]
+        for trace_id in unit.trace_ids:
+            units = self._inflight.get(trace_id)
+            if not units:
+                continue
+            units[:] = [(u, m) for u, m in units if u is not unit]
+            if not units:
+                del self._inflight[trace_id]
+
+    def join(self, units: list[Unit]) -> Unit:
+        """Units of several traces that are one run (a trace per message) as one unit to judge: the root is the
+        unit's whose root started first (a root candidate's window says), the rest are its ``others``."""
+        if len(units) == 1:
+            return units[0]
+        first = min(units, key=lambda u: (u.root_start is None, u.root_start or 0, u.first_received))
+        rest = [u for u in units if u is not first]
+        joined = Unit(
+            trace_id=first.trace_id, key=first.key, root_id=first.root_id,
+            locations=tuple(loc for u in (first, *rest) for loc in u.locations),
+            conv_ids=tuple(sorted({c for u in units for c in u.conv_ids})), partial=any(u.partial for u in units),
+            parent_hint=first.parent_hint, first_received=min(u.first_received for u in units),
+            last_received=max(u.last_received for u in units),
+            others=tuple((u.trace_id, u.span_ids) for u in rest),
+        )  # fmt: skip
+        for u in units:  # in flight as the joined unit in each of its traces
+            entries = self._inflight.get(u.trace_id, [])
+            members = next((m for v, m in entries if v is u), set(u.span_ids))
+            entries[:] = [(v, m) for v, m in entries if v is not u]
+            entries.append((joined, members))
+            self._inflight[u.trace_id] = entries
+        return joined
+
 
     @property
     def inflight(self) -> int:
@@ -324,6 +361,7 @@ class Assembler:
         parents = [spans[s][_PARENT] for s in members]
         missing = Counter(p for p in parents if p and p not in spans)
         hint = missing.most_common(1)[0][0] if missing else None
+        window = spans[root_id][_ROOT] if root_id is not None else None
         unit = Unit(
             trace_id=trace_id,
             key=key,
@@ -334,6 +372,7 @@ class Assembler:
             parent_hint=hint,
             first_received=first,
             last_received=last,
+            root_start=window[0] if isinstance(window, tuple) else None,
         )
         for sid in members:
             del spans[sid]

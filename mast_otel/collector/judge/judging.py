@@ -218,7 +218,7 @@ class JudgePool:
         a mast-otel conversation's summaries (:mod:`.summaries`): kept at ingest, or made from the stored spans
         when ingest kept none; anything else (ingest found no mast-otel span, or the summaries show none) is
         decoded in full. Log records kept for the trace's spans join them as events (:mod:`.log_events`)."""
-        logs = self._store.log_records(unit.trace_id)
+        logs = [row for trace_id in unit.trace_ids for row in self._store.log_records(trace_id)]
         if logs:
             return with_log_events(loaded.records(self._store), logs)
         summaries = self._cache.summaries
@@ -347,7 +347,7 @@ class JudgePool:
                 self._keep(ready.job, ready.verdict, ready.outcome)
             return []
         try:
-            releases = [(r.job.unit.locations, r.release.outbox, r.release.tomb) for r in group]
+            releases = [(r.job.unit.locations, r.release.outbox, r.release.tombs) for r in group]
             commit_releases(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
                             releases=releases)  # fmt: skip
         except Exception as exc:

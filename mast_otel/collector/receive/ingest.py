@@ -23,10 +23,11 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import ROOT_CANDIDATE_KEYS, ROOT_CANDIDATE_NAMES, root_candidate
+from mast_otel.adapters import GROUP_KEYS, ROOT_CANDIDATE_KEYS, ROOT_CANDIDATE_NAMES, evidence_of, root_candidate
 from mast_otel.collector.assemble.assembler import Assembler, Root
 from mast_otel.collector.assemble.namespace import may_carry_owned, strip_owned
 from mast_otel.collector.assemble.summaries import SpanSummaries, summary_record
+from mast_otel.collector.assemble.trace_groups import TraceGroups
 from mast_otel.collector.encoding import (
     RawScopeSpans,
     ScopeSpansView,
@@ -41,7 +42,7 @@ from mast_otel.spans import SpanRecord, any_value, service_name
 
 __all__ = [
     "Backpressure", "IngestResult", "Ingestor", "ItemBudget", "Malformed", "TooLarge", "parse_error_reason",
-    "resource_spans_of", "root_window", "span_facts",
+    "resource_spans_of", "root_window", "span_evidence", "span_facts",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -119,6 +120,16 @@ def root_window(span: Any) -> Root:
     return span.start_time_unix_nano, span.end_time_unix_nano
 
 
+def span_evidence(span: Any) -> list[str]:
+    """What ties a ``RawScopeSpans`` span's trace to other traces (the adapters' rules, :func:`evidence_of`)."""
+    attributes = span.attributes
+    return evidence_of(
+        span.trace_id.hex(),
+        (link.trace_id.hex() for link in span.links if len(link.trace_id) == 16),
+        lambda key: string_value(attributes[key]) if key in attributes else None,
+    )
+
+
 def span_facts(
     attributes: Mapping[str, bytes], name: bytes = b"", scope: bytes = b""
 ) -> tuple[bool, str | None, str | None, str | None]:
@@ -157,6 +168,7 @@ class _Scope:
     kept: dict[int, SpanRecord] | None = None  # the spans' summaries, by index (.summaries)
     fresh: list[_Fact] = field(default_factory=list)
     late: list[tuple[_Fact, str]] = field(default_factory=list)
+    evidence: list[tuple[bytes, list[str]]] = field(default_factory=list)  # (trace, what ties it to other traces)
 
     def bodies(self, facts: Iterable[_Fact]) -> tuple[ScopeSpansView, list[bytes]]:
         """The layout of this ScopeSpans (parsed only when needed: late spans, passthrough) and those spans' bytes."""
@@ -193,6 +205,7 @@ class Ingestor:
         clock: Callable[[], float],
         max_request_spans: int = 200_000,
         summaries: SpanSummaries | None = None,
+        groups: TraceGroups | None = None,
     ) -> None:
         self._store = store
         self._assembler = assembler
@@ -205,6 +218,7 @@ class Ingestor:
         self._retry_after = retry_after
         self._clock = clock
         self._summaries = summaries  # None: the judge reads span content, so release decodes the spans anyway
+        self._groups = groups  # None: each trace is judged on its own
         self.on_queued: Callable[[], None] = lambda: None
         self.disk_full: Callable[[], bool] = lambda: False
 
@@ -237,6 +251,10 @@ class Ingestor:
                     message = f"the store's disk is full ({exc})"
                     raise Backpressure(message, self._retry_after, REFUSE_DISK_FULL) from None
                 raise
+            if self._groups is not None:
+                for scope in stored:
+                    for trace_id, keys in scope.evidence:
+                        self._groups.note(trace_id, keys, now)
             for scope, segment in zip(segments, ids, strict=True):
                 self._assembler.add_many(scope.fresh, segment, now)
                 if scope.kept is not None and self._summaries is not None:
@@ -284,6 +302,7 @@ class Ingestor:
                 spans, scope_name = raw_scope.spans, raw_scope.scope.name
                 budget.take(len(spans))
                 facts: list[_Fact] = []
+                evidence: list[tuple[bytes, list[str]]] = []
                 summarise = self._summaries is not None and self._summaries.has_room()
                 valid: list[Any] = []  # each fact's span (when summaries are kept), for the summaries below
                 invalid = 0
@@ -298,6 +317,8 @@ class Ingestor:
                             service = _service_name(rs.resource) or "unknown"
                         pairs.add((service, framework or "unknown"))
                     as_root: Root = root_window(span) if root and conv_id is None else root
+                    if conv_id is None and (span.links or any(k in span.attributes for k in GROUP_KEYS)):
+                        evidence.append((tid, span_evidence(span)))
                     parent = span.parent_span_id
                     facts.append((tid, sid, parent if len(parent) == 8 else b"", index, as_root, conv_id, conv_parent))
                     if summarise:
@@ -315,7 +336,7 @@ class Ingestor:
                             summary_service = (service_name(Resource.FromString(rs.resource)),)
                         service_of = summary_service[0]
                         kept = {f[3]: summary_record(span, service_of) for f, span in zip(facts, valid, strict=True)}
-                scopes.append(_Scope(key, data, facts, invalid, kept))
+                scopes.append(_Scope(key, data, facts, invalid, kept, evidence=evidence))
         return scopes, pairs
 
     def _checked(self, data: bytes, spans: int) -> bytes:

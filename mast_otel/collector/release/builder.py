@@ -36,7 +36,7 @@ class Release:
     the verdict is counted under."""
 
     outbox: list[OutRow]
-    tomb: Tomb
+    tombs: tuple[Tomb, ...]  # one per trace of the unit (a run written as several traces has several)
     service: str | None
     framework: str | None
     signals: list[Signal]
@@ -76,8 +76,8 @@ class ReleaseBuilder:
         framework = (root.get(sc.MAST_FRAMEWORK) if root else None) or verdict.extra.get(EXTRA_FRAMEWORK)
         root_here = root is not None and unit.root_id not in exported
         if not_a_conversation(verdict):  # never judged: the spans leave as they came, no verdict is stored
-            tomb = Tomb(trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now)
-            return Release(loaded.outbox({}), tomb, service, framework, signals)
+            tombs = tuple(Tomb(trace_id=t, span_ids=b"".join(ids), at=now) for t, ids in _per_trace(unit))
+            return Release(loaded.outbox({}), tombs, service, framework, signals)
         replace = label_spans(
             verdict,
             root_id=unit.root_id if root_here else None,
@@ -101,11 +101,17 @@ class ReleaseBuilder:
             outbox.append(OutRow(group.segment.resource, field(1, self._scope) + field(2, body), 1))
         if framework and EXTRA_FRAMEWORK not in verdict.extra:  # the stored verdict names it (`report --store`)
             verdict = dataclasses.replace(verdict, extra={**verdict.extra, EXTRA_FRAMEWORK: str(framework)})
-        tomb = Tomb(
-            trace_id=unit.trace_id, span_ids=b"".join(unit.span_ids), at=now, unit=unit.key,
-            conv_ids=",".join(unit.conv_ids), verdict=verdict_to_json(verdict),
+        tombs = tuple(
+            Tomb(trace_id=t, span_ids=b"".join(ids), at=now, unit=unit.key, conv_ids=",".join(unit.conv_ids),
+                 verdict=verdict_to_json(verdict))
+            for t, ids in _per_trace(unit)
         )  # fmt: skip
-        return Release(outbox, tomb, service, framework, signals)
+        return Release(outbox, tombs, service, framework, signals)
+
+
+def _per_trace(unit: Unit) -> list[tuple[bytes, tuple[bytes, ...]]]:
+    """Each trace of the unit with its span ids: a tombstone is looked up by trace."""
+    return [(unit.trace_id, unit.span_ids), *unit.others]
 
 
 def root_of(unit: Unit, records: list[SpanRecord]) -> SpanRecord | None:

@@ -158,11 +158,12 @@ def commit_release(
     tomb: Tomb,
 ) -> None:
     """Write the release; the emptied segments go in the same transaction."""
-    commit_releases(store=store, assembler=assembler, lock=lock, cache=cache, releases=[(locations, outbox, tomb)])
+    commit_releases(store=store, assembler=assembler, lock=lock, cache=cache,
+                    releases=[(locations, outbox, (tomb,))])  # fmt: skip
 
 
-# One release: the spans it takes out of their segments, its outbox rows, its tombstone.
-ReleaseParts = tuple[tuple[Location, ...], Sequence[OutRow], Tomb]
+# One release: the spans it takes out of their segments, its outbox rows, its tombstones (one per trace).
+ReleaseParts = tuple[tuple[Location, ...], Sequence[OutRow], Sequence[Tomb]]
 
 
 def commit_releases(
@@ -185,7 +186,7 @@ def commit_releases(
                 emptied.extend(assembler.consume(locations))
                 consumed.append(locations)
             outbox = [row for _, rows, _ in releases for row in rows]
-            store.write(outbox=outbox, tombs=[tomb for _, _, tomb in releases], drop_segments=emptied)
+            store.write(outbox=outbox, tombs=[t for _, _, tombs in releases for t in tombs], drop_segments=emptied)
         except BaseException:
             for locations in consumed:
                 assembler.unconsume(locations)
