@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mast_otel import semconv as sc
+from tests.adapters.test_captures import NOT_YET
 from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export
 from tests.collector.sink import OtlpSink
 from tests.collector.test_foreign_genai import post_json
@@ -20,10 +21,15 @@ CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
 
 
 def _captures() -> list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any] | None]]:
+    """Every capture, with the expectation of what the collector does today: a run the adapters do not read yet
+    (test_captures.NOT_YET) is expected not to be judged."""
     out = []
     for path in sorted(CAPTURES.glob("*/*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        out.append((path.parent.name, data["otlp"], data["expect"], data.get("otlp_logs")))
+        expect = data["expect"]
+        if f"{path.parent.name}/{path.stem}" in NOT_YET:
+            expect = {**expect, "conversation": False}
+        out.append((path.parent.name, data["otlp"], expect, data.get("otlp_logs")))
     return out
 
 
