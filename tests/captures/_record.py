@@ -49,13 +49,18 @@ class Expectation:
     messages: int = 0  # the user's request plus each model answer the framework recorded
     source: str = ""  # where in the framework's record this was read
     hidden: list[str] = field(default_factory=list)  # the content switches set for the run (none: content on)
+    # the framework the conversation is of, where the directory's name does not say it (<framework>_<instrumentation>)
+    framework: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "conversation": self.conversation, "task": self.task, "agents": self.agents,
             "handoffs": [list(h) for h in self.handoffs], "tool_calls": [list(t) for t in self.tool_calls],
             "messages": self.messages, "source": self.source, "hidden": self.hidden,
         }  # fmt: skip
+        if self.framework is not None:
+            data["framework"] = self.framework
+        return data
 
 
 @dataclass
