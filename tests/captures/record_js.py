@@ -17,6 +17,10 @@ finished spans of an in-memory tracer provider as OTLP JSON (``tests/captures/js
 - ``mastra`` (``@mastra/core`` agents, traced by Mastra's observability with ``@mastra/otel-exporter``, which
   writes the GenAI conventions): ``desk`` (a lead agent calls its researcher and writer sub-agents, which Mastra
   gives it as tools; the researcher calls ``lookup_order``), ``solo``.
+- ``vercel_ai`` (the Vercel AI SDK, ``ai`` with ``@ai-sdk/openai``'s chat model, traced by the SDK itself:
+  ``experimental_telemetry`` on each agent with a NodeTracerProvider registered, the ``ai.*`` spans): ``desk`` (a
+  lead ToolLoopAgent whose tools ``research`` and ``write`` run the researcher, who calls ``lookup_order``, and the
+  writer: the SDK's subagents pattern), ``solo``.
 """
 
 from __future__ import annotations
@@ -99,6 +103,29 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
                     {"tool": "agent-writer", "args": {"prompt": "Write the refund note for order A17."}},
                     "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
                 ]},
+                _CLERK,
+            ],
+            "default": "I cannot help with that.",
+        },
+    },
+    "vercel_ai": {
+        "recorder": "vercel_ai.mjs",
+        "runs": ["desk", "solo"],
+        "packages": ["ai", "@ai-sdk/openai", "@opentelemetry/sdk-trace-node",
+                     "@opentelemetry/sdk-trace-base"],
+        "script": {
+            # A sub-agent is sent only the task its tool was given: its own instructions name its rule.
+            "rules": [
+                {"match": "ROLE_LEAD", "replies": [
+                    {"tool": "research", "args": {"task": "Find the charges on order A17."}},
+                    {"tool": "write", "args": {"task": "Write the refund note for order A17."}},
+                    "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
+                ]},
+                {"match": "ROLE_RESEARCHER", "replies": [
+                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+                    "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
+                ]},
+                {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]},
                 _CLERK,
             ],
             "default": "I cannot help with that.",
