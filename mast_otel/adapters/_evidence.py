@@ -10,7 +10,9 @@
   ``@opentelemetry/instrumentation-<x>``) names that library's JavaScript port, ``<x>-js`` (``openai-agents-js``,
   ``langchain-js``: told apart from the Python library that the Python package of the same name instruments); a
   framework's own package (``@mastra/otel-exporter``) names the framework by its npm scope, as it names itself
-  (``mastra``); an instrumentation vendor's other packages (``@traceloop/node-server-sdk``) name none.
+  (``mastra``); an instrumentation vendor's other packages (``@traceloop/node-server-sdk``) name none. A
+  framework that traces itself under a short tracer name says it in the table: the Vercel AI SDK's ``ai``
+  (``trace.getTracer("ai")``, its ``experimental_telemetry`` spans) is ``vercel-ai``.
 - **Ids are never names**: a value that looks like an id (hex digits, a UUID) does not name an agent.
 - **A handoff tool** is a transfer, handoff or delegation tool in any naming (``transfer_to_x``,
   ``Handoff-transfer_to_x``, ``handoff to x``, ``delegate_task_to_member``, ``handoff`` with a ``to_agent``
@@ -34,6 +36,7 @@ from ._tree import text
 _SCOPE_FRAMEWORKS = {
     "gcp.vertex.agent": "google-adk",
     "strands.telemetry.tracer": "strands",
+    "ai": "vercel-ai",  # the Vercel AI SDK's own tracer (npm package ``ai``: its ai.* spans)
 }
 _SCOPE_PREFIXES = ("openinference.instrumentation.", "opentelemetry.instrumentation.", "opentelemetry.")
 # An npm package's name: @scope/package.

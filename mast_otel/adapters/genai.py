@@ -80,6 +80,7 @@ CONTENT_SWITCHES = {
     "pydantic-ai": "instrument with InstrumentationSettings(include_content=True) (the default)",
     "agent-framework": "set ENABLE_SENSITIVE_DATA=true, with the latest GenAI conventions (the v1.36 baseline "
     "writes the text to log records only)",
+    "vercel-ai": "set experimental_telemetry's recordInputs and recordOutputs to true (their default)",
 }
 _DEFAULT_SWITCH = "turn on the instrumentation's message-content capture"
 
