@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
-from . import ag2_builtin, genai, openinference, openllmetry
+from . import ag2_builtin, ai_sdk, genai, openinference, openllmetry
 from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, ConversationBuilder, NotAConversation
 from ._grouping import GROUP_KEYS, evidence, evidence_of, group, joined_root
 from ._tree import Tree
@@ -68,6 +68,8 @@ _ADAPTERS = (
     (ag2_builtin.SOURCE, ag2_builtin.recognises, ag2_builtin.is_root, ag2_builtin.adapt),
     (openinference.SOURCE, openinference.recognises, openinference.is_root, openinference.adapt),
     (openllmetry.SOURCE, openllmetry.recognises, openllmetry.is_root, openllmetry.adapt),
+    # (the AI SDK's ai.* spans: its model calls carry gen_ai.* attributes too, never the operation's name)
+    (ai_sdk.SOURCE, ai_sdk.recognises, ai_sdk.is_root, ai_sdk.adapt),
     (genai.SOURCE, genai.recognises, genai.is_root, genai.adapt),
 )
 
@@ -77,6 +79,7 @@ _WORKFLOW_MARKERS: dict[str, dict[str, str]] = {
     ag2_builtin.SOURCE: {ag2_builtin.SPAN_TYPE: "multi_conversation"},
     openinference.SOURCE: {openinference.SPAN_KIND: "CHAIN"},
     openllmetry.SOURCE: {openllmetry.SPAN_KIND: "workflow"},
+    ai_sdk.SOURCE: {ai_sdk.OPERATION_ID: "ai.generateText"},
     genai.SOURCE: {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW},
 }
 
@@ -86,6 +89,7 @@ _CANDIDATES: tuple[tuple[str, frozenset[str] | None], ...] = (
     (ag2_builtin.SPAN_TYPE, frozenset({"conversation", "multi_conversation"})),
     (openinference.SPAN_KIND, frozenset({"AGENT", "CHAIN"})),
     (openllmetry.SPAN_KIND, frozenset({"workflow"})),
+    (ai_sdk.OPERATION_ID, ai_sdk.ROOT_OPERATIONS),
     (sc.GEN_AI_OPERATION_NAME, genai.ROOT_OPERATIONS),
     (genai.WORKFLOW_ID, None),
 )
