@@ -41,10 +41,22 @@ from mast_otel.spans import SpanRecord
 
 from . import ag2_builtin, ai_sdk, genai, openinference, openllmetry
 from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, ConversationBuilder, NotAConversation
-from ._grouping import GROUP_KEYS, evidence, evidence_of, group, joined_root
+from ._grouping import (
+    ASSISTANT_MESSAGE_EVENT,
+    EVIDENCE_ATTRIBUTES,
+    GROUP_KEYS,
+    HistoryTies,
+    evidence,
+    evidence_of,
+    group,
+    history_key,
+    joined_root,
+)
 from ._tree import Tree
 
 __all__ = [
+    "ASSISTANT_MESSAGE_EVENT",
+    "EVIDENCE_ATTRIBUTES",
     "GROUP_KEYS",
     "ROOT_CANDIDATE_KEYS",
     "ROOT_CANDIDATE_NAMES",
@@ -52,12 +64,14 @@ __all__ = [
     "SOURCE_NATIVE",
     "Adapted",
     "ConversationBuilder",
+    "HistoryTies",
     "NotAConversation",
     "Tree",
     "adapt",
     "evidence",
     "evidence_of",
     "foreign_units",
+    "history_key",
     "root_candidate",
 ]
 

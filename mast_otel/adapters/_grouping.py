@@ -9,6 +9,15 @@ What ties such traces together, read here as evidence (:func:`evidence`):
   ``process`` to the span that created it, in the sender's trace; OTel messaging conventions do the same.
 - **a conversation or session id**: the same ``gen_ai.conversation.id`` (GenAI conventions) or ``session.id``
   (OpenInference) on spans of both traces.
+- **a shared history**: an answer given by an agent whose turn is a trace of its own (a parentless agent span's
+  ``gen_ai.output.messages``), given again, under that agent's name, to a model in another trace (a
+  ``gen_ai.assistant.message`` record or event with ``name`` and ``content``): the chat history a group chat hands
+  the next agent. Semantic Kernel's AgentGroupChat writes each turn as a trace of its own with nothing else to tie
+  them. Unlike the others this evidence has a direction and a time: a history ties its trace to the trace whose
+  turn gave that answer **last before** the history was written (:class:`HistoryTies`), so the same answer given
+  in every run of a batch (a model at temperature 0, a scripted one) ties each run's next turn to its own run,
+  never the runs together. Only answers of at least :data:`MIN_SHARED_TEXT` characters count ("OK." repeats
+  anywhere), by the agent's name and a digest of the text.
 
 Evidence ties traces, whichever of their spans carries it (SK's links are on the runtime spans above an agent's
 turn, outside the unit). Units are only ever joined across traces: a trace that holds several units (a later run
@@ -21,36 +30,169 @@ reads the joined run as it reads a workflow of agents.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
-__all__ = ["GROUP_KEYS", "evidence", "evidence_of", "group", "joined_root"]
+__all__ = [
+    "ASSISTANT_MESSAGE_EVENT",
+    "EVIDENCE_ATTRIBUTES",
+    "GROUP_KEYS",
+    "HistoryTies",
+    "answer_keys",
+    "evidence",
+    "evidence_of",
+    "group",
+    "history_key",
+    "joined_root",
+]
 
 # Attributes whose value names a conversation across traces.
 GROUP_KEYS = (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID)
+# The attributes evidence is read from (with an agent's name): a span with none of them and no link has none.
+EVIDENCE_ATTRIBUTES = (*GROUP_KEYS, sc.GEN_AI_OUTPUT_MESSAGES)
+# The GenAI event (a span event or a log record) of an earlier assistant message in a model's input.
+ASSISTANT_MESSAGE_EVENT = "gen_ai.assistant.message"
+MIN_SHARED_TEXT = 32
+_ANSWER, _HISTORY = "answer:", "history:"  # evidence with a time: "<kind><agent>:<digest>@<ns>"
+
+
+def _said(agent: object, text: object) -> str | None:
+    """``<agent>:<digest>`` of an answer (None: no agent, or a text too short to tell runs apart)."""
+    if not isinstance(agent, str) or not agent or not isinstance(text, str):
+        return None
+    text = text.strip()
+    if len(text) < MIN_SHARED_TEXT:
+        return None
+    return f"{agent}:{hashlib.blake2b(text.encode(), digest_size=12).hexdigest()}"
+
+
+def history_key(agent: object, text: object, at_ns: int) -> str | None:
+    """The evidence of ``agent``'s earlier answer ``text`` given to a model as history at ``at_ns``."""
+    said = _said(agent, text)
+    return f"{_HISTORY}{said}@{at_ns}" if said else None
+
+
+def answer_keys(agent: object, output_messages: object, end_ns: int) -> list[str]:
+    """The evidence of each answer in a turn's ``gen_ai.output.messages`` (the parts format, or a message's
+    ``content`` string), given by the turn that ended at ``end_ns``."""
+    try:
+        messages = json.loads(output_messages) if isinstance(output_messages, str) else None
+    except (ValueError, RecursionError):
+        return []
+    keys = []
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role", "assistant") != "assistant":
+            continue
+        content = message.get("content")
+        if not isinstance(content, str):
+            parts = message.get("parts")
+            texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text"] if isinstance(
+                parts, list
+            ) else []  # fmt: skip
+            content = "\n".join(t for t in texts if isinstance(t, str) and t)
+        said = _said(agent, content)
+        if said:
+            keys.append(f"{_ANSWER}{said}@{end_ns}")
+    return keys
+
+
+class HistoryTies:
+    """Answers and the histories that repeat them, and which trace each history continues: the trace whose turn
+    gave that answer last at or before the history's time (never the history's own trace). Recomputed on every
+    question, so an answer that arrives late (spans are often exported after the log records of the next turn)
+    still wins over an earlier run's."""
+
+    def __init__(self) -> None:
+        self._answers: dict[str, list[tuple[int, bytes]]] = {}  # said -> (end ns, trace)
+        self._histories: dict[bytes, list[tuple[str, int]]] = {}  # trace -> (said, ns)
+        self._readers: dict[str, set[bytes]] = {}  # said -> traces with a history of it
+        self._gave: dict[bytes, set[str]] = {}  # trace -> what it said
+
+    def note(self, trace: bytes, key: str) -> bool:
+        """Record one timed piece of evidence; False: ``key`` is not one (a link or an id: the caller's)."""
+        kind = _ANSWER if key.startswith(_ANSWER) else _HISTORY if key.startswith(_HISTORY) else None
+        if kind is None:
+            return False
+        said, _, at = key[len(kind) :].rpartition("@")
+        ns = int(at) if at.isdigit() else 0
+        if kind == _ANSWER:
+            self._answers.setdefault(said, []).append((ns, trace))
+            self._gave.setdefault(trace, set()).add(said)
+        else:
+            self._histories.setdefault(trace, []).append((said, ns))
+            self._readers.setdefault(said, set()).add(trace)
+        return True
+
+    def tied(self, trace: bytes) -> set[bytes]:
+        """The traces ``trace``'s histories continue, and those whose histories continue it."""
+        out = {giver for said, ns in self._histories.get(trace, ()) if (giver := self._giver(said, ns, trace))}
+        for said in self._gave.get(trace, ()):
+            for reader in self._readers.get(said, ()):
+                if any(self._giver(s, ns, reader) == trace for s, ns in self._histories.get(reader, ()) if s == said):
+                    out.add(reader)
+        return out
+
+    def forget(self, traces: set[bytes]) -> None:
+        for trace in traces:
+            for said in self._gave.pop(trace, ()):
+                kept = [a for a in self._answers.get(said, ()) if a[1] != trace]
+                self._answers[said] = kept
+                if not kept:
+                    del self._answers[said]
+            for said, _ in self._histories.pop(trace, ()):
+                readers = self._readers.get(said)
+                if readers is not None:
+                    readers.discard(trace)
+                    if not readers:
+                        del self._readers[said]
+
+    def _giver(self, said: str, ns: int, reader: bytes) -> bytes | None:
+        best: tuple[int, bytes] | None = None
+        for end, trace in self._answers.get(said, ()):
+            if trace != reader and end <= ns and (best is None or end > best[0]):
+                best = (end, trace)
+        return best[1] if best else None
 
 
 def evidence(span: SpanRecord) -> list[str]:
     """What ties ``span``'s trace to others: ``trace:<id>`` per link to another trace, ``<key>=<value>`` per group
-    key it carries."""
+    key it carries, and the timed evidence of a shared history (:class:`HistoryTies`): the answers of a turn that
+    is its trace's root, the earlier answers its model was given (its ``gen_ai.assistant.message`` events, at the
+    span's start)."""
 
     def get(key: str) -> str | None:
         value = span.get(key)
         return value if isinstance(value, str) else None
 
-    return evidence_of(span.trace_id, (trace for trace, _ in span.links), get)
+    root_end = span.end_ns if span.parent_span_id is None else None
+    keys = evidence_of(span.trace_id, (trace for trace, _ in span.links), get, root_end=root_end)
+    for event in span.events:
+        if event.name == ASSISTANT_MESSAGE_EVENT:
+            key = history_key(event.attributes.get("name"), event.attributes.get("content"), span.start_ns)
+            if key:
+                keys.append(key)
+    return keys
 
 
-def evidence_of(trace_id: str, linked: Iterable[str], get: Callable[[str], str | None]) -> list[str]:
-    """:func:`evidence` from a span's trace id (hex), the trace ids (hex) its links name and its attributes
-    (``get``: key -> string value or None); the collector's ingest reads a span undecoded through this."""
+def evidence_of(
+    trace_id: str, linked: Iterable[str], get: Callable[[str], str | None], *, root_end: int | None = None
+) -> list[str]:
+    """:func:`evidence` from a span's trace id (hex), the trace ids (hex) its links name, its attributes (``get``:
+    key -> string value or None) and, for a span with no parent, its end; the collector's ingest reads a span
+    undecoded through this."""
     keys = [f"trace:{trace}" for trace in linked if trace != trace_id]
     for key in GROUP_KEYS:
         value = get(key)
         if value:
             keys.append(f"{key}={value}")
+    if root_end is not None:
+        agent = get(sc.GEN_AI_AGENT_NAME)
+        if agent:
+            keys += answer_keys(agent, get(sc.GEN_AI_OUTPUT_MESSAGES), root_end)
     return keys
 
 
@@ -74,9 +216,14 @@ def group(units: Sequence[list[SpanRecord]], spans: Iterable[SpanRecord]) -> lis
             n = parent[n]
         return n
 
+    ties = HistoryTies()
     for s in spans:
         for key in evidence(s):
-            parent[find(node(key))] = find(node(f"trace:{s.trace_id}"))
+            if not ties.note(bytes.fromhex(s.trace_id), key):
+                parent[find(node(key))] = find(node(f"trace:{s.trace_id}"))
+    for trace in {s.trace_id for s in spans}:
+        for other in ties.tied(bytes.fromhex(trace)):
+            parent[find(node(f"trace:{other.hex()}"))] = find(node(f"trace:{trace}"))
     per_trace: dict[str, int] = {}
     for unit in units:
         if unit:

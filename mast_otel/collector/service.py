@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mast_otel.adapters import GROUP_KEYS
+from mast_otel.adapters import EVIDENCE_ATTRIBUTES
 from mast_otel.collector.assemble.assembler import Assembler, Root, Unit, Untouched
 from mast_otel.collector.assemble.summaries import SpanSummaries
 from mast_otel.collector.assemble.trace_groups import RunJoiner, TraceGroups
@@ -145,7 +145,7 @@ class CollectorService:
         ingestor = LogIngestor(
             store=self.store, lock=self.lock, metrics=self.metrics, forward=exporter is not None,
             max_pending_bytes=config.max_pending_bytes, max_request_items=config.max_request_spans,
-            retry_after=config.retry_after, clock=self.clock,
+            retry_after=config.retry_after, clock=self.clock, groups=self.trace_groups,
         )  # fmt: skip
         if exporter is not None:
             ingestor.on_queued = exporter.wake
@@ -190,7 +190,7 @@ class CollectorService:
                     # As ingest read it: a root known by its scope and name is a root after a restart too.
                     root, conv_id, conv_parent, _ = span_facts(span.attributes, span.name, scope_name)
                     as_root: Root = root_window(span) if root and conv_id is None else root
-                    if conv_id is None and (span.links or any(k in span.attributes for k in GROUP_KEYS)):
+                    if conv_id is None and (span.links or any(k in span.attributes for k in EVIDENCE_ATTRIBUTES)):
                         self.trace_groups.note(tid, span_evidence(span), segment.received)
                     parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
                     self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, index=index,

@@ -26,18 +26,6 @@ from tests.adapters._fixtures import handoffs
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
 FILES = sorted(CAPTURES.glob("*/*.json"))
-# Runs mast-otel does not read as their framework recorded them yet, and why (docs/adapters.md names each); strict:
-# the day one reads right, its entry must go.
-NOT_YET = {
-    "semantic_kernel/agent-group-chat": "each turn is a trace of its own, tied by nothing but the chat history "
-    "(no span link, conversation or session id): judged turn by turn (docs/adapters.md#one-run-several-traces)",
-}
-
-
-def _case(path: Path) -> object:
-    name = f"{path.parent.name}/{path.stem}"
-    marks = [pytest.mark.xfail(reason=NOT_YET[name], strict=True)] if name in NOT_YET else []
-    return pytest.param(path, id=name, marks=marks)
 _USER = "user"
 
 
@@ -82,7 +70,7 @@ def test_the_corpus_holds_multi_agent_runs_and_solo_controls() -> None:
     assert any(e["conversation"] for e in expectations) and any(not e["conversation"] for e in expectations)
 
 
-@pytest.mark.parametrize("path", [_case(p) for p in FILES])
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FILES])
 def test_a_capture_is_the_conversation_its_framework_recorded(path: Path) -> None:
     spans, expect = _load(path)
     found = conversations(spans)

@@ -117,3 +117,55 @@ def test_units_are_merged_exactly_when_evidence_connects_their_traces(
         components.append(component)
     got = sorted(sorted(int(s.trace_id, 16) - 1 for s in unit) for unit in merged)
     assert got == sorted(sorted(c) for c in components)
+
+
+def _history(span: SpanRecord, *said: tuple[str, str]) -> SpanRecord:
+    """``span`` with the earlier answers its model was given (``gen_ai.assistant.message`` events by name)."""
+    from mast_otel.spans import SpanEvent
+
+    events = tuple(SpanEvent("gen_ai.assistant.message", {"name": n, "content": c}) for n, c in said)
+    return dataclasses.replace(span, events=span.events + events)
+
+
+_FOUND = "Order A17 was charged 49.00 EUR twice on 2026-11-02."
+_WRITTEN = "Dear customer, the duplicate charge on order A17 is refunded."
+
+
+def _group_chat(base: int, start: int) -> list[SpanRecord]:
+    """A group chat writing each turn as a trace of its own, rooted at its agent (Semantic Kernel's AgentGroupChat):
+    the researcher answers, the writer is given that answer, the reviewer both."""
+    output = '[{{"role": "assistant", "content": "{}", "name": "{}"}}]'
+    researcher = _agent_turn(base, "researcher", "x", start, **{"gen_ai.output.messages": output.format(_FOUND, "r")})
+    writer = _agent_turn(
+        base + 1, "writer", "y", start + 20, **{"gen_ai.output.messages": output.format(_WRITTEN, "w")}
+    )
+    reviewer = _agent_turn(base + 2, "reviewer", "z", start + 40)
+    writer[1] = _history(writer[1], ("researcher", _FOUND))
+    reviewer[1] = _history(reviewer[1], ("researcher", _FOUND), ("writer", _WRITTEN))
+    return [*researcher, *writer, *reviewer]
+
+
+def test_turns_that_share_their_history_are_one_conversation() -> None:
+    (unit,) = foreign_units(_group_chat(10, 0))
+    adapted = adapt(unit)
+    assert isinstance(adapted, Adapted)
+    assert [m.get(sc.MESSAGE_SENDER) for m in adapted.messages] == ["researcher", "writer", "reviewer"]
+
+
+def test_the_same_answers_in_every_run_of_a_batch_tie_each_turn_to_its_own_run() -> None:
+    # two runs giving the same answers (a scripted or temperature-0 model): each history continues the turn that
+    # gave its answer last before it, so the runs stay apart
+    units = foreign_units([*_group_chat(10, 0), *_group_chat(20, 100)])
+    assert sorted(sorted({int(s.trace_id, 16) for s in u}) for u in units) == [[10, 11, 12], [20, 21, 22]]
+
+
+def test_a_short_answer_or_one_given_after_the_history_ties_nothing() -> None:
+    output = '[{"role": "assistant", "content": "OK, done."}]'
+    short = _agent_turn(1, "researcher", "x", 0, **{"gen_ai.output.messages": output})
+    writer = _agent_turn(2, "writer", "y", 20)
+    writer[1] = _history(writer[1], ("researcher", "OK, done."))
+    assert len(foreign_units([*short, *writer])) == 2
+    later = _agent_turn(3, "researcher", "x", 50, **{"gen_ai.output.messages": f'[{{"content": "{_FOUND}"}}]'})
+    reader = _agent_turn(4, "writer", "y", 20)  # its history is written at 21, before the answer ended at 60
+    reader[1] = _history(reader[1], ("researcher", _FOUND))
+    assert len(foreign_units([*later, *reader])) == 2

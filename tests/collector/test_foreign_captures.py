@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from mast_otel import semconv as sc
-from tests.adapters.test_captures import NOT_YET
 from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export
 from tests.collector.sink import OtlpSink
 from tests.collector.test_foreign_genai import post_json
@@ -21,15 +20,10 @@ CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
 
 
 def _captures() -> list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any] | None]]:
-    """Every capture, with the expectation of what the collector does today: a run the adapters do not read yet
-    (test_captures.NOT_YET) is expected not to be judged."""
     out = []
     for path in sorted(CAPTURES.glob("*/*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        expect = data["expect"]
-        if f"{path.parent.name}/{path.stem}" in NOT_YET:
-            expect = {**expect, "conversation": False}
-        out.append((path.parent.name, data["otlp"], expect, data.get("otlp_logs")))
+        out.append((path.parent.name, data["otlp"], data["expect"], data.get("otlp_logs")))
     return out
 
 
@@ -68,7 +62,7 @@ def test_every_capture_is_judged_as_its_framework_recorded_it(sink: OtlpSink, ma
             first = min((s for s in sent if s["name"].startswith("invoke_agent")),
                         key=lambda s: int(s["startTimeUnixNano"]))  # fmt: skip
             assert root.span_id == first["spanId"]
-        assert root.attributes[sc.MAST_SOURCE] in ("openinference", "genai")
+        assert root.attributes[sc.MAST_SOURCE] in ("openinference", "genai", "ai-sdk")
         assert root.attributes[sc.MAST_FRAMEWORK] == framework.replace("_", "-")
         if expect.get("hidden"):
             assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_SKIPPED
@@ -160,3 +154,44 @@ def test_a_run_written_as_a_trace_per_message_is_judged_once_with_the_text_of_it
     labelled = [s for s in got if sc.JUDGE_STATUS in s.attributes]
     assert len(labelled) == 1 and labelled[0].attributes[sc.MAST_FRAMEWORK] == "semantic-kernel"
     assert labelled[0].attributes[sc.JUDGE_STATUS] == sc.JUDGE_OK
+
+
+def _again(data: dict[str, Any], shift_ns: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A capture's spans and log records as another run of the same script: new trace ids, ``shift_ns`` later."""
+    spans, logs = json.loads(json.dumps(data["otlp"])), json.loads(json.dumps(data["otlp_logs"]))
+    new = {}
+    for item in [s for rs in spans["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]] + [
+        r for rl in logs["resourceLogs"] for sl in rl["scopeLogs"] for r in sl["logRecords"]
+    ]:
+        if item.get("traceId"):
+            item["traceId"] = new.setdefault(item["traceId"], f"{int(item['traceId'], 16) ^ (1 << 100):032x}")
+        for key in ("startTimeUnixNano", "endTimeUnixNano", "timeUnixNano", "observedTimeUnixNano"):
+            if item.get(key):
+                item[key] = str(int(item[key]) + shift_ns)
+    return spans, logs
+
+
+def test_turns_tied_only_by_their_history_are_one_conversation_per_run(sink: OtlpSink, make_collector) -> None:
+    # prepare: Semantic Kernel's AgentGroupChat: each turn a trace of its own, tied to the others only by the chat
+    # history its model is given (log records); two runs of the same script, so the same answers in both
+    data = json.loads((CAPTURES / "semantic_kernel" / "agent-group-chat.json").read_text(encoding="utf-8"))
+    again_spans, again_logs = _again(data, 60 * 10**9)
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    # test: both runs' records and spans, the second run's records before the first run's spans
+    post_json(service, data["otlp_logs"], "/v1/logs")
+    post_json(service, again_logs, "/v1/logs")
+    post_json(service, data["otlp"])
+    post_json(service, again_spans)
+    judge_and_export(service, clock)
+    # verify: one conversation per run, each with its three agents in order
+    sink.wait_count(len(_keys(data["otlp"])) + len(_keys(again_spans)))
+    assert len(judge.calls) == 2
+    for call in judge.calls:
+        messages = sorted((s for s in call[0] if s.span_type == sc.SPAN_TYPE_MESSAGE),
+                          key=lambda s: s.get(sc.MESSAGE_INDEX))  # fmt: skip
+        assert len({s.trace_id for s in call[0]}) == 1  # the judge's copy is under one root
+        speakers = [str(m.get(sc.MESSAGE_SENDER)) for m in messages[1:]]
+        assert list(dict.fromkeys(speakers)) == data["expect"]["agents"]

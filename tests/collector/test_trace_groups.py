@@ -6,6 +6,7 @@ The oracle is the evidence itself: which trace was noted with which keys, and wh
 
 from __future__ import annotations
 
+from mast_otel.adapters._grouping import answer_keys, history_key
 from mast_otel.collector.assemble.assembler import Assembler, Unit
 from mast_otel.collector.assemble.trace_groups import RunJoiner, TraceGroups
 
@@ -90,3 +91,18 @@ def test_release_all_joins_what_waits() -> None:
     assert joiner.offer(_unit(B, start=1)) is None
     (unit,) = joiner.poll(0, release_all=True)
     assert unit.trace_id == B and unit.others == ()
+
+
+def test_a_history_continues_the_turn_that_gave_its_answer_last_before_it_even_when_that_arrives_later() -> None:
+    groups = TraceGroups()
+    said = "Order A17 was charged 49.00 EUR twice on 2026-11-02."
+    (history,) = [k for k in [history_key("researcher", said, 150)] if k]
+    groups.note(D, [history], 0)  # the writer's turn of run 2, whose records came first
+    assert groups.traces_with(D) == {D}
+    groups.note(A, answer_keys("researcher", f'[{{"content": "{said}"}}]', 100), 1)  # run 1's answer, ended at 100
+    assert groups.traces_with(D) == {A, D}
+    groups.note(C, answer_keys("researcher", f'[{{"content": "{said}"}}]', 140), 2)  # run 2's, ended at 140: wins
+    assert groups.traces_with(D) == {C, D} and groups.traces_with(A) == {A}
+    assert groups.last_noted(D) == 2
+    groups.forget_older_than(1.5)  # run 1's answer and run 2's history are stale
+    assert groups.traces_with(C) == {C}

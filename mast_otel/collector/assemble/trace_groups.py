@@ -1,9 +1,10 @@
 """Which traces are one run: the evidence ingest saw tying traces together, kept as connected groups.
 
 Some frameworks write a run as a trace per message (Semantic Kernel's agent runtime), so the conversation to judge
-is the units of several traces. Ingest notes, per span of another instrumentation, what ties its trace to others
-(:func:`mast_otel.adapters.evidence`'s rules: a link to a span of another trace, a ``gen_ai.conversation.id`` or
-``session.id``); this index keeps the traces each piece of evidence connects (union-find, near-constant per note).
+is the units of several traces. Ingest notes, per span of another instrumentation and per log record, what ties its
+trace to others (:func:`mast_otel.adapters.evidence`'s rules: a link to a span of another trace, a
+``gen_ai.conversation.id`` or ``session.id``, kept by union-find, near-constant per note; and a shared history,
+which has a direction and a time and is resolved when asked, :class:`mast_otel.adapters.HistoryTies`).
 
 Bounded: a group not noted for ``forget_after`` seconds is dropped by :meth:`TraceGroups.forget_older_than` (its
 traces were judged long ago), and at most ``max_entries`` traces and keys are kept; past that, new evidence is
@@ -13,6 +14,7 @@ and keys are kept, never a body. Not thread-safe: the service calls it under its
 
 from __future__ import annotations
 
+from mast_otel.adapters import HistoryTies
 from mast_otel.collector.assemble.assembler import Assembler, Unit
 
 __all__ = ["RunJoiner", "TraceGroups"]
@@ -25,6 +27,8 @@ class TraceGroups:
         self._parent: dict[object, object] = {}
         self._traces: dict[object, set[bytes]] = {}  # group root -> its traces
         self._noted: dict[object, float] = {}  # group root -> when evidence last joined it
+        self._ties = HistoryTies()
+        self._touched: dict[bytes, float] = {}  # trace -> when a shared history of it was last noted
         self._max = max_entries
         self.dropped = 0
 
@@ -35,32 +39,51 @@ class TraceGroups:
             return
         root = self._find(trace_id, now)
         for key in keys:
+            if self._ties.note(trace_id, key):
+                self._touched[trace_id] = now
+                continue
             other: object = bytes.fromhex(key[6:]) if key.startswith("trace:") and len(key) == 38 else key
             root = self._union(root, self._find(other, now))
         self._noted[root] = now
 
     def traces_with(self, trace_id: bytes) -> frozenset[bytes]:
         """Every trace tied to ``trace_id`` (itself included; only itself when nothing ties it)."""
-        if trace_id not in self._parent:
-            return frozenset((trace_id,))
-        return frozenset(self._traces.get(self._root(trace_id), (trace_id,)))
+        found: set[bytes] = set()
+        frontier = [trace_id]
+        while frontier:
+            trace = frontier.pop()
+            if trace in found:
+                continue
+            group = self._traces.get(self._root(trace), {trace}) if trace in self._parent else {trace}
+            found |= group
+            for member in group:
+                frontier.extend(self._ties.tied(member) - found)
+        return frozenset(found)
 
     def last_noted(self, trace_id: bytes) -> float | None:
-        """When evidence last joined ``trace_id``'s group (None: never)."""
-        return self._noted.get(self._root(trace_id)) if trace_id in self._parent else None
+        """When evidence last joined ``trace_id``'s group, or a shared history was noted in it (None: never)."""
+        times = [self._touched[t] for t in self.traces_with(trace_id) if t in self._touched]
+        grouped = self._noted.get(self._root(trace_id)) if trace_id in self._parent else None
+        if grouped is not None:
+            times.append(grouped)
+        return max(times) if times else None
 
     def forget_older_than(self, cutoff: float) -> int:
         """Drop the groups last noted before ``cutoff``; returns how many entries went."""
+        quiet = {t for t, at in self._touched.items() if at < cutoff}
+        self._ties.forget(quiet)
+        for trace in quiet:
+            del self._touched[trace]
         stale = {root for root, at in self._noted.items() if at < cutoff}
         if not stale:
-            return 0
+            return len(quiet)
         gone = [n for n in self._parent if self._root(n) in stale]
         for n in gone:
             del self._parent[n]
         for root in stale:
             self._traces.pop(root, None)
             self._noted.pop(root, None)
-        return len(gone)
+        return len(gone) + len(quiet)
 
     def __len__(self) -> int:
         return len(self._parent)

@@ -23,7 +23,13 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import GROUP_KEYS, ROOT_CANDIDATE_KEYS, ROOT_CANDIDATE_NAMES, evidence_of, root_candidate
+from mast_otel.adapters import (
+    EVIDENCE_ATTRIBUTES,
+    ROOT_CANDIDATE_KEYS,
+    ROOT_CANDIDATE_NAMES,
+    evidence_of,
+    root_candidate,
+)
 from mast_otel.collector.assemble.assembler import Assembler, Root
 from mast_otel.collector.assemble.namespace import may_carry_owned, strip_owned
 from mast_otel.collector.assemble.summaries import SpanSummaries, summary_record
@@ -127,6 +133,7 @@ def span_evidence(span: Any) -> list[str]:
         span.trace_id.hex(),
         (link.trace_id.hex() for link in span.links if len(link.trace_id) == 16),
         lambda key: string_value(attributes[key]) if key in attributes else None,
+        root_end=None if len(span.parent_span_id) == 8 else span.end_time_unix_nano,
     )
 
 
@@ -317,7 +324,7 @@ class Ingestor:
                             service = _service_name(rs.resource) or "unknown"
                         pairs.add((service, framework or "unknown"))
                     as_root: Root = root_window(span) if root and conv_id is None else root
-                    if conv_id is None and (span.links or any(k in span.attributes for k in GROUP_KEYS)):
+                    if conv_id is None and (span.links or any(k in span.attributes for k in EVIDENCE_ATTRIBUTES)):
                         evidence.append((tid, span_evidence(span)))
                     parent = span.parent_span_id
                     facts.append((tid, sid, parent if len(parent) == 8 else b"", index, as_root, conv_id, conv_parent))

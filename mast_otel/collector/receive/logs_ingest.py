@@ -45,6 +45,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 from opentelemetry.proto.logs.v1.logs_pb2 import ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
+from mast_otel.adapters import ASSISTANT_MESSAGE_EVENT, history_key
+from mast_otel.collector.assemble.trace_groups import TraceGroups
 from mast_otel.collector.metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from mast_otel.collector.receive.ingest import (
     Backpressure,
@@ -55,6 +57,7 @@ from mast_otel.collector.receive.ingest import (
     resource_spans_of,
 )
 from mast_otel.collector.store.api import LogRow, OutRow, SpanStore
+from mast_otel.spans import any_value
 
 __all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "logs_response"]
 
@@ -63,6 +66,7 @@ LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 LOGS_PATH = "/v1/logs"
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
+_EVENT_NAME = "event.name"  # the older convention's place for a record's event name
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,7 @@ class _ScopeLogs:
     data: bytes  # the serialized ScopeLogs, as received
     records: int
     joined: list[LogRow]  # its records that name a span
+    evidence: list[tuple[bytes, list[str]]]  # (trace, what ties it to other traces): earlier answers given as history
 
 
 class LogIngestor:
@@ -88,8 +93,11 @@ class LogIngestor:
         max_request_items: int,
         retry_after: float,
         clock: Callable[[], float],
+        groups: TraceGroups | None = None,
     ) -> None:
-        """``forward``: a logs endpoint is configured (else records are kept only for the judge)."""
+        """``forward``: a logs endpoint is configured (else records are kept only for the judge). ``groups``: where
+        a record that gives a model an earlier agent's answer ties its trace to that answer's (a run written as a
+        trace per turn, :mod:`mast_otel.collector.assemble.trace_groups`)."""
         self._store = store
         self._lock = lock  # the pipeline lock: resources are garbage-collected under it
         self._metrics = metrics
@@ -98,6 +106,7 @@ class LogIngestor:
         self._max_items = max_request_items
         self._retry_after = retry_after
         self._clock = clock
+        self._groups = groups
         self.on_queued: Callable[[], None] = lambda: None
         self.disk_full: Callable[[], bool] = lambda: False
 
@@ -113,6 +122,10 @@ class LogIngestor:
                 if self._forward:
                     outbox = [OutRow(self._store.resource_id(s.resource, s.schema), s.data, s.records) for s in scopes]
                 self._store.write(log_outbox=outbox, log_records=kept)
+                if self._groups is not None:
+                    for scope in scopes:
+                        for trace_id, keys in scope.evidence:
+                            self._groups.note(trace_id, keys, self._clock())
             except sqlite3.OperationalError as exc:
                 if self.disk_full():
                     message = f"the store's disk is full ({exc})"
@@ -145,12 +158,16 @@ class LogIngestor:
                 records = scope.log_records
                 budget.take(len(records))
                 rows = []
+                evidence = []
                 for record in records:
                     tid, sid = record.trace_id, record.span_id
                     if len(tid) == 16 and len(sid) == 8 and tid != _ZERO_TRACE and sid != _ZERO_SPAN:
                         rows.append(LogRow(tid, sid, now, record.SerializeToString()))
+                        key = _history_key(record)
+                        if key is not None:
+                            evidence.append((tid, [key]))
                 total += len(records)
-                scopes.append(_ScopeLogs(rs.resource, rs.schema_url, data, len(records), rows))
+                scopes.append(_ScopeLogs(rs.resource, rs.schema_url, data, len(records), rows, evidence))
         return scopes, total
 
     def _unreleased(self, rows: list[LogRow]) -> list[LogRow]:
@@ -208,3 +225,22 @@ def logs_response(result: IngestResult) -> ExportLogsServiceResponse:
 
 def _objects(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _history_key(record: Any) -> str | None:
+    """The key of an earlier agent's answer that a ``gen_ai.assistant.message`` record gives a model as history
+    (its ``name`` and ``content``, in a map body or a string body holding JSON), or None."""
+    name = record.event_name
+    if not name:
+        name = next((kv.value.string_value for kv in record.attributes if kv.key == _EVENT_NAME), "")
+    if name != ASSISTANT_MESSAGE_EVENT or not record.HasField("body"):
+        return None
+    body = any_value(record.body)
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(body, dict):
+        return None
+    return history_key(body.get("name"), body.get("content"), record.time_unix_nano or record.observed_time_unix_nano)
