@@ -381,7 +381,7 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
     # Nothing to pip-install beyond CAPTURE_TOOLS.
     **{
         name: {"install": [], "record": ["python", "-m", "tests.captures.record_js", name]}
-        for name in ("openai_agents_js", "langgraph_js", "mastra")
+        for name in ("openai_agents_js", "langgraph_js", "mastra", "vercel_ai")
     },
 }  # fmt: skip
 
