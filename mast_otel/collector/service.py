@@ -23,6 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
 from mast_otel.adapters import EVIDENCE_ATTRIBUTES
 from mast_otel.collector.assemble.assembler import Assembler, Root, Unit, Untouched
 from mast_otel.collector.assemble.summaries import SpanSummaries
@@ -34,7 +36,7 @@ from mast_otel.collector.judge.judging import JudgePool
 from mast_otel.collector.limits import MemoryLimiter, memory_limit_of
 from mast_otel.collector.metrics import LOG_PROTOCOLS, CollectorMetrics, MetricsServer
 from mast_otel.collector.receive.ingest import Ingestor, IngestResult, root_window, span_evidence, span_facts
-from mast_otel.collector.receive.logs_ingest import LOGS_SERVICE, LogIngestor
+from mast_otel.collector.receive.logs_ingest import LOGS_SERVICE, LogIngestor, history_evidence
 from mast_otel.collector.receive.receiver_grpc import GrpcReceiver
 from mast_otel.collector.receive.receiver_http import HttpReceiver
 from mast_otel.collector.receive.shard_link import LinkServer
@@ -199,6 +201,13 @@ class CollectorService:
                 if not kept:
                     self.store.write(drop_segments=[segment.id])
                 held += kept
+            # The histories log records gave the held traces (what ties their turns, .trace_groups), as ingest
+            # noted them: the records are kept in the store, the notes were only in memory.
+            for tid in released:
+                for row in self.store.log_records(tid) if self.assembler.has_trace(tid) else ():
+                    key = history_evidence(LogRecord.FromString(row.data))
+                    if key is not None:
+                        self.trace_groups.note(tid, [key], row.received)
         queued, _ = self.store.counts()
         if held or queued:
             _log.info("resuming: %d spans held in %d traces, %d spans queued for export", held,

@@ -195,3 +195,24 @@ def test_turns_tied_only_by_their_history_are_one_conversation_per_run(sink: Otl
         assert len({s.trace_id for s in call[0]}) == 1  # the judge's copy is under one root
         speakers = [str(m.get(sc.MESSAGE_SENDER)) for m in messages[1:]]
         assert list(dict.fromkeys(speakers)) == data["expect"]["agents"]
+
+
+def test_after_a_restart_turns_tied_by_their_history_are_still_one_conversation(sink: OtlpSink, make_collector) -> None:
+    # prepare: an AgentGroupChat run received, then the collector stopped before judging it
+    data = json.loads((CAPTURES / "semantic_kernel" / "agent-group-chat.json").read_text(encoding="utf-8"))
+    clock = FakeClock()
+    first = make_collector(sink, judge=FakeJudge(), clock=clock)
+    first.start(pipeline=False)
+    post_json(first, data["otlp_logs"], "/v1/logs")
+    post_json(first, data["otlp"])
+    first.stop(grace=0.5)
+    # test: a new collector on the same store (the notes of what tied the turns were only in memory)
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    second = make_collector(sink, judge=judge, clock=clock)
+    second.start(pipeline=False)
+    judge_and_export(second, clock)
+    # verify: one conversation of the three agents
+    sink.wait_count(len(_keys(data["otlp"])))
+    (call,) = judge.calls
+    speakers = [str(s.get(sc.MESSAGE_SENDER)) for s in call[0] if s.span_type == sc.SPAN_TYPE_MESSAGE]
+    assert set(speakers) - {"user"} == set(data["expect"]["agents"])

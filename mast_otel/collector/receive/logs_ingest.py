@@ -59,7 +59,7 @@ from mast_otel.collector.receive.ingest import (
 from mast_otel.collector.store.api import LogRow, OutRow, SpanStore
 from mast_otel.spans import any_value
 
-__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "logs_response"]
+__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "history_evidence", "logs_response"]
 
 _log = logging.getLogger(__name__)
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
@@ -163,7 +163,7 @@ class LogIngestor:
                     tid, sid = record.trace_id, record.span_id
                     if len(tid) == 16 and len(sid) == 8 and tid != _ZERO_TRACE and sid != _ZERO_SPAN:
                         rows.append(LogRow(tid, sid, now, record.SerializeToString()))
-                        key = _history_key(record)
+                        key = history_evidence(record)
                         if key is not None:
                             evidence.append((tid, [key]))
                 total += len(records)
@@ -227,7 +227,7 @@ def _objects(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _history_key(record: Any) -> str | None:
+def history_evidence(record: Any) -> str | None:
     """The key of an earlier agent's answer that a ``gen_ai.assistant.message`` record gives a model as history
     (its ``name`` and ``content``, in a map body or a string body holding JSON), or None."""
     name = record.event_name
