@@ -375,6 +375,18 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
         "install": ["-c", "constraints/captures-semantic-kernel.txt", "semantic-kernel==1.45.0"],
         "record": ["python", "-m", "tests.captures.record_semantic_kernel"],
     },
+    # Frameworks already here through OpenInference, traced by OpenLLMetry (Traceloop) instead: the framework's
+    # instrumentor and the OpenAI client's, as Traceloop.init() enables them (<framework>_openllmetry)
+    "crewai_openllmetry": {
+        "install": ["-c", "constraints/captures-crewai-openllmetry.txt", "crewai", "opentelemetry-instrumentation-crewai",
+                    "opentelemetry-instrumentation-openai"],
+        "record": ["python", "-m", "tests.captures.record_openllmetry", "crewai"],
+    },
+    "agno_openllmetry": {
+        "install": ["-c", "constraints/captures-agno-openllmetry.txt", "agno", "openai", "opentelemetry-instrumentation-agno",
+                    "opentelemetry-instrumentation-openai"],
+        "record": ["python", "-m", "tests.captures.record_openllmetry", "agno"],
+    },
     # JavaScript frameworks, each traced by the instrumentation its users export OpenTelemetry with: a node project
     # (tests/captures/js: exact versions, package-lock.json; record_js.py runs ``npm ci`` when node_modules is
     # missing, so Node 20+ and npm must be on PATH), driven by one Python recorder that serves the scripted model.

@@ -1,0 +1,103 @@
+"""The rules the OpenLLMetry captures of frameworks that are no graph (tests/data/captures/agno_openllmetry: Agno
+traced by opentelemetry-instrumentation-agno, its model calls by opentelemetry-instrumentation-openai) added to the
+OpenLLMetry adapter, each named by the kind of evidence it reads, each case changing one thing in a real capture:
+
+- a model call with no entity path speaks for the nearest span above it that names an agent (``gen_ai.agent.name``,
+  else a ``<namespace>.team.name`` attribute: a team whose leader answers as the team);
+- a ``traceloop.span.kind=tool`` span is a tool call (named by ``gen_ai.tool.name`` else ``traceloop.entity.name``,
+  its arguments and result from ``traceloop.entity.input`` / ``.output``);
+- a transfer, handoff or delegation tool among them is a handoff to the agent its arguments name, with its reason;
+- the root's ``traceloop.entity.input`` in plain text is the task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from mast_otel import semconv as sc
+from mast_otel.adapters import Adapted, adapt, foreign_units
+from mast_otel.spans import SpanRecord, from_otlp_json
+from tests.adapters._fixtures import handoffs
+
+CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
+
+
+def _team() -> tuple[list[SpanRecord], dict[str, Any]]:
+    data = json.loads((CAPTURES / "agno_openllmetry" / "team.json").read_text(encoding="utf-8"))
+    return from_otlp_json(json.dumps(data["otlp"])), data["expect"]
+
+
+def _adapted(spans: list[SpanRecord]) -> list[Adapted]:
+    return [a for unit in foreign_units(spans) if isinstance(a := adapt(unit), Adapted)]
+
+
+def _changed(spans: list[SpanRecord], match: Any, **attributes: Any) -> list[SpanRecord]:
+    """The spans, each that ``match`` picks with ``attributes`` set (a value None removes the key)."""
+    out = []
+    for s in spans:
+        if match(s):
+            attrs = {k: v for k, v in {**s.attributes, **attributes}.items() if v is not None}
+            s = dataclasses.replace(s, attributes=attrs)
+        out.append(s)
+    return out
+
+
+def _agents(adapted: Adapted) -> list[str]:
+    return sorted(a for a in adapted.records[0].get(sc.CONVERSATION_AGENTS) or () if a != "user")
+
+
+def _calls(adapted: Adapted) -> list[SpanRecord]:
+    return [r for r in adapted.records if r.span_type == sc.SPAN_TYPE_TOOL_CALL]
+
+
+def test_a_model_call_speaks_for_the_agent_span_above_it_or_the_team_its_workflow_names() -> None:
+    spans, expect = _team()
+    (adapted,) = _adapted(spans)
+    assert adapted.source == "openllmetry" and adapted.framework == "agno"
+    assert _agents(adapted) == sorted(expect["agents"])
+    # the workflow span no longer names its team: the leader's answers are no agent's, its members still speak
+    (unnamed,) = _adapted(_changed(spans, lambda s: s.get("traceloop.span.kind") == "workflow",
+                                   **{"agno.team.name": None}))  # fmt: skip
+    assert _agents(unnamed) == ["Researcher", "Writer"]
+    # no agent span names its agent: the team alone speaks, no conversation
+    assert _adapted(_changed(spans, lambda s: s.get("traceloop.span.kind") == "agent",
+                             **{sc.GEN_AI_AGENT_NAME: None})) == []  # fmt: skip
+
+
+def test_a_tool_kind_span_is_a_tool_call_with_its_entity_input_and_output() -> None:
+    spans, expect = _team()
+    (adapted,) = _adapted(spans)
+    (call,) = _calls(adapted)
+    assert (call.get(sc.GEN_AI_AGENT_NAME), call.get(sc.GEN_AI_TOOL_NAME)) == tuple(expect["tool_calls"][0])
+    assert json.loads(str(call.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS))) == {"order_id": "A17"}
+    assert "49.00 EUR" in str(call.get(sc.GEN_AI_TOOL_CALL_RESULT))
+    # named by its entity when it has no gen_ai.tool.name
+    renamed = _changed(spans, lambda s: s.get(sc.GEN_AI_TOOL_NAME) == "lookup_order", **{sc.GEN_AI_TOOL_NAME: None})
+    assert [c.get(sc.GEN_AI_TOOL_NAME) for c in _calls(_adapted(renamed)[0])] == ["lookup_order"]
+
+
+def test_a_delegation_tool_span_is_a_handoff_with_its_reason_not_a_tool_call() -> None:
+    spans, expect = _team()
+    (adapted,) = _adapted(spans)
+    assert handoffs(adapted.records) == [tuple(h) for h in expect["handoffs"]]
+    reasons = [r.get(sc.HANDOFF_REASON) for r in adapted.records if r.span_type == sc.SPAN_TYPE_HANDOFF]
+    assert reasons == ["Find the charges on order A17.", None, "Write the refund note for order A17.", None]
+    # a tool of another name (no transfer word) is an ordinary tool call; the turns still pass, with no reason
+    plain = _changed(spans, lambda s: s.get(sc.GEN_AI_TOOL_NAME) == "delegate_task_to_member",
+                     **{sc.GEN_AI_TOOL_NAME: "assign_member", "traceloop.entity.name": "assign_member"})  # fmt: skip
+    (read,) = _adapted(plain)
+    assert [c.get(sc.GEN_AI_TOOL_NAME) for c in _calls(read)].count("assign_member") == 2
+    assert handoffs(read.records) == [tuple(h) for h in expect["handoffs"]]
+    assert not any(r.get(sc.HANDOFF_REASON) for r in read.records if r.span_type == sc.SPAN_TYPE_HANDOFF)
+
+
+def test_the_roots_plain_text_entity_input_is_the_task() -> None:
+    spans, expect = _team()
+    (adapted,) = _adapted(spans)
+    assert adapted.records[0].get(sc.CONVERSATION_TASK) == expect["task"]
+    (none,) = _adapted(_changed(spans, lambda s: s.get("traceloop.span.kind") == "workflow",
+                                **{"traceloop.entity.input": None}))  # fmt: skip
+    assert none.records[0].get(sc.CONVERSATION_TASK) is None
