@@ -23,7 +23,15 @@ from mast_otel.spans import SpanRecord
 
 from ._tree import genai_messages_text, text
 
-__all__ = ["Output", "agent_input_text", "first_user_text", "output"]
+__all__ = [
+    "Output",
+    "agent_input_text",
+    "assigned_task",
+    "first_user_text",
+    "output",
+    "requested_calls",
+    "tool_responses",
+]
 
 OPERATION_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 CHOICE_EVENT = "gen_ai.choice"
@@ -174,3 +182,39 @@ def _adk_v1_request(value: Any) -> str:
             if found:
                 return found
     return ""
+
+
+def assigned_task(span: SpanRecord) -> str:
+    """The task a span records it was assigned, in its framework's own namespace (``<namespace>.task.description``:
+    CrewAI's task spans under OpenLLMetry, ``crewai.task.description``): the framework's record of the request,
+    where the model's first user message is a prompt the framework built around it; "" when none."""
+    for key, value in span.attributes.items():
+        if key.endswith(".task.description") and not key.startswith("gen_ai.") and isinstance(value, str):
+            if value.strip() and value.strip() not in _REDACTED:
+                return value
+    return ""
+
+
+def requested_calls(span: SpanRecord) -> list[tuple[str, str, str]]:
+    """The tool calls a model answer asks for, as ``gen_ai.output.messages`` records them (``tool_call`` parts):
+    (name, call id, arguments as JSON text), in order."""
+    parts = _parts(span.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    return [(text(p.get("name")), text(p.get("id")), _json_text(p.get("arguments")))
+            for p in parts if p.get("type") == "tool_call" and p.get("name")]  # fmt: skip
+
+
+def tool_responses(span: SpanRecord) -> dict[str, str]:
+    """The tool results a model call was sent (``tool_call_response`` parts of ``gen_ai.input.messages``), by id."""
+    return {text(p.get("id")): _json_text(p.get("response", p.get("result")))
+            for p in _parts(span.get(sc.GEN_AI_INPUT_MESSAGES))
+            if p.get("type") == "tool_call_response" and p.get("id")}  # fmt: skip
+
+
+def _parts(value: Any) -> list[dict[str, Any]]:
+    messages = _json(value) if value is not None else None
+    found = [m.get("parts") for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    return [p for parts in found if isinstance(parts, list) for p in parts if isinstance(p, dict)]
+
+
+def _json_text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value)

@@ -19,7 +19,10 @@ Read:
   attributes, the ``gen_ai.client.inference.operation.details`` event and the older per-message events
   (:mod:`._genai_content`);
 - tool calls: ``execute_tool`` spans (``gen_ai.tool.name``, ``.call.arguments``, ``.call.result``), except
-  transfers and delegations (a tool whose span holds another agent's ``invoke_agent``), which are handoffs;
+  transfers and delegations (a tool whose span holds another agent's ``invoke_agent``), which are handoffs; in a
+  run where no span is a tool's (CrewAI under OpenLLMetry), the ``tool_call`` parts of the model answers, each
+  with the ``tool_call_response`` a later model call was sent for its id. A span recording the task it was
+  assigned (``<namespace>.task.description``) gives the task before any model's first user message;
 - handoffs (from, to, and the reason where recorded): named transfers (ADK's ``transfer_to_agent`` with
   ``agent_name`` / ``transfer_reason``, Strands' ``handoff_to_agent`` with ``agent_name`` / ``message``, a
   ``handoff_to_<agent>`` tool call, Agent Framework's ``edge_group.process`` / ``message.send`` between two
@@ -46,9 +49,10 @@ from typing import Any
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
+from . import _evidence
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
 from ._evidence import framework_from_scopes, name_or_none, transfer
-from ._genai_content import agent_input_text, first_user_text, output
+from ._genai_content import agent_input_text, assigned_task, first_user_text, output, requested_calls, tool_responses
 from ._tree import Tree, text
 
 SOURCE = "genai"
@@ -183,10 +187,12 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     for name in agents:
         conv.agent(name)
     task, task_origin = "", root
-    for span in (root, *below):
-        task = first_user_text(span)
-        if task:
-            task_origin = span
+    # The task a span records it was assigned (<namespace>.task.description) is the framework's own record of the
+    # request; the model's first user message may be a prompt built around it (CrewAI's "Current Task: ...").
+    for read in (assigned_task, first_user_text):
+        found = next(((t, s) for s in (root, *below) if (t := read(s))), None)
+        if found is not None:
+            task, task_origin = found
             break
     if not task:  # no span records the user's input the GenAI way: the root agent run's own record of it
         task, task_origin = agent_input_text(root), root
@@ -201,6 +207,15 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     # client's generate_content): the outer one speaks.
     inner_llm = {s.span_id for s in below if (p := tree.parent(s)) is not None and _is_llm(p)}
     current: str | None = acting[root.span_id].agent if _operation(root) == sc.OP_INVOKE_AGENT else None
+    # No span of the run is a tool's (CrewAI under OpenLLMetry: the OpenAI instrumentor writes the model calls, none
+    # the tools): each tool call a model answer asks for is a tool call, its result the one a later model call was
+    # sent for its id.
+    spanless = not any(_operation(s) == sc.OP_EXECUTE_TOOL for s in below)
+    responses: dict[str, str] = {}
+    for span in below if spanless else ():
+        if _is_llm(span):
+            for call_id, response in tool_responses(span).items():
+                responses.setdefault(call_id, response)
     pending: _Transfer | None = None
 
     def hand(source: str, target: str, origin: SpanRecord, reason: str | None = None) -> None:
@@ -248,6 +263,9 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             kind = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
             to = [_RUNTIME] if calls else [who.caller or _USER]
             conv.message(who.agent, to, content or names, origin=span, kind=kind, tool_calls=names or None)
+            for name, call_id, args in requested_calls(span) if spanless else ():
+                if _evidence.transfer(name, _evidence.arguments(args), agents) is None:
+                    conv.tool_call(who.agent, name, args, responses.get(call_id, ""), origin=span)
     if pending is not None and pending.target:
         hand(pending.source, pending.target, pending.origin, pending.reason)
     no_content = None

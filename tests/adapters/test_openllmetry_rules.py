@@ -8,6 +8,14 @@ OpenLLMetry adapter, each named by the kind of evidence it reads, each case chan
   its arguments and result from ``traceloop.entity.input`` / ``.output``);
 - a transfer, handoff or delegation tool among them is a handoff to the agent its arguments name, with its reason;
 - the root's ``traceloop.entity.input`` in plain text is the task.
+
+And two the GenAI adapter applies, from tests/data/captures/crewai_openllmetry (CrewAI traced by
+opentelemetry-instrumentation-crewai + -openai: ``invoke_agent`` spans, so the GenAI adapter reads it):
+
+- a span recording the task it was assigned (``<namespace>.task.description``) gives the task, before the
+  model's first user message (the prompt the framework built around it);
+- in a run where no span is a tool's, each tool call a model answer asks for (transfers aside) is a tool call, its
+  result the ``tool_call_response`` a later model call was sent for its id.
 """
 
 from __future__ import annotations
@@ -101,3 +109,34 @@ def test_the_roots_plain_text_entity_input_is_the_task() -> None:
     (none,) = _adapted(_changed(spans, lambda s: s.get("traceloop.span.kind") == "workflow",
                                 **{"traceloop.entity.input": None}))  # fmt: skip
     assert none.records[0].get(sc.CONVERSATION_TASK) is None
+
+
+def _crew() -> tuple[list[SpanRecord], dict[str, Any]]:
+    data = json.loads((CAPTURES / "crewai_openllmetry" / "hierarchical.json").read_text(encoding="utf-8"))
+    return from_otlp_json(json.dumps(data["otlp"])), data["expect"]
+
+
+def test_the_task_a_span_was_assigned_comes_before_the_prompt_built_around_it() -> None:
+    spans, expect = _crew()
+    (adapted,) = _adapted(spans)
+    assert adapted.source == "genai" and adapted.records[0].get(sc.CONVERSATION_TASK) == expect["task"]
+    key = "crewai.task.description"
+    (prompted,) = _adapted(_changed(spans, lambda s: key in s.attributes, **{key: None}))
+    task = str(prompted.records[0].get(sc.CONVERSATION_TASK))
+    assert task != expect["task"] and expect["task"] in task  # the model's first user message: the built prompt
+
+
+def test_with_no_tool_span_the_tool_calls_a_model_asked_for_are_the_tool_calls() -> None:
+    spans, expect = _crew()
+    assert not any(s.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL for s in spans)
+    (adapted,) = _adapted(spans)
+    (call,) = _calls(adapted)  # the delegations are handoffs, not tool calls
+    assert (call.get(sc.GEN_AI_AGENT_NAME), call.get(sc.GEN_AI_TOOL_NAME)) == tuple(expect["tool_calls"][0])
+    assert json.loads(str(call.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS))) == {"order_id": "A17"}
+    assert call.get(sc.GEN_AI_TOOL_CALL_RESULT) == "Order A17: charged 49.00 EUR twice on 2026-11-02."
+    # a run with a tool span of its own reads its tools from those spans only, never twice from the answers
+    first = next(s for s in spans if s.name == "openai.chat")
+    attributes = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "other"}
+    tool = dataclasses.replace(first, span_id="00000000000000f1", name="execute_tool other", attributes=attributes)
+    (spanned,) = _adapted([*spans, tool])
+    assert [c.get(sc.GEN_AI_TOOL_NAME) for c in _calls(spanned)] == ["other"]
