@@ -44,6 +44,10 @@ def test_every_capture_is_judged_as_its_framework_recorded_it(sink: OtlpSink, ma
             post_json(service, logs, "/v1/logs")
         post_json(service, otlp)
     judge_and_export(service, clock)
+    # a span whose parent its instrumentation never exported (agno_openllmetry/solo: Agno's agent span under
+    # OpenLLMetry) waits for it until max_trace_age: release what is left, as max age would
+    service.release_now()
+    assert service.flush()
     # verify: every span out once, none added
     want = set().union(*(_keys(otlp) for _, otlp, _, _ in captures))
     got = sink.wait_count(len(want))
@@ -62,8 +66,8 @@ def test_every_capture_is_judged_as_its_framework_recorded_it(sink: OtlpSink, ma
             first = min((s for s in sent if s["name"].startswith("invoke_agent")),
                         key=lambda s: int(s["startTimeUnixNano"]))  # fmt: skip
             assert root.span_id == first["spanId"]
-        assert root.attributes[sc.MAST_SOURCE] in ("openinference", "genai", "ai-sdk")
-        assert root.attributes[sc.MAST_FRAMEWORK] == framework.replace("_", "-")
+        assert root.attributes[sc.MAST_SOURCE] in ("openinference", "genai", "ai-sdk", "openllmetry")
+        assert root.attributes[sc.MAST_FRAMEWORK] == expect.get("framework", framework.replace("_", "-"))
         if expect.get("hidden"):
             assert root.attributes[sc.JUDGE_STATUS] == sc.JUDGE_SKIPPED
             assert all(switch in root.attributes[sc.JUDGE_STATUS_REASON] for switch in expect["hidden"])
