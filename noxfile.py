@@ -387,6 +387,18 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
                     "opentelemetry-instrumentation-openai"],
         "record": ["python", "-m", "tests.captures.record_openllmetry", "agno"],
     },
+    "langgraph_openllmetry": {
+        "install": ["-c", "constraints/captures-langgraph-openllmetry.txt", "langgraph", "langgraph-supervisor",
+                    "langchain-openai", "opentelemetry-instrumentation-langchain", "opentelemetry-instrumentation-openai"],
+        "record": ["python", "-m", "tests.captures.record_openllmetry", "langgraph"],
+    },
+    # Google ADK (sub_agents, transfer_to_agent) traced by openinference-instrumentation-google-adk instead of its own
+    # GenAI telemetry (that is google_adk/)
+    "google_adk_openinference": {
+        "install": ["-c", "constraints/captures-google-adk-openinference.txt", "google-adk", "litellm",
+                    "openinference-instrumentation-google-adk"],
+        "record": ["python", "-m", "tests.captures.record_google_adk_openinference"],
+    },
     # JavaScript frameworks, each traced by the instrumentation its users export OpenTelemetry with: a node project
     # (tests/captures/js: exact versions, package-lock.json; record_js.py runs ``npm ci`` when node_modules is
     # missing, so Node 20+ and npm must be on PATH), driven by one Python recorder that serves the scripted model.

@@ -11,6 +11,8 @@ instrumentor for the framework and its instrumentor for the OpenAI client, both 
   ``solo`` (record_crewai.py; its ``hierarchical-events`` run is OpenInference's event-listener mode, not here).
 - ``agno``: ``team`` (the leader delegates to Researcher, who calls ``lookup_order``, then to Writer; then a single
   agent in the same thread), ``solo`` (record_agno.py; its ``team-hidden`` run uses OpenInference's switches).
+- ``langgraph``: ``supervisor`` (langgraph-supervisor: the supervisor transfers to Researcher, who calls
+  ``lookup_order``, and to Writer, each transferred back), ``solo`` (record_langgraph.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ FRAMEWORKS: dict[str, tuple[str, str, str, str, tuple[str, ...]]] = {
                "opentelemetry-instrumentation-crewai", ("hierarchical", "solo")),
     "agno": ("tests.captures.record_agno", "opentelemetry.instrumentation.agno", "AgnoInstrumentor",
              "opentelemetry-instrumentation-agno", ("team", "solo")),
+    "langgraph": ("tests.captures.record_langgraph", "opentelemetry.instrumentation.langchain",
+                  "LangchainInstrumentor", "opentelemetry-instrumentation-langchain", ("supervisor", "solo")),
 }  # fmt: skip
 
 
