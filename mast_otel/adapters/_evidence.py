@@ -12,7 +12,10 @@
   framework's own package (``@mastra/otel-exporter``) names the framework by its npm scope, as it names itself
   (``mastra``); an instrumentation vendor's other packages (``@traceloop/node-server-sdk``) name none. A
   framework that traces itself under a short tracer name says it in the table: the Vercel AI SDK's ``ai``
-  (``trace.getTracer("ai")``, its ``experimental_telemetry`` spans) is ``vercel-ai``.
+  (``trace.getTracer("ai")``, its ``experimental_telemetry`` spans) is ``vercel-ai``. A scope named for a
+  convention (``gen_ai``: the tracer of ``@ai-sdk/otel``'s default integration, the GenAI conventions written for
+  any framework) names the convention, not a framework: it is passed over like a model client's, and the run's
+  framework is then what the rest of the data says, else ``unknown``.
 - **Ids are never names**: a value that looks like an id (hex digits, a UUID) does not name an agent.
 - **A handoff tool** is a transfer, handoff or delegation tool in any naming (``transfer_to_x``,
   ``Handoff-transfer_to_x``, ``handoff to x``, ``delegate_task_to_member``, ``handoff`` with a ``to_agent``
@@ -52,6 +55,10 @@ _NOT_FRAMEWORKS = frozenset({
     "urllib", "urllib3", "aiohttp-client", "asyncio", "threading", "sqlalchemy", "instructor", "dspy",
     "http", "undici", "fetch",
 })  # fmt: skip
+# Scopes named for a semantic convention, not for whoever writes it: any framework may write the GenAI conventions
+# under the tracer ``gen_ai`` (the default integration of the Vercel AI SDK 7's ``@ai-sdk/otel`` does).
+# (compared as the scope's name is read: instrumentation prefixes stripped, the first dotted part, dashes)
+_CONVENTIONS = frozenset({"gen-ai"})
 
 
 def scope_framework(scope: str | None) -> str | None:
@@ -69,7 +76,7 @@ def scope_framework(scope: str | None) -> str | None:
             name = name[len(prefix) :]
             break
     name = name.split(".", 1)[0].replace("_", "-").lower()
-    return None if not name or name in _NOT_FRAMEWORKS else name
+    return None if not name or name in _NOT_FRAMEWORKS or name in _CONVENTIONS else name
 
 
 def _npm_framework(scope: str, package: str) -> str | None:

@@ -21,6 +21,11 @@ finished spans of an in-memory tracer provider as OTLP JSON (``tests/captures/js
   ``experimental_telemetry`` on each agent with a NodeTracerProvider registered, the ``ai.*`` spans): ``desk`` (a
   lead ToolLoopAgent whose tools ``research`` and ``write`` run the researcher, who calls ``lookup_order``, and the
   writer: the SDK's subagents pattern), ``solo``.
+- ``vercel_ai_v7`` (``ai`` 7, traced by ``@ai-sdk/otel``'s default ``OpenTelemetry`` integration, which writes the
+  GenAI conventions under the tracer scope ``gen_ai``): the same desk and solo, recorded in ``tests/captures/js7``
+  (a node project of its own: ``ai`` 6 and 7 cannot share one package.json; ``otlp.mjs`` is js/'s).
+- ``langgraph_js_openllmetry`` (the same LangGraph.js runs as ``langgraph_js``, traced by OpenLLMetry JS:
+  ``@traceloop/instrumentation-langchain`` and ``@traceloop/instrumentation-openai``): ``supervisor``, ``solo``.
 """
 
 from __future__ import annotations
@@ -131,22 +136,47 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
             "default": "I cannot help with that.",
         },
     },
+    "vercel_ai_v7": {
+        # ai 7 cannot share js/'s ai 6: a node project of its own (js7/), its recorder the same desk
+        "recorder": "vercel_ai.mjs",
+        "project": "js7",
+        "runs": ["desk", "solo"],
+        "packages": ["ai", "@ai-sdk/otel", "@ai-sdk/openai", "@opentelemetry/sdk-trace-node",
+                     "@opentelemetry/sdk-trace-base"],
+        "script": "vercel_ai",
+    },
+    "langgraph_js_openllmetry": {
+        # the same supervisor run as langgraph_js, traced by OpenLLMetry JS instead of OpenInference
+        "recorder": "langgraph.mjs",
+        "args": ["openllmetry"],
+        "runs": ["supervisor", "solo"],
+        "packages": ["@langchain/langgraph", "@langchain/langgraph-supervisor", "@langchain/core", "@langchain/openai",
+                     "@traceloop/instrumentation-langchain", "@traceloop/instrumentation-openai",
+                     "@opentelemetry/sdk-trace-base"],
+        "script": "langgraph_js",
+    },
 }  # fmt: skip
 
 
-def npm_ci() -> None:
-    """Install the node project exactly as locked, once (node_modules is not committed)."""
-    if (JS / "node_modules").is_dir():
-        return
-    npm = shutil.which("npm")
-    if npm is None:
-        raise SystemExit("npm is needed to record the JavaScript captures (Node 20 or later)")
-    subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS, check=True)
+def _project(spec: Mapping[str, Any]) -> Path:
+    """The node project a recorder runs in: js/, or its own folder (a major version js/ cannot hold beside its own)."""
+    return JS.parent / spec.get("project", "js")
 
 
-def versions(packages: list[str]) -> dict[str, str]:
+def npm_ci(project: Path = JS) -> None:
+    """Install a node project exactly as locked, once (node_modules is not committed); js/ always (otlp.mjs)."""
+    for folder in dict.fromkeys((JS, project)):
+        if (folder / "node_modules").is_dir():
+            continue
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit("npm is needed to record the JavaScript captures (Node 20 or later)")
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=folder, check=True)
+
+
+def versions(packages: list[str], project: Path = JS) -> dict[str, str]:
     """Each package's installed version, from package-lock.json (the top-level copy, the one node resolves)."""
-    lock = json.loads((JS / "package-lock.json").read_text(encoding="utf-8"))["packages"]
+    lock = json.loads((project / "package-lock.json").read_text(encoding="utf-8"))["packages"]
     return {p: lock[f"node_modules/{p}"]["version"] for p in packages}
 
 
@@ -155,9 +185,12 @@ def record(framework: str, run: str) -> Path:
     node = shutil.which("node")
     if node is None:
         raise SystemExit("node is needed to record the JavaScript captures")
-    with ScriptedOpenAI(spec["script"]) as server:
-        done = subprocess.run([node, spec["recorder"], server.base_url, run], cwd=JS, capture_output=True, text=True,
-                              timeout=TIMEOUT, check=False)  # fmt: skip
+    project = _project(spec)
+    script = spec["script"]
+    script = FRAMEWORKS[script]["script"] if isinstance(script, str) else script  # (another framework's model)
+    with ScriptedOpenAI(script) as server:
+        done = subprocess.run([node, spec["recorder"], server.base_url, run, *spec.get("args", ())], cwd=project,
+                              capture_output=True, text=True, timeout=TIMEOUT, check=False)  # fmt: skip
     sys.stderr.write(done.stderr)
     if done.returncode != 0:
         raise SystemExit(f"{spec['recorder']} {run} failed ({done.returncode})")
@@ -166,7 +199,7 @@ def record(framework: str, run: str) -> Path:
                 **out["settings"]}  # fmt: skip
     path = CAPTURES / framework / f"{run}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"framework": {"packages": versions(spec["packages"]), "settings": settings}, "expect": out["expect"],
+    data = {"framework": {"packages": versions(spec["packages"], project), "settings": settings}, "expect": out["expect"],
             "otlp": out["otlp"]}  # fmt: skip
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
@@ -178,7 +211,7 @@ def main(argv: list[str]) -> int:
         print(f"usage: python -m tests.captures.record_js {{{','.join(FRAMEWORKS)}}} [RUN ...]", file=sys.stderr)
         return 2
     framework, runs = argv[0], argv[1:] or FRAMEWORKS[argv[0]]["runs"]
-    npm_ci()
+    npm_ci(_project(FRAMEWORKS[framework]))
     for run in runs:
         record(framework, run)
     return 0

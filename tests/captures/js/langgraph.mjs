@@ -1,7 +1,11 @@
 // LangGraph.js (@langchain/langgraph with @langchain/langgraph-supervisor), traced by OpenInference's LangChain.js
-// instrumentation (@arizeai/openinference-instrumentation-langchain, on @langchain/core's callback manager).
+// instrumentation (@arizeai/openinference-instrumentation-langchain, on @langchain/core's callback manager), or
+// with `openllmetry` by OpenLLMetry JS the way its users set it up without the Traceloop SDK: a NodeTracerProvider
+// registered globally (the async-hooks context manager), @traceloop/instrumentation-langchain (which patches the
+// callback manager itself) and @traceloop/instrumentation-openai (manuallyInstrument on the `openai` module that
+// @langchain/openai calls, as an ES module needs).
 //
-//   node langgraph.mjs BASE_URL supervisor|solo
+//   node langgraph.mjs BASE_URL supervisor|solo [openinference|openllmetry]
 //
 // supervisor: the supervisor transfers to a researcher (transfer_to_researcher), who calls lookup_order and
 // answers, then to a writer (transfer_to_writer), who answers; the supervisor answers last. outputMode
@@ -14,6 +18,11 @@ import { createReactAgent } from "@langchain/langgraph/prebuilt";
 import { createSupervisor } from "@langchain/langgraph-supervisor";
 import { ChatOpenAI } from "@langchain/openai";
 import { LangChainInstrumentation } from "@arizeai/openinference-instrumentation-langchain";
+import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { LangChainInstrumentation as TraceloopLangChain } from "@traceloop/instrumentation-langchain";
+import { OpenAIInstrumentation as TraceloopOpenAI } from "@traceloop/instrumentation-openai";
+import * as OpenAIModule from "openai";
 import { z } from "zod";
 
 import { baseUrl, emit, inMemoryProvider, otlpJson } from "./otlp.mjs";
@@ -21,10 +30,25 @@ import { baseUrl, emit, inMemoryProvider, otlpJson } from "./otlp.mjs";
 const TASK = "I was charged twice for order A17. Please refund the duplicate charge.";
 const url = baseUrl();
 const run = process.argv[3];
+const traced = process.argv[4] ?? "openinference";
 
-const { exporter, provider } = inMemoryProvider();
-const instrumentation = new LangChainInstrumentation({ tracerProvider: provider });
-instrumentation.manuallyInstrument(CallbackManagerModule);
+let exporter;
+let provider;
+if (traced === "openinference") {
+  ({ exporter, provider } = inMemoryProvider());
+  const instrumentation = new LangChainInstrumentation({ tracerProvider: provider });
+  instrumentation.manuallyInstrument(CallbackManagerModule);
+} else if (traced === "openllmetry") {
+  exporter = new InMemorySpanExporter();
+  provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  provider.register();
+  const langchain = new TraceloopLangChain();
+  langchain.manuallyInstrument({ callbackManagerModule: CallbackManagerModule });
+  const openai = new TraceloopOpenAI();
+  openai.manuallyInstrument(OpenAIModule.default ?? OpenAIModule);
+} else {
+  throw new Error(`unknown instrumentation ${traced}`);
+}
 
 const model = () => new ChatOpenAI({ model: "gpt-4o", apiKey: "unused", maxRetries: 0, configuration: { baseURL: url } });
 
@@ -70,6 +94,7 @@ function expectation(state, lead, multi) {
       + "AIMessage's name (its agent) and tool_calls (transfer_to_<agent>: a handoff; transfer_back_to_*: "
       + "langgraph-supervisor's own message, not an answer)",
     hidden: [],
+    ...(traced === "openinference" ? {} : { framework: "langgraph-js" }),
   };
 }
 
@@ -86,12 +111,13 @@ if (run === "supervisor") {
     prompt: "ROLE_SUPERVISOR. Route the request to the researcher, then the writer.",
   }).compile();
   state = await app.invoke({ messages: [{ role: "user", content: TASK }] });
-  settings = { agents: 3, pattern: "createSupervisor (outputMode full_history)", model: "ChatOpenAI (chat completions)" };
+  settings = { agents: 3, pattern: "createSupervisor (outputMode full_history)", model: "ChatOpenAI (chat completions)",
+    traced };
   expect = expectation(state, "supervisor", true);
 } else if (run === "solo") {
   const clerk = createReactAgent({ llm: model(), tools: [lookupOrder], name: "clerk", prompt: "ROLE_CLERK. Answer." });
   state = await clerk.invoke({ messages: [{ role: "user", content: TASK }] });
-  settings = { agents: 1, pattern: "createReactAgent", model: "ChatOpenAI (chat completions)" };
+  settings = { agents: 1, pattern: "createReactAgent", model: "ChatOpenAI (chat completions)", traced };
   expect = expectation(state, "clerk", false);
 } else {
   throw new Error(`unknown run ${run}`);
