@@ -480,6 +480,19 @@ def _first_user_message(spans: list[SpanRecord]) -> str:
     return ""
 
 
+def _user_message_text(value: Any) -> str:
+    """The text of a user's message object: ``{"role": "user"}`` with its text as ``content`` or as ``parts`` each
+    with a ``text`` (the Gemini ``Content`` shape); anything else is no message."""
+    if not isinstance(value, dict) or value.get("role") != "user":
+        return ""
+    if isinstance(value.get("content"), str):
+        return str(value["content"])
+    parts = value.get("parts")
+    if not isinstance(parts, list):
+        return ""
+    return "".join(text(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+
+
 def _task(value: Any) -> str:
     """The task from the root's ``input.value``: a message dict, a message list, or plain text."""
     raw = text(value)
@@ -496,6 +509,11 @@ def _task(value: Any) -> str:
             first = messages[0]  # {"role", "content"}, or LangChain's {"type", "data": {"content"}}
             data = first.get("data")
             return text(data.get("content") if isinstance(data, dict) else first.get("content"))
+        # A run's arguments with the user's message among them as a message object (Google ADK's Runner.run_async:
+        # ``new_message``, the Gemini shape ``{"role": "user", "parts": [{"text": ...}]}``, or ``"content"``).
+        for item in parsed.values():
+            if request := _user_message_text(item):
+                return request
         return ""  # a serialized object (LlamaIndex's workflow context): no request of the user's; the models' is
     if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
         return text(parsed[0].get("content"))

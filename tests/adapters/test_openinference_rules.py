@@ -117,3 +117,21 @@ def test_a_tool_run_adds_no_answer_where_agent_spans_record_the_answers() -> Non
     adapted = _adapted([*spans, tool])
     assert messages(adapted.records) == oracle["messages"]
     assert [r.get(sc.GEN_AI_TOOL_NAME) for r in adapted.records if r.span_type == sc.SPAN_TYPE_TOOL_CALL] == ["lookup"]
+
+
+def test_the_users_message_object_among_the_roots_arguments_is_the_task() -> None:
+    """A root whose ``input.value`` is the run's arguments, the user's message among them as a message object
+    (Google ADK's ``Runner.run_async``: ``new_message``, ``{"role": "user", "parts": [{"text": ...}]}``), has that
+    message's text as the task, not the arguments' JSON (google_adk_openinference/desk)."""
+    data = json.loads((CAPTURES / "google_adk_openinference" / "desk.json").read_text(encoding="utf-8"))
+    spans = from_otlp_json(json.dumps(data["otlp"]))
+    adapted = _adapted(spans)
+    assert adapted.records[0].get(sc.CONVERSATION_TASK) == TASK
+    assert messages(adapted.records)[0] == ("user", TASK)
+    # The same message said by the model is no request of the user's: the task is then the arguments as written.
+    root = _root(spans)
+    arguments = json.loads(str(root.get(sc.OI_INPUT_VALUE)))
+    arguments["new_message"]["role"] = "model"
+    changed = dataclasses.replace(root, attributes={**root.attributes, sc.OI_INPUT_VALUE: json.dumps(arguments)})
+    task = _adapted([changed if s is root else s for s in spans]).records[0].get(sc.CONVERSATION_TASK)
+    assert task != TASK and TASK in str(task)
