@@ -74,6 +74,11 @@ def test_the_corpus_holds_multi_agent_runs_and_solo_controls() -> None:
 def test_a_capture_is_the_conversation_its_framework_recorded(path: Path) -> None:
     spans, expect = _load(path)
     found = conversations(spans)
+    if expect.get("unread"):
+        # A run its instrumentation wrote with nothing to read it by (the reason says what is missing): no
+        # conversation is judged, rather than a wrong one; once a rule reads it, this fails until the mark goes.
+        assert found == [], "the capture reads now: drop its expect['unread'] and check it matches"
+        pytest.xfail(expect["unread"])
     if not expect["conversation"]:
         assert found == []  # a solo-agent run is never judged
         return
