@@ -5,7 +5,9 @@ Read: the ``traceloop.span.kind = workflow`` span (``LangGraph.workflow``) as th
 the top-level graph node its ``traceloop.entity.path`` starts with (``supervisor.supervisor.agent...`` is the
 supervisor; ``researcher.call_agent...`` the researcher); ``goto <node>`` spans
 (``langgraph.command.goto_node``) as handoffs to that node, from the agent that spoke last; ``execute_tool`` spans
-(``gen_ai.tool.name``, ``gen_ai.tool.call.arguments`` / ``.result``) as tool calls.
+(``gen_ai.tool.name``, ``gen_ai.tool.call.arguments`` / ``.result``) as tool calls, except a transfer tool's
+(``_evidence.transfer``: ``transfer_to_researcher``), whose handoff the ``goto`` span records: the turn passing on,
+no use of a tool (as the graph's own history has it: langgraph_openllmetry/supervisor).
 
 What it cannot provide: handoff reasons (the goto span's source is the ``tools`` node, not a reason; the
 transfer tool's arguments are in its tool call), the way back to a supervisor where no ``goto`` span records it
@@ -14,7 +16,7 @@ transfer tool's arguments are in its tool call), the way back to a supervisor wh
 
 A run whose model calls carry no entity path (OpenLLMetry's instrumentor of a framework that is no graph, with its
 OpenAI instrumentor writing the ``chat`` spans: Agno teams) is read by the same loop from other evidence (a graph's
-run keeps its transfer tools as tool calls, its handoffs on the ``goto`` spans, its task from the graph input):
+run keeps its handoffs on the ``goto`` spans, its task from the graph input):
 
 - **the speaker of a model call** is the nearest span at or above it that names an agent: ``gen_ai.agent.name``
   (an ``agent`` span), else a ``<namespace>.team.name`` attribute (a team whose leader answers as the team, its
@@ -127,7 +129,9 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             name = text(span.get(sc.GEN_AI_TOOL_NAME)) or entity or span.name
             raw = span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS) or span.get("traceloop.entity.input")
             caller = speaker.get(span.span_id)
-            handed = None if graph else transfer(name, arguments(raw), speakers)
+            handed = transfer(name, arguments(raw), speakers)
+            if handed is not None and graph:
+                continue  # a graph's transfer: its goto span hands the turn over; the call is no tool's use
             if handed is not None:  # a delegation: the turn passes to the agent it names, with its reason
                 to, reason = handed
                 if caller is not None and to is not None and to not in (caller, pending):

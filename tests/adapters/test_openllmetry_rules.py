@@ -140,3 +140,31 @@ def test_with_no_tool_span_the_tool_calls_a_model_asked_for_are_the_tool_calls()
     tool = dataclasses.replace(first, span_id="00000000000000f1", name="execute_tool other", attributes=attributes)
     (spanned,) = _adapted([*spans, tool])
     assert [c.get(sc.GEN_AI_TOOL_NAME) for c in _calls(spanned)] == ["other"]
+
+
+def test_a_graphs_transfer_tool_is_the_handoff_its_goto_span_records_not_a_tool_call() -> None:
+    """LangGraph traced by opentelemetry-instrumentation-langchain (langgraph_openllmetry/supervisor): the
+    supervisor's ``transfer_to_<agent>`` calls are ``execute_tool`` spans, and the handoff each makes is a ``goto``
+    span; the graph's own history has them as the turn passing on, not as tools used. Renamed so that no transfer
+    tool is seen (``lookup_<agent>``), the same spans are tool calls."""
+    data = json.loads((CAPTURES / "langgraph_openllmetry" / "supervisor.json").read_text(encoding="utf-8"))
+    spans, expect = from_otlp_json(json.dumps(data["otlp"])), data["expect"]
+    tools = [s for s in spans if s.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL]
+    assert {str(s.get(sc.GEN_AI_TOOL_NAME)) for s in tools} == {"transfer_to_researcher", "transfer_to_writer",
+                                                                 "lookup_order"}  # fmt: skip
+    adapted = adapt(spans)
+    assert isinstance(adapted, Adapted)
+    assert [(c.get(sc.GEN_AI_AGENT_NAME), c.get(sc.GEN_AI_TOOL_NAME)) for c in _calls(adapted)] == [
+        tuple(t) for t in expect["tool_calls"]
+    ]
+    assert handoffs(adapted.records) == [tuple(h) for h in expect["handoffs"]]
+    renamed = [
+        dataclasses.replace(s, attributes={**s.attributes, sc.GEN_AI_TOOL_NAME: "lookup_" + str(s.get(
+            sc.GEN_AI_TOOL_NAME)).removeprefix("transfer_to_")}) if str(s.get(sc.GEN_AI_TOOL_NAME)).startswith(
+            "transfer_to_") else s
+        for s in spans
+    ]  # fmt: skip
+    again = adapt(renamed)
+    assert isinstance(again, Adapted)
+    assert [c.get(sc.GEN_AI_TOOL_NAME) for c in _calls(again)] == ["lookup_researcher", "lookup_order",
+                                                                    "lookup_writer"]  # fmt: skip
