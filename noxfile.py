@@ -280,6 +280,7 @@ GENAI_FRAMEWORKS: dict[str, list[str]] = {
     "pydantic_ai": ["-c", "constraints/pydantic-ai-2.68.txt", "pydantic-ai-slim[openai]"],
     "agent_framework": ["-c", "constraints/agent-framework-1.23.txt", "agent-framework-core", "agent-framework-openai",
                         "agent-framework-orchestrations"],
+    "semantic_kernel": ["-c", "constraints/captures-semantic-kernel.txt", "semantic-kernel==1.45.0"],
 }  # fmt: skip
 
 
@@ -313,6 +314,15 @@ def agent_framework(session: nox.Session) -> None:
     run_tests(session, "agent_framework", "tests/agent_framework")
 
 
+@nox.session(python="3.11", venv_backend="uv")
+def semantic_kernel(session: nox.Session) -> None:
+    """Semantic Kernel 1.45 by its own telemetry (a trace per runtime message, the text in log records), live
+    through a collector process with OTLP/HTTP exporters for spans and logs."""
+    install_once(session, [*GENAI_FRAMEWORKS["semantic_kernel"], *GENAI_TEST_TOOLS,
+                           "opentelemetry-exporter-otlp-proto-http"])  # fmt: skip
+    run_tests(session, "semantic_kernel", "tests/semantic_kernel")
+
+
 # Real captures (tests/data/captures/<framework>/<run>.json, docs/adapters.md "Captures"): each framework is
 # installed with the instrumentation its users trace it with, and its runs are recorded offline against the
 # scripted OpenAI-compatible server by its recorder (the OTLP JSON plus the expectation, read from the framework's
@@ -322,7 +332,8 @@ def agent_framework(session: nox.Session) -> None:
 # A framework here: its pip install (with its constraints file) and its recorder command.
 CAPTURE_TOOLS = ["-e", ".", "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-common"]
 CAPTURES: dict[str, dict[str, list[str]]] = {
-    # LlamaIndex AgentWorkflow (handoff tool with ``to_agent`` / ``reason``), by openinference-instrumentation-llama-index
+    # LlamaIndex AgentWorkflow (handoff tool with ``to_agent`` / ``reason``),
+    # by openinference-instrumentation-llama-index
     "llama_index": {
         "install": ["-c", "constraints/captures-llama-index.txt", "llama-index-core", "llama-index-llms-openai",
                     "openinference-instrumentation-llama-index"],
@@ -372,24 +383,27 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
     # Semantic Kernel agent orchestrations (handoff, group chat) and AgentGroupChat, by its own GenAI telemetry
     # (spans, and the text in log records through Python's logging: the SDK's LoggingHandler)
     "semantic_kernel": {
-        "install": ["-c", "constraints/captures-semantic-kernel.txt", "semantic-kernel==1.45.0"],
+        "install": GENAI_FRAMEWORKS["semantic_kernel"],
         "record": ["python", "-m", "tests.captures.record_semantic_kernel"],
     },
     # Frameworks already here through OpenInference, traced by OpenLLMetry (Traceloop) instead: the framework's
     # instrumentor and the OpenAI client's, as Traceloop.init() enables them (<framework>_openllmetry)
     "crewai_openllmetry": {
-        "install": ["-c", "constraints/captures-crewai-openllmetry.txt", "crewai", "opentelemetry-instrumentation-crewai",
+        "install": ["-c", "constraints/captures-crewai-openllmetry.txt", "crewai",
+                    "opentelemetry-instrumentation-crewai",
                     "opentelemetry-instrumentation-openai"],
         "record": ["python", "-m", "tests.captures.record_openllmetry", "crewai"],
     },
     "agno_openllmetry": {
-        "install": ["-c", "constraints/captures-agno-openllmetry.txt", "agno", "openai", "opentelemetry-instrumentation-agno",
+        "install": ["-c", "constraints/captures-agno-openllmetry.txt", "agno", "openai",
+                    "opentelemetry-instrumentation-agno",
                     "opentelemetry-instrumentation-openai"],
         "record": ["python", "-m", "tests.captures.record_openllmetry", "agno"],
     },
     "langgraph_openllmetry": {
         "install": ["-c", "constraints/captures-langgraph-openllmetry.txt", "langgraph", "langgraph-supervisor",
-                    "langchain-openai", "opentelemetry-instrumentation-langchain", "opentelemetry-instrumentation-openai"],
+                    "langchain-openai", "opentelemetry-instrumentation-langchain",
+                    "opentelemetry-instrumentation-openai"],
         "record": ["python", "-m", "tests.captures.record_openllmetry", "langgraph"],
     },
     # Google ADK (sub_agents, transfer_to_agent) traced by openinference-instrumentation-google-adk instead of its own

@@ -9,15 +9,16 @@ What ties such traces together, read here as evidence (:func:`evidence`):
   ``process`` to the span that created it, in the sender's trace; OTel messaging conventions do the same.
 - **a conversation or session id**: the same ``gen_ai.conversation.id`` (GenAI conventions) or ``session.id``
   (OpenInference) on spans of both traces.
-- **a shared history**: an answer given by an agent whose turn is a trace of its own (a parentless agent span's
-  ``gen_ai.output.messages``), given again, under that agent's name, to a model in another trace (a
-  ``gen_ai.assistant.message`` record or event with ``name`` and ``content``): the chat history a group chat hands
-  the next agent. Semantic Kernel's AgentGroupChat writes each turn as a trace of its own with nothing else to tie
-  them. Unlike the others this evidence has a direction and a time: a history ties its trace to the trace whose
-  turn gave that answer **last before** the history was written (:class:`HistoryTies`), so the same answer given
-  in every run of a batch (a model at temperature 0, a scripted one) ties each run's next turn to its own run,
-  never the runs together. Only answers of at least :data:`MIN_SHARED_TEXT` characters count ("OK." repeats
-  anywhere), by the agent's name and a digest of the text.
+- **a shared history**: an answer an agent gave (an agent span's ``gen_ai.output.messages``), given again, under
+  that agent's name, to a model in another trace (a ``gen_ai.assistant.message`` record or event with ``name`` and
+  ``content``): the chat history a group chat hands the next agent. Semantic Kernel's AgentGroupChat writes each
+  turn as a trace of its own with nothing else to tie them. Unlike the others this evidence has a direction and a
+  time: a history ties its trace to the trace whose agent turn, giving that answer, started **last before** the
+  history was written (:class:`HistoryTies`), so the same answer given in every run of a batch (a model at
+  temperature 0, a scripted one) ties each run's next turn to its own run, never the runs together. Every agent
+  span's answers count, not only those of turns that are traces of their own: another run's giver must not be the
+  last one only because this run's giver was not counted. Only answers of at least :data:`MIN_SHARED_TEXT`
+  characters count ("OK." repeats anywhere), by the agent's name and a digest of the text.
 
 Evidence ties traces, whichever of their spans carries it (SK's links are on the runtime spans above an agent's
 turn, outside the unit). Units are only ever joined across traces: a trace that holds several units (a later run
@@ -76,9 +77,9 @@ def history_key(agent: object, text: object, at_ns: int) -> str | None:
     return f"{_HISTORY}{said}@{at_ns}" if said else None
 
 
-def answer_keys(agent: object, output_messages: object, end_ns: int) -> list[str]:
+def answer_keys(agent: object, output_messages: object, at_ns: int) -> list[str]:
     """The evidence of each answer in a turn's ``gen_ai.output.messages`` (the parts format, or a message's
-    ``content`` string), given by the turn that ended at ``end_ns``."""
+    ``content`` string), given by the turn that started at ``at_ns``."""
     try:
         messages = json.loads(output_messages) if isinstance(output_messages, str) else None
     except (ValueError, RecursionError):
@@ -96,18 +97,19 @@ def answer_keys(agent: object, output_messages: object, end_ns: int) -> list[str
             content = "\n".join(t for t in texts if isinstance(t, str) and t)
         said = _said(agent, content)
         if said:
-            keys.append(f"{_ANSWER}{said}@{end_ns}")
+            keys.append(f"{_ANSWER}{said}@{at_ns}")
     return keys
 
 
 class HistoryTies:
     """Answers and the histories that repeat them, and which trace each history continues: the trace whose turn
-    gave that answer last at or before the history's time (never the history's own trace). Recomputed on every
-    question, so an answer that arrives late (spans are often exported after the log records of the next turn)
-    still wins over an earlier run's."""
+    giving that answer started last at or before the history's time, never the history's own. A turn's end is no
+    guide: a giver's span can end after the next agent read its answer (its runtime hands the answer on before the
+    turn returns). Recomputed on every question, so an answer that arrives late (spans are often exported after the
+    log records of the next turn) still wins over an earlier run's."""
 
     def __init__(self) -> None:
-        self._answers: dict[str, list[tuple[int, bytes]]] = {}  # said -> (end ns, trace)
+        self._answers: dict[str, list[tuple[int, bytes]]] = {}  # said -> (turn start ns, trace)
         self._histories: dict[bytes, list[tuple[str, int]]] = {}  # trace -> (said, ns)
         self._readers: dict[str, set[bytes]] = {}  # said -> traces with a history of it
         self._gave: dict[bytes, set[str]] = {}  # trace -> what it said
@@ -152,24 +154,23 @@ class HistoryTies:
 
     def _giver(self, said: str, ns: int, reader: bytes) -> bytes | None:
         best: tuple[int, bytes] | None = None
-        for end, trace in self._answers.get(said, ()):
-            if trace != reader and end <= ns and (best is None or end > best[0]):
-                best = (end, trace)
+        for start, trace in self._answers.get(said, ()):
+            if trace != reader and start <= ns and (best is None or start > best[0]):
+                best = (start, trace)
         return best[1] if best else None
 
 
 def evidence(span: SpanRecord) -> list[str]:
     """What ties ``span``'s trace to others: ``trace:<id>`` per link to another trace, ``<key>=<value>`` per group
-    key it carries, and the timed evidence of a shared history (:class:`HistoryTies`): the answers of a turn that
-    is its trace's root, the earlier answers its model was given (its ``gen_ai.assistant.message`` events, at the
-    span's start)."""
+    key it carries, and the timed evidence of a shared history (:class:`HistoryTies`): the answers of an agent span
+    (at its start), the earlier answers its model was given (its ``gen_ai.assistant.message`` events, at the span's
+    start)."""
 
     def get(key: str) -> str | None:
         value = span.get(key)
         return value if isinstance(value, str) else None
 
-    root_end = span.end_ns if span.parent_span_id is None else None
-    keys = evidence_of(span.trace_id, (trace for trace, _ in span.links), get, root_end=root_end)
+    keys = evidence_of(span.trace_id, (trace for trace, _ in span.links), get, start_ns=span.start_ns)
     for event in span.events:
         if event.name == ASSISTANT_MESSAGE_EVENT:
             key = history_key(event.attributes.get("name"), event.attributes.get("content"), span.start_ns)
@@ -179,20 +180,18 @@ def evidence(span: SpanRecord) -> list[str]:
 
 
 def evidence_of(
-    trace_id: str, linked: Iterable[str], get: Callable[[str], str | None], *, root_end: int | None = None
+    trace_id: str, linked: Iterable[str], get: Callable[[str], str | None], *, start_ns: int = 0
 ) -> list[str]:
     """:func:`evidence` from a span's trace id (hex), the trace ids (hex) its links name, its attributes (``get``:
-    key -> string value or None) and, for a span with no parent, its end; the collector's ingest reads a span
-    undecoded through this."""
+    key -> string value or None) and its start; the collector's ingest reads a span undecoded through this."""
     keys = [f"trace:{trace}" for trace in linked if trace != trace_id]
     for key in GROUP_KEYS:
         value = get(key)
         if value:
             keys.append(f"{key}={value}")
-    if root_end is not None:
-        agent = get(sc.GEN_AI_AGENT_NAME)
-        if agent:
-            keys += answer_keys(agent, get(sc.GEN_AI_OUTPUT_MESSAGES), root_end)
+    agent = get(sc.GEN_AI_AGENT_NAME)
+    if agent:
+        keys += answer_keys(agent, get(sc.GEN_AI_OUTPUT_MESSAGES), start_ns)
     return keys
 
 

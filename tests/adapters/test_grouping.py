@@ -169,3 +169,15 @@ def test_a_short_answer_or_one_given_after_the_history_ties_nothing() -> None:
     reader = _agent_turn(4, "writer", "y", 20)  # its history is written at 21, before the answer ended at 60
     reader[1] = _history(reader[1], ("researcher", _FOUND))
     assert len(foreign_units([*later, *reader])) == 2
+
+
+def test_a_history_continues_its_own_runs_giver_even_when_that_turn_is_not_its_traces_root() -> None:
+    # run 1: turns that are traces of their own; run 2 (later): the same answers, the researcher's turn under a
+    # runtime span of its trace (an orchestration): the writer of run 2 continues run 2's researcher, not run 1's
+    first = _group_chat(10, 0)
+    second = _group_chat(20, 100)
+    runtime = _span(20, name="agent_runtime process", start=99, end=120)
+    second = [dataclasses.replace(s, parent_span_id=runtime.span_id) if s.parent_span_id is None and
+              int(s.trace_id, 16) == 20 else s for s in second]  # fmt: skip
+    units = foreign_units([*first, runtime, *second])
+    assert sorted(sorted({int(s.trace_id, 16) for s in u}) for u in units) == [[10, 11, 12], [20, 21, 22]]

@@ -1,8 +1,8 @@
 """Record Agno team captures, traced by ``openinference-instrumentation-agno``.
 
-``nox -s "captures(framework='agno')"`` (or ``python -m tests.captures.record_agno [RUN ...]`` in that environment) writes
-``tests/data/captures/agno/<run>.json``. The expectation is read from Agno's own record of the run: the team's
-``TeamRunOutput`` (the leader's ``messages``, whose ``delegate_task_to_member`` tool calls name the member by its
+``nox -s "captures(framework='agno')"`` (or ``python -m tests.captures.record_agno [RUN ...]`` in that
+environment) writes ``tests/data/captures/agno/<run>.json``. The expectation is read from Agno's own record of
+the run: the team's ``TeamRunOutput`` (the leader's ``messages``, whose ``delegate_task_to_member`` tool calls name the member by its
 id, and ``member_responses``, each member's ``RunOutput`` with its ``messages`` and ``tools``).
 
 - ``team``: a coordinating leader delegates to a researcher (who calls ``lookup_order``) and then to a writer,

@@ -199,8 +199,8 @@ def record(framework: str, run: str) -> Path:
                 **out["settings"]}  # fmt: skip
     path = CAPTURES / framework / f"{run}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"framework": {"packages": versions(spec["packages"], project), "settings": settings}, "expect": out["expect"],
-            "otlp": out["otlp"]}  # fmt: skip
+    data = {"framework": {"packages": versions(spec["packages"], project), "settings": settings},
+            "expect": out["expect"], "otlp": out["otlp"]}  # fmt: skip
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
     return path

@@ -1,8 +1,8 @@
 """Record LlamaIndex AgentWorkflow captures, traced by ``openinference-instrumentation-llama-index``.
 
-``nox -s "captures(framework='llama_index')"`` (or ``python -m tests.captures.record_llama_index [RUN ...]`` in that environment)
-writes ``tests/data/captures/llama_index/<run>.json``. The expectation is read from the workflow's own event
-stream (``handler.stream_events()``): ``AgentOutput`` (each model answer, by ``current_agent_name``),
+``nox -s "captures(framework='llama_index')"`` (or ``python -m tests.captures.record_llama_index [RUN ...]`` in that
+environment) writes ``tests/data/captures/llama_index/<run>.json``. The expectation is read from the workflow's own
+event stream (``handler.stream_events()``): ``AgentOutput`` (each model answer, by ``current_agent_name``),
 ``ToolCallResult`` (each tool call; the ``handoff`` tool's ``to_agent`` is the handoff) and the ``user_msg`` the
 run was started with.
 

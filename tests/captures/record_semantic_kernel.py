@@ -137,90 +137,93 @@ def _user() -> Any:
     return ChatMessageContent(role=AuthorRole.USER, content=TASK)
 
 
+async def run_handoff(base_url: str) -> Expectation:
+    from semantic_kernel.agents import HandoffOrchestration, OrchestrationHandoffs
+
+    triage = _agent(base_url, "Triage", "ROLE_TRIAGE")
+    billing = _agent(base_url, "Billing", "ROLE_BILLING", tools=True)
+    reviewer = _agent(base_url, "Reviewer", "ROLE_REVIEWER")
+    handoffs = (
+        OrchestrationHandoffs()
+        .add(triage, billing, "Transfer to Billing for charges and refunds.")
+        .add(billing, reviewer, "Transfer to Reviewer to approve a refund.")
+    )
+    answers: list[Any] = [_user()]
+    orchestration = HandoffOrchestration(members=[triage, billing, reviewer], handoffs=handoffs,
+                                         agent_response_callback=answers.append)  # fmt: skip
+    await _orchestrate(orchestration)
+    return _expectation(answers, "HandoffOrchestration(agent_response_callback=...): every message the agents "
+                        "produced (assistant: name, FunctionCallContent; Handoff-transfer_to_<agent> calls "
+                        "are the handoffs)", True, handoff_tools=True)  # fmt: skip
+
+
 def handoff() -> Path:
-    async def go(base_url: str) -> Expectation:
-        from semantic_kernel.agents import HandoffOrchestration, OrchestrationHandoffs
-
-        triage = _agent(base_url, "Triage", "ROLE_TRIAGE")
-        billing = _agent(base_url, "Billing", "ROLE_BILLING", tools=True)
-        reviewer = _agent(base_url, "Reviewer", "ROLE_REVIEWER")
-        handoffs = (
-            OrchestrationHandoffs()
-            .add(triage, billing, "Transfer to Billing for charges and refunds.")
-            .add(billing, reviewer, "Transfer to Reviewer to approve a refund.")
-        )
-        answers: list[Any] = [_user()]
-        orchestration = HandoffOrchestration(members=[triage, billing, reviewer], handoffs=handoffs,
-                                             agent_response_callback=answers.append)  # fmt: skip
-        await _orchestrate(orchestration)
-        return _expectation(answers, "HandoffOrchestration(agent_response_callback=...): every message the agents "
-                            "produced (assistant: name, FunctionCallContent; Handoff-transfer_to_<agent> calls "
-                            "are the handoffs)", True, handoff_tools=True)  # fmt: skip
-
     return _record("handoff", {"orchestration": "HandoffOrchestration", "agents": 3, "runtime": "InProcessRuntime"},
-                   go)  # fmt: skip
+                   run_handoff)  # fmt: skip
+
+
+async def run_group_chat(base_url: str) -> Expectation:
+    from semantic_kernel.agents import GroupChatOrchestration, RoundRobinGroupChatManager
+
+    members = [
+        _agent(base_url, "Researcher", "ROLE_RESEARCHER", tools=True),
+        _agent(base_url, "Writer", "ROLE_WRITER"),
+        _agent(base_url, "Reviewer", "ROLE_REVIEWER"),
+    ]
+    answers: list[Any] = [_user()]
+    orchestration = GroupChatOrchestration(members=members, manager=RoundRobinGroupChatManager(max_rounds=3),
+                                           agent_response_callback=answers.append)  # fmt: skip
+    await _orchestrate(orchestration)
+    return _expectation(answers, "GroupChatOrchestration(agent_response_callback=...): every message the "
+                        "agents produced (assistant: name, FunctionCallContent); the turn passes on each change "
+                        "of speaker", True, handoff_tools=False)  # fmt: skip
 
 
 def group_chat() -> Path:
-    async def go(base_url: str) -> Expectation:
-        from semantic_kernel.agents import GroupChatOrchestration, RoundRobinGroupChatManager
-
-        members = [
-            _agent(base_url, "Researcher", "ROLE_RESEARCHER", tools=True),
-            _agent(base_url, "Writer", "ROLE_WRITER"),
-            _agent(base_url, "Reviewer", "ROLE_REVIEWER"),
-        ]
-        answers: list[Any] = [_user()]
-        orchestration = GroupChatOrchestration(members=members, manager=RoundRobinGroupChatManager(max_rounds=3),
-                                               agent_response_callback=answers.append)  # fmt: skip
-        await _orchestrate(orchestration)
-        return _expectation(answers, "GroupChatOrchestration(agent_response_callback=...): every message the "
-                            "agents produced (assistant: name, FunctionCallContent); the turn passes on each change "
-                            "of speaker", True, handoff_tools=False)  # fmt: skip
-
     return _record("group-chat", {"orchestration": "GroupChatOrchestration", "manager": "RoundRobinGroupChatManager",
-                                  "max_rounds": 3, "runtime": "InProcessRuntime"}, go)  # fmt: skip
+                                  "max_rounds": 3, "runtime": "InProcessRuntime"}, run_group_chat)  # fmt: skip
+
+
+async def run_agent_group_chat(base_url: str) -> Expectation:
+    from semantic_kernel.agents import AgentGroupChat
+    from semantic_kernel.agents.strategies import DefaultTerminationStrategy, SequentialSelectionStrategy
+    from semantic_kernel.contents import AuthorRole, FunctionCallContent
+
+    members = [
+        _agent(base_url, "Researcher", "ROLE_RESEARCHER", tools=True),
+        _agent(base_url, "Writer", "ROLE_WRITER"),
+        _agent(base_url, "Reviewer", "ROLE_REVIEWER"),
+    ]
+    chat = AgentGroupChat(agents=members, selection_strategy=SequentialSelectionStrategy(),
+                          termination_strategy=DefaultTerminationStrategy(maximum_iterations=3))  # fmt: skip
+    await chat.add_chat_message(TASK)
+    async for _ in chat.invoke():
+        pass
+    history = [m async for m in chat.get_chat_messages()]
+    history.reverse()  # (newest first)
+    # The chat history holds each turn's visible answer; the tool-call answers before it are in the thread of
+    # the channel the agents share (a ChatHistoryChannel), which holds each visible answer twice.
+    calls: dict[str, list[Any]] = {}
+    for channel in chat.agent_channels.values():
+        async for message in channel.thread.get_messages():
+            if message.role == AuthorRole.ASSISTANT and any(isinstance(i, FunctionCallContent)
+                                                            for i in message.items):  # fmt: skip
+                calls.setdefault(message.name, []).append(message)
+    messages: list[Any] = []
+    for message in history:
+        if message.role == AuthorRole.ASSISTANT:
+            messages += calls.pop(message.name, [])
+        messages.append(message)
+    return _expectation(messages, "AgentGroupChat.get_chat_messages(): the chat history (each turn's answer, "
+                        "by name), with the FunctionCallContent answers before it from the agents' "
+                        "ChatHistoryChannel thread; the turn passes on each change of speaker", True,
+                        handoff_tools=False)  # fmt: skip
 
 
 def agent_group_chat() -> Path:
-    async def go(base_url: str) -> Expectation:
-        from semantic_kernel.agents import AgentGroupChat
-        from semantic_kernel.agents.strategies import DefaultTerminationStrategy, SequentialSelectionStrategy
-        from semantic_kernel.contents import AuthorRole, FunctionCallContent
-
-        members = [
-            _agent(base_url, "Researcher", "ROLE_RESEARCHER", tools=True),
-            _agent(base_url, "Writer", "ROLE_WRITER"),
-            _agent(base_url, "Reviewer", "ROLE_REVIEWER"),
-        ]
-        chat = AgentGroupChat(agents=members, selection_strategy=SequentialSelectionStrategy(),
-                              termination_strategy=DefaultTerminationStrategy(maximum_iterations=3))  # fmt: skip
-        await chat.add_chat_message(TASK)
-        async for _ in chat.invoke():
-            pass
-        history = [m async for m in chat.get_chat_messages()]
-        history.reverse()  # (newest first)
-        # The chat history holds each turn's visible answer; the tool-call answers before it are in the thread of
-        # the channel the agents share (a ChatHistoryChannel), which holds each visible answer twice.
-        calls: dict[str, list[Any]] = {}
-        for channel in chat.agent_channels.values():
-            async for message in channel.thread.get_messages():
-                if message.role == AuthorRole.ASSISTANT and any(isinstance(i, FunctionCallContent)
-                                                                for i in message.items):  # fmt: skip
-                    calls.setdefault(message.name, []).append(message)
-        messages: list[Any] = []
-        for message in history:
-            if message.role == AuthorRole.ASSISTANT:
-                messages += calls.pop(message.name, [])
-            messages.append(message)
-        return _expectation(messages, "AgentGroupChat.get_chat_messages(): the chat history (each turn's answer, "
-                            "by name), with the FunctionCallContent answers before it from the agents' "
-                            "ChatHistoryChannel thread; the turn passes on each change of speaker", True,
-                            handoff_tools=False)  # fmt: skip
-
     settings = {"chat": "AgentGroupChat", "selection": "SequentialSelectionStrategy",
                 "termination": "DefaultTerminationStrategy(maximum_iterations=3)"}  # fmt: skip
-    return _record("agent-group-chat", settings, go)
+    return _record("agent-group-chat", settings, run_agent_group_chat)
 
 
 def solo() -> Path:

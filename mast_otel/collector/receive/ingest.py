@@ -133,7 +133,7 @@ def span_evidence(span: Any) -> list[str]:
         span.trace_id.hex(),
         (link.trace_id.hex() for link in span.links if len(link.trace_id) == 16),
         lambda key: string_value(attributes[key]) if key in attributes else None,
-        root_end=None if len(span.parent_span_id) == 8 else span.end_time_unix_nano,
+        start_ns=span.start_time_unix_nano,
     )
 
 
