@@ -2,8 +2,8 @@
 
 ``nox -s "captures(framework='agno')"`` (or ``python -m tests.captures.record_agno [RUN ...]`` in that
 environment) writes ``tests/data/captures/agno/<run>.json``. The expectation is read from Agno's own record of
-the run: the team's ``TeamRunOutput`` (the leader's ``messages``, whose ``delegate_task_to_member`` tool calls name the member by its
-id, and ``member_responses``, each member's ``RunOutput`` with its ``messages`` and ``tools``).
+the run: the team's ``TeamRunOutput`` (the leader's ``messages``, whose ``delegate_task_to_member`` tool calls name
+the member by its id, and ``member_responses``, each member's ``RunOutput`` with its ``messages`` and ``tools``).
 
 - ``team``: a coordinating leader delegates to a researcher (who calls ``lookup_order``) and then to a writer,
   and answers; then, in the same thread, a single agent runs on its own (a second run, not a fourth agent).
