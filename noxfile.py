@@ -380,6 +380,13 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
                     "openinference-instrumentation-smolagents"],
         "record": ["python", "-m", "tests.captures.record_smolagents"],
     },
+    # BeeAI RequirementAgents (a HandoffTool to another agent; answers through final_answer),
+    # by openinference-instrumentation-beeai
+    "beeai": {
+        "install": ["-c", "constraints/captures-beeai.txt", "beeai-framework", "openai",
+                    "openinference-instrumentation-beeai"],
+        "record": ["python", "-m", "tests.captures.record_beeai"],
+    },
     # Semantic Kernel agent orchestrations (handoff, group chat) and AgentGroupChat, by its own GenAI telemetry
     # (spans, and the text in log records through Python's logging: the SDK's LoggingHandler)
     "semantic_kernel": {

@@ -172,7 +172,7 @@ def transfer(tool: str, args: Mapping[str, Any], agents: Iterable[str]) -> tuple
     other = [w for w in lowered if not w.startswith(_TRANSFER_WORDS) and w not in _FILLER]
     if other and named is None:
         return None
-    reason = next((text(args[k]) for k in _REASON_KEYS if isinstance(args.get(k), str) and args[k]), None)
+    reason = transfer_reason(args)
     for key in _TARGET_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
@@ -182,11 +182,42 @@ def transfer(tool: str, args: Mapping[str, Any], agents: Iterable[str]) -> tuple
     return named, reason
 
 
+def transfer_reason(args: Mapping[str, Any]) -> str | None:
+    """The reason a handoff's arguments give (``reason``, ``message``, ``task``...), or None."""
+    return next((text(args[k]) for k in _REASON_KEYS if isinstance(args.get(k), str) and args[k]), None)
+
+
 # Words a transfer tool's name may hold besides the transfer and its target.
 _FILLER = frozenset({"to", "the", "a", "an", "task", "tasks", "work", "agent", "agents", "member", "members",
                      "coworker", "another", "other", "next", "control", "conversation"})  # fmt: skip
 # Argument keys that can only name an agent (any value is taken); the others must name a known agent.
 _AGENT_KEYS = frozenset({"to_agent", "agent_name", "target_agent", "member_name", "member_id", "coworker"})
+
+
+# --- final-answer tools --------------------------------------------------------------------------------------
+
+# The argument a final-answer tool carries its text in, in the order they are tried (BeeAI's ``response``,
+# smolagents' ``answer``).
+_ANSWER_ARGS = ("response", "answer", "final_answer", "text", "output", "content", "result", "message")
+
+
+def is_final_answer(tool: str) -> bool:
+    """A tool the agent answers through (``final_answer``, ``FinalAnswer``, ``final-answer``: any case or
+    separator): calling it is the agent saying its answer, not asking for anything."""
+    return _key(tool) == "finalanswer"
+
+
+def final_answer_text(tool: str, args: Mapping[str, Any]) -> str | None:
+    """What an agent says through a final-answer tool call: the text argument (``response``, ``answer``...: the
+    first that is text, else the call's only text argument); None when the tool is no final-answer tool or the
+    call carries no text (arguments not captured, a structured answer)."""
+    if not is_final_answer(tool):
+        return None
+    for key in _ANSWER_ARGS:
+        if isinstance(args.get(key), str) and args[key].strip():
+            return str(args[key])
+    texts = [v for v in args.values() if isinstance(v, str) and v.strip()]
+    return texts[0] if len(texts) == 1 else None
 
 
 # --- hidden content ------------------------------------------------------------------------------------------

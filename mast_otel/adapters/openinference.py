@@ -11,13 +11,17 @@ node CHAIN) that holds a model answer and is not a generic step (``agent``, ``to
 the node, as Python's AGENT ``agent`` span speaks for the node that encloses it. A model
 answer is an LLM span that records one (output messages, finish reason, token counts). A transfer, handoff or
 delegation TOOL span (any naming, :func:`._evidence.transfer`) is a handoff to the agent its arguments or name
-designate, with the reason its arguments give; other TOOL spans are tool calls, by the agent whose span holds
-them, else by the agent whose model answer asked for them. An LLM span with no output messages says its answer in
-``output.value`` (a list of tool calls names the tools called). Where no model answer is recorded at all (an
-instrumentor that wraps tasks and tools only: CrewAI's by default), a delegation to an agent with no span of its
-own is that agent's turn (its result the delegate's reply, the tools run inside it the delegate's); in such a run
-each tool run stands for the answer that asked for it, and an agent span's reply comes when the span ends. The
-tasks the root records it was given (``crew_tasks``), given to no agent, are the user's request; each given to an
+designate, with the reason its arguments give; so is a TOOL span whose run is another agent's turn (an AGENT span
+directly inside it: BeeAI's HandoffTool), to that agent, the reason the task its arguments give; other TOOL spans
+are tool calls, by the agent whose span holds them, else by the agent whose model answer asked for them. An LLM span
+with no output messages says its answer in ``output.value`` (a list of tool calls names the tools called). A model
+answer's call of a final-answer tool (``final_answer`` in any naming: BeeAI's, smolagents') is the agent saying its
+answer: the call's text argument is the message, to whom the agent answers (the tool's own span is still a tool
+call). Where no model answer is recorded at all (an instrumentor that wraps tasks and tools only: CrewAI's by
+default), a delegation to an agent with no span of its own is that agent's turn (its result the delegate's reply,
+the tools run inside it the delegate's); in such a run each tool run stands for the answer that asked for it, and an
+agent span's reply comes when the span ends. The tasks the root records it was given (``crew_tasks``), given to no
+agent, are the user's request; each given to an
 agent, they are the run's plan (the goal, no opening message).
 
 What OpenInference cannot provide: handoff reasons (no attribute exists: only a transfer tool's arguments say
@@ -39,6 +43,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from mast_otel import semconv as sc
@@ -48,11 +53,14 @@ from ._conversation import Adapted, ConversationBuilder, NotAConversation
 from ._evidence import (
     HIDDEN,
     arguments,
+    final_answer_text,
     framework_from_scopes,
     hidden,
+    is_final_answer,
     looks_like_id,
     name_or_none,
     transfer,
+    transfer_reason,
 )
 from ._tree import Tree, text
 
@@ -244,6 +252,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         return (span.end_ns if span.span_id in late else span.start_ns, span.span_id)
 
     turns = sorted([*((s, s) for s in by_output), *calls, *asks], key=at)
+    runs_agent = _tools_running_agents(tree, agents, speaks, speaker)
     speakers = {speaker(agent) for _, agent in turns}
     if len(speakers) < 2:
         return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
@@ -314,6 +323,9 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             who = speaker(acting) if acting else asked.get(tool, "?")
             args = _visible(span.get(sc.OI_INPUT_VALUE))
             handed = transfer(tool, arguments(args), known)
+            if handed is None and span.span_id in runs_agent and runs_agent[span.span_id] != who:
+                # a tool whose run is another agent's turn (BeeAI's HandoffTool, an agent wrapped as a tool)
+                handed = runs_agent[span.span_id], _reason(arguments(args))
             if handed is not None:  # a transfer or a delegation: a handoff, not a tool call
                 pending = _Transfer(who if who != "?" else previous or who, handed[0], handed[1], span)
                 continue
@@ -333,11 +345,14 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         content, tools = _llm_output(span)
         asked.update(dict.fromkeys(tools, sender))
         content_seen = content_seen or bool(content)
-        kind = sc.KIND_TOOL_CALL if tools and not content else sc.KIND_MESSAGE
+        # A final-answer tool's call is the agent saying its answer (its text is the content), asking for nothing:
+        # a message to whom the agent answers, not a tool call sent to the runtime (its TOOL span still is one).
+        asking = [t for t in tools if not is_final_answer(t)]
+        kind = sc.KIND_TOOL_CALL if asking and not content else sc.KIND_MESSAGE
         # A team's (autogen-agentchat) messages go to every other participant; otherwise back to the user.
         to = [p for p in team if p != sender] or [initiator]
-        conv.message(sender, [_RUNTIME] if tools else to, content or ", ".join(tools), origin=span, kind=kind,
-                     tool_calls=", ".join(tools) or None)  # fmt: skip
+        conv.message(sender, [_RUNTIME] if asking else to, content or ", ".join(asking), origin=span, kind=kind,
+                     tool_calls=", ".join(asking) or None)  # fmt: skip
     if pending is not None and pending.target and pending.target != pending.source:
         conv.handoff(pending.source, pending.target, origin=pending.origin, reason=pending.reason)
     # No agent's words: hidden (the request alone gives the judge nothing to label), or never recorded (answers
@@ -364,6 +379,28 @@ def _unseen_delegates(spans: list[SpanRecord], agents: set[str], steps: set[str]
         if handed is not None and handed[0] and handed[0] not in agents and handed[0] not in steps:
             out[s.span_id] = handed[0]
     return out
+
+
+def _tools_running_agents(tree: Tree, agents: list[SpanRecord], speaks: Callable[[SpanRecord], bool],
+                          speaker: Callable[[SpanRecord], str]) -> dict[str, str]:  # fmt: skip
+    """TOOL spans whose run is an agent's turn, by span id: that agent (the first speaking span whose nearest
+    speaking-or-tool ancestor is the tool span: an agent span directly inside the tool's run)."""
+    out: dict[str, str] = {}
+    for agent in agents:
+        for above in tree.ancestors(agent):
+            if above.get(SPAN_KIND) == sc.OI_KIND_TOOL:
+                out.setdefault(above.span_id, speaker(agent))
+                break
+            if speaks(above):
+                break
+    return out
+
+
+def _reason(args: dict[str, Any]) -> str | None:
+    """Why a tool hands an agent the turn: the task it is given (BeeAI records the call as ``{"input": {...},
+    "options": ...}``)."""
+    inner = args.get("input")
+    return transfer_reason(inner if isinstance(inner, dict) else args)
 
 
 def _visible(value: Any) -> str:
@@ -440,11 +477,17 @@ def _llm_output(span: SpanRecord) -> tuple[str, list[str]]:
             parts.append(_visible(part))
         content = "".join(parts)
     calls = []
+    said = []  # what the answer says through a final-answer tool (BeeAI's final_answer, smolagents')
     for n in itertools.count():  # (the flattened list ends at its first missing index)
-        name = span.get(f"{prefix}{sc.OI_MESSAGE_TOOL_CALLS}.{n}.{sc.OI_TOOL_CALL_FUNCTION_NAME}")
+        call = f"{prefix}{sc.OI_MESSAGE_TOOL_CALLS}.{n}."
+        name = span.get(call + sc.OI_TOOL_CALL_FUNCTION_NAME)
         if name is None:
             break
         calls.append(text(name))
+        answer = final_answer_text(text(name), arguments(_visible(span.get(call + sc.OI_TOOL_CALL_FUNCTION_ARGUMENTS))))
+        if answer:
+            said.append(answer)
+    content = content or "\n".join(said)
     if not content and not calls:  # no output messages: the answer as output.value has it
         return _output_value(span.get(sc.OI_OUTPUT_VALUE))
     return content, calls

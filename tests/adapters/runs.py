@@ -403,8 +403,9 @@ def openinference_smolagents(provider: TracerProvider) -> Oracle:
     """``openinference-instrumentation-smolagents`` on a manager ToolCallingAgent that delegates to a managed
     ``researcher`` (which calls a tool), against the scripted server.
 
-    The oracle is both agents' memory (``agent.memory.steps``): each action step's tool calls, in the order the
-    steps started; the unnamed manager is named after its class, as its span is. Handoffs follow the speakers."""
+    The oracle is both agents' memory (``agent.memory.steps``): each action step's tool calls (a ``final_answer``
+    call: its ``answer``, what the agent says), in the order the steps started; the unnamed manager is named after
+    its class, as its span is. Handoffs follow the speakers."""
     from openinference.instrumentation.smolagents import SmolagentsInstrumentor
     from smolagents import OpenAIServerModel, ToolCallingAgent, tool
 
@@ -439,7 +440,10 @@ def openinference_smolagents(provider: TracerProvider) -> Oracle:
         name = agent.name or type(agent).__name__
         for step in agent.memory.steps:
             if type(step).__name__ == "ActionStep" and step.tool_calls:
-                steps.append((step.timing.start_time, name, ", ".join(c.name for c in step.tool_calls)))
+                # a final_answer call is the agent saying its answer (its ``answer`` argument); others ask for tools
+                said = [str(c.arguments["answer"]) for c in step.tool_calls if c.name == "final_answer"]
+                asked = ", ".join(c.name for c in step.tool_calls if c.name != "final_answer")
+                steps.append((step.timing.start_time, name, "\n".join(said) or asked))
     messages = [("user", "What is the GDP?"), *((name, calls) for _, name, calls in sorted(steps))]
     return {"messages": messages, "handoffs": speaker_handoffs(messages)}
 

@@ -9,6 +9,9 @@ by the kind of evidence it reads; each case changes one thing in a real capture,
   (its result the delegate's reply, the tools run inside it the delegate's); in such a run each tool run stands
   for the answer that asked for it, and an agent span's reply comes when it ends, after what ran inside it (where
   agent spans record the answers, AG2's, a tool run adds none).
+
+And those the BeeAI captures (tests/data/captures/beeai) called for: a final-answer tool's text argument is what
+the agent says; a tool whose run is another agent's turn (HandoffTool) is a handoff, not also a tool call.
 """
 
 from __future__ import annotations
@@ -135,3 +138,55 @@ def test_the_users_message_object_among_the_roots_arguments_is_the_task() -> Non
     changed = dataclasses.replace(root, attributes={**root.attributes, sc.OI_INPUT_VALUE: json.dumps(arguments)})
     task = _adapted([changed if s is root else s for s in spans]).records[0].get(sc.CONVERSATION_TASK)
     assert task != TASK and TASK in str(task)
+
+
+# --- rules the BeeAI captures (tests/data/captures/beeai) called for ---------------------------------------------
+
+BILLING_SAYS = "A17 was charged 49.00 EUR twice; I refunded one."
+
+
+def _beeai(run: str) -> list[SpanRecord]:
+    data = json.loads((CAPTURES / "beeai" / f"{run}.json").read_text(encoding="utf-8"))
+    return from_otlp_json(json.dumps(data["otlp"]))
+
+
+def _renamed_call(spans: list[SpanRecord], old: str, new: str) -> list[SpanRecord]:
+    """The capture with every model answer's call of ``old`` calling ``new`` instead (same arguments)."""
+    out = []
+    for s in spans:
+        attributes = {k: (new if k.endswith("tool_call.function.name") and v == old else v)
+                      for k, v in s.attributes.items()}  # fmt: skip
+        out.append(dataclasses.replace(s, attributes=attributes))
+    return out
+
+
+def _said(adapted: Adapted, sender: str) -> list[tuple[str, tuple[str, ...], str | None]]:
+    """(content, recipients, tool calls) of a sender's messages, in order."""
+    found = sorted(adapted.messages, key=lambda m: m.get(sc.MESSAGE_INDEX))
+    return [(str(m.get(sc.MESSAGE_CONTENT)), tuple(m.get(sc.MESSAGE_RECIPIENTS) or ()), m.get(sc.MESSAGE_TOOL_CALLS))
+            for m in found if m.get(sc.MESSAGE_SENDER) == sender]  # fmt: skip
+
+
+def test_a_final_answer_tools_text_argument_is_what_the_agent_says() -> None:
+    """A final-answer tool (``final_answer``, ``FinalAnswer``: any naming): its text argument is the agent's words,
+    a message to whom it answers, not a call sent to the runtime; any other tool's call is the tool's name."""
+    spans = _beeai("handoff")
+    for name in ("final_answer", "FinalAnswer"):
+        said = _said(_adapted(_renamed_call(spans, "final_answer", name)), "billing")
+        assert said[-1] == (BILLING_SAYS, ("user",), None)
+        # (the tool's own span is still a tool call, as BeeAI's record has it)
+    said = _said(_adapted(_renamed_call(spans, "final_answer", "send_reply")), "billing")
+    assert said[-1] == ("send_reply", ("<runtime>",), "send_reply")
+
+
+def test_a_tool_whose_run_is_another_agents_turn_is_a_handoff_not_a_tool_call() -> None:
+    """BeeAI's HandoffTool: a TOOL span holding another agent's AGENT span is the handoff to that agent (why: the
+    task its arguments give), not also a tool call (BeeAI's record counts it a delegation, not one of the tools)."""
+    adapted = _adapted(_beeai("handoff"))
+    calls = [(r.get(sc.GEN_AI_AGENT_NAME), r.get(sc.GEN_AI_TOOL_NAME)) for r in adapted.records
+             if r.span_type == sc.SPAN_TYPE_TOOL_CALL]  # fmt: skip
+    assert ("triage", "billing") not in calls and ("billing", "lookup_order") in calls
+    assert handoffs(adapted.records) == [("triage", "billing"), ("billing", "triage")]
+    passed = [r for r in adapted.records if r.span_type == sc.SPAN_TYPE_HANDOFF]
+    first = min(passed, key=lambda r: r.get(sc.HANDOFF_INDEX))
+    assert first.get(sc.HANDOFF_REASON) == "Refund the duplicate charge on order A17."
