@@ -24,6 +24,7 @@ from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -33,11 +34,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from mast_otel import semconv as sc
 from mast_otel.collector import CollectorService
-from mast_otel.collector.judge.log_events import event_of
+from mast_otel.collector.judge.log_events import event_of, with_log_events
 from mast_otel.collector.metrics import MetricNames
 from mast_otel.collector.receive.ingest import Malformed, TooLarge
 from mast_otel.collector.scaleout.routing import shard_of, split_request
 from mast_otel.collector.store.api import LogRow, OutRow, SQLiteStore, Tomb
+from mast_otel.spans import SpanRecord
 from tests.collector.conftest import (
     FakeClock,
     FakeJudge,
@@ -309,6 +311,22 @@ def test_log_records_read_as_the_events_the_adapters_know() -> None:
     assert event_of(LogRecord(body=AnyValue(int_value=3))).name == "log"
     deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"  # past the JSON parser's depth: stays text
     assert event_of(LogRecord(body=AnyValue(string_value=deep))).attributes["content"] == deep
+
+
+def test_a_record_joins_the_span_it_names_by_trace_and_span_id_once_in_time_order() -> None:
+    """A record joins the span whose trace id and span id it carries (the same span id in another trace is another
+    span), a record delivered twice counts once, and the events follow the records' times."""
+    span = SpanRecord("0a" * 16, "0b" * 8, None, "chat", 0, 10)
+    trace, span_id, other = bytes.fromhex("0a" * 16), bytes.fromhex("0b" * 8), bytes.fromhex("0c" * 16)
+
+    def row(body: str, at: int, trace_id: bytes = trace) -> LogRow:
+        record = LogRecord(time_unix_nano=at, trace_id=trace_id, span_id=span_id, event_name="gen_ai.choice",
+                           body=AnyValue(string_value=body))  # fmt: skip
+        return LogRow(trace_id, span_id, 0.0, record.SerializeToString())
+
+    late, early = row("second", 20), row("first", 10)
+    (joined,) = with_log_events([span], [late, early, late, row("elsewhere", 5, other)])
+    assert [e.attributes["content"] for e in joined.events] == ["first", "second"]
 
 
 # -- limits and refusals -----------------------------------------------------------------------------------------

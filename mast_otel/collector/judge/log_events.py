@@ -42,13 +42,15 @@ def with_log_events(records: list[SpanRecord], logs: Sequence[LogRow]) -> list[S
     record delivered twice counts once)."""
     if not logs:
         return records
-    ids = {bytes.fromhex(r.span_id): i for i, r in enumerate(records)}
+    # span id -> (its record's index, its trace id as bytes): a record names its span by both
+    ids = {bytes.fromhex(r.span_id): (i, bytes.fromhex(r.trace_id)) for i, r in enumerate(records)}
     found: dict[int, list[tuple[int, SpanEvent]]] = {}
     seen: set[tuple[bytes, bytes]] = set()
     for row in logs:
-        index = ids.get(row.span_id)
-        if index is None or records[index].trace_id != row.trace_id.hex() or (row.span_id, row.data) in seen:
+        at = ids.get(row.span_id)
+        if at is None or at[1] != row.trace_id or (row.span_id, row.data) in seen:
             continue
+        index = at[0]
         seen.add((row.span_id, row.data))
         record = LogRecord.FromString(row.data)
         found.setdefault(index, []).append((record.time_unix_nano or record.observed_time_unix_nano, event_of(record)))
@@ -75,7 +77,10 @@ def _with_events(span: SpanRecord, events: tuple[SpanEvent, ...]) -> SpanRecord:
 
 def event_of(record: LogRecord) -> SpanEvent:
     """One log record as the span event a GenAI instrumentation would have written."""
-    attributes = {kv.key: _flat(any_value(kv.value)) for kv in record.attributes}
+    attributes = {}
+    for kv in record.attributes:
+        value = any_value(kv.value)
+        attributes[kv.key] = value if value.__class__ is str else _flat(value)  # (strings, the usual, as they are)
     name = record.event_name or str(attributes.pop(_EVENT_NAME_KEY, "") or "") or _NO_NAME
     attributes.pop(_EVENT_NAME_KEY, None)
     if record.HasField("body"):
