@@ -86,7 +86,7 @@ def agent_input_text(span: SpanRecord) -> str:
     when no such attribute holds either. For the run's root, when no span records the user's input the GenAI
     way."""
     for key, value in span.attributes.items():
-        if key.rsplit(".", 1)[-1] != "input" or key.startswith("gen_ai.") or not isinstance(value, str):
+        if key.rpartition(".")[2] != "input" or key.startswith("gen_ai.") or not isinstance(value, str):
             continue
         parsed = _json(value)
         if parsed is None and value.strip() and value.strip() not in _REDACTED:
