@@ -268,6 +268,19 @@ def test_a_root_candidate_that_starts_after_the_root_above_it_ended_is_its_own_u
         assert found == {ROOT: {ROOT, M1, AGENT, M2}}
 
 
+def test_a_unit_knows_when_its_foreign_root_started_and_a_join_roots_at_the_earliest() -> None:
+    # another instrumentation's roots carry their start (a run written as several traces is rooted at the first);
+    # a mast-otel root carries none
+    asm = Assembler(quiet_period=5, max_age=30)
+    asm.add(T, ROOT, b"", 0, conv_root=(300, 400))
+    asm.add(T2, AGENT, b"", 0, conv_root=(100, 200))
+    asm.add(T2, M1, b"", 0, conv_root=True, conv_id="c1")
+    found = {u.root_id: u for u in units(asm.poll(5))}
+    assert (found[ROOT].root_start, found[AGENT].root_start, found[M1].root_start) == (300, 100, None)
+    joined = asm.join([found[ROOT], found[AGENT]])
+    assert (joined.trace_id, joined.root_id, joined.others) == (T2, AGENT, ((T, (ROOT,)),))
+
+
 def test_a_root_with_no_end_never_splits_off_what_is_under_it() -> None:
     asm = Assembler(quiet_period=5, max_age=30)
     asm.add(T, ROOT, b"", 0, conv_root=(100, 0))  # an end before its start is no end
