@@ -36,6 +36,20 @@ from examples.scripted_openai import ScriptedOpenAI
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
 
+# The refund desk's members, as every recorder scripts the model for them (a rule matches the ROLE_ marker in an
+# agent's instructions): the researcher looks the order up and reports, the writer writes to the customer, and the
+# clerk, each framework's solo control, looks it up and answers. A recorder puts its lead's rules in front.
+RESEARCHER = {"match": "ROLE_RESEARCHER", "replies": [
+    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+    "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
+]}  # fmt: skip
+WRITER = {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]}
+CLERK = {"match": "ROLE_CLERK", "replies": [
+    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+    "Order A17 was charged twice; I have flagged the duplicate.",
+]}  # fmt: skip
+NO_RULE = "I cannot help with that."  # what the model says to a request no rule matches
+
 
 @dataclass
 class Expectation:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.captures._record import Expectation, main, otlp_json, recording, write
+from tests.captures._record import CLERK, NO_RULE, Expectation, main, otlp_json, recording, write
 
 FRAMEWORK = "autogen_agentchat"
 PACKAGES = ["autogen-agentchat", "autogen-core", "autogen-ext", "openinference-instrumentation-autogen-agentchat"]
@@ -39,12 +39,9 @@ SCRIPT = {
             {"tool": "issue_refund", "args": {"order_id": "A17", "amount": 49.0}},
             {"tool": "transfer_to_triage", "args": {}},
         ]},
-        {"match": "ROLE_CLERK", "replies": [
-            {"tool": "lookup_order", "args": {"order_id": "A17"}},
-            "Order A17 was charged twice; I have flagged the duplicate.",
-        ]},
+        CLERK,
     ],
-    "default": "I cannot help with that.",
+    "default": NO_RULE,
 }  # fmt: skip
 
 

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.captures._record import Expectation, main, otlp_json, recording, write
+from tests.captures._record import NO_RULE, Expectation, main, otlp_json, recording, write
 
 FRAMEWORK = "beeai"
 PACKAGES = ["beeai-framework", "openai", "openinference-instrumentation-beeai"]
@@ -49,7 +49,7 @@ SCRIPT = {
             {"tool": "final_answer", "args": {"response": "Order A17 was charged twice; I flagged the duplicate."}},
         ]},
     ],
-    "default": "I cannot help with that.",
+    "default": NO_RULE,
 }  # fmt: skip
 
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.captures._record import Expectation, main, otlp_json, recording, write
+from tests.captures._record import CLERK, NO_RULE, RESEARCHER, WRITER, Expectation, main, otlp_json, recording, write
 
 FRAMEWORK = "crewai"
 PACKAGES = ["crewai", "openai", "openinference-instrumentation-crewai"]
@@ -46,17 +46,11 @@ SCRIPT = {
                 "coworker": "Writer"}},
             "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
         ]},
-        {"match": "ROLE_RESEARCHER", "replies": [
-            {"tool": "lookup_order", "args": {"order_id": "A17"}},
-            "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
-        ]},
-        {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]},
-        {"match": "ROLE_CLERK", "replies": [
-            {"tool": "lookup_order", "args": {"order_id": "A17"}},
-            "Order A17 was charged twice; I have flagged the duplicate.",
-        ]},
+        RESEARCHER,
+        WRITER,
+        CLERK,
     ],
-    "default": "I cannot help with that.",
+    "default": NO_RULE,
 }  # fmt: skip
 
 

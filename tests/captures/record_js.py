@@ -39,15 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from examples.scripted_openai import ScriptedOpenAI
-from tests.captures._record import CAPTURES
+from tests.captures._record import CAPTURES, CLERK, NO_RULE, RESEARCHER, WRITER
 
 JS = Path(__file__).resolve().parent / "js"
 TIMEOUT = 300
 
-_CLERK = {"match": "ROLE_CLERK", "replies": [
-    {"tool": "lookup_order", "args": {"order_id": "A17"}},
-    "Order A17 was charged twice; I have flagged the duplicate.",
-]}  # fmt: skip
 
 # Each framework: its recorder, the npm packages (versions from package-lock.json) and the scripted model's rules.
 FRAMEWORKS: dict[str, dict[str, Any]] = {
@@ -64,9 +60,9 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
                     {"tool": "transfer_to_reviewer", "args": {}},
                 ]},
                 {"match": "ROLE_REVIEWER", "replies": ["Approved: the duplicate 49.00 EUR charge on A17 is refunded."]},
-                _CLERK,
+                CLERK,
             ],
-            "default": "I cannot help with that.",
+            "default": NO_RULE,
         },
     },
     "langgraph_js": {
@@ -81,14 +77,11 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
                     {"tool": "transfer_to_writer", "args": {}},
                     "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
                 ]},
-                {"match": "ROLE_RESEARCHER", "replies": [
-                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
-                    "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
-                ]},
-                {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]},
-                _CLERK,
+                RESEARCHER,
+                WRITER,
+                CLERK,
             ],
-            "default": "I cannot help with that.",
+            "default": NO_RULE,
         },
     },
     "mastra": {
@@ -98,19 +91,16 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
         "script": {
             # A sub-agent is sent the lead's context, its system message too: its own rule comes first.
             "rules": [
-                {"match": "ROLE_RESEARCHER", "replies": [
-                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
-                    "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
-                ]},
-                {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]},
+                RESEARCHER,
+                WRITER,
                 {"match": "ROLE_LEAD", "replies": [
                     {"tool": "agent-researcher", "args": {"prompt": "Find the charges on order A17."}},
                     {"tool": "agent-writer", "args": {"prompt": "Write the refund note for order A17."}},
                     "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
                 ]},
-                _CLERK,
+                CLERK,
             ],
-            "default": "I cannot help with that.",
+            "default": NO_RULE,
         },
     },
     "vercel_ai": {
@@ -126,14 +116,11 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
                     {"tool": "write", "args": {"task": "Write the refund note for order A17."}},
                     "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
                 ]},
-                {"match": "ROLE_RESEARCHER", "replies": [
-                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
-                    "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
-                ]},
-                {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 is refunded."]},
-                _CLERK,
+                RESEARCHER,
+                WRITER,
+                CLERK,
             ],
-            "default": "I cannot help with that.",
+            "default": NO_RULE,
         },
     },
     "vercel_ai_v7": {

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.captures._record import Expectation, main, otlp_json, recording, write
+from tests.captures._record import CLERK, NO_RULE, Expectation, main, otlp_json, recording, write
 
 FRAMEWORK = "llama_index"
 PACKAGES = ["llama-index-core", "llama-index-llms-openai", "openinference-instrumentation-llama-index"]
@@ -36,16 +36,13 @@ DESK_SCRIPT = {
         ]},
         {"match": "ROLE_REVIEWER", "replies": ["Approved: the duplicate 49.00 EUR charge on A17 is refunded."]},
     ],
-    "default": "I cannot help with that.",
+    "default": NO_RULE,
 }  # fmt: skip
 SOLO_SCRIPT = {
     "rules": [
-        {"match": "ROLE_CLERK", "replies": [
-            {"tool": "lookup_order", "args": {"order_id": "A17"}},
-            "Order A17 was charged twice; I have flagged the duplicate.",
-        ]},
+        CLERK,
     ],
-    "default": "I cannot help with that.",
+    "default": NO_RULE,
 }  # fmt: skip
 
 

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.captures._record import Expectation, main, otlp_json, recording, write
+from tests.captures._record import CLERK, NO_RULE, Expectation, main, otlp_json, recording, write
 
 FRAMEWORK = "openai_agents"
 PACKAGES = ["openai-agents", "openai", "openinference-instrumentation-openai-agents"]
@@ -33,12 +33,9 @@ SCRIPT = {
             {"tool": "transfer_to_reviewer", "args": {}},
         ]},
         {"match": "ROLE_REVIEWER", "replies": ["Approved: the duplicate 49.00 EUR charge on A17 is refunded."]},
-        {"match": "ROLE_CLERK", "replies": [
-            {"tool": "lookup_order", "args": {"order_id": "A17"}},
-            "Order A17 was charged twice; I have flagged the duplicate.",
-        ]},
+        CLERK,
     ],
-    "default": "I cannot help with that.",
+    "default": NO_RULE,
 }  # fmt: skip
 
 

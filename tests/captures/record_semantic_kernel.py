@@ -33,7 +33,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any
 
-from tests.captures._record import Expectation, main, otlp_json, otlp_logs_json, recording, write
+from tests.captures._record import NO_RULE, Expectation, main, otlp_json, otlp_logs_json, recording, write
 
 FRAMEWORK = "semantic_kernel"
 PACKAGES = ["semantic-kernel", "openai", "opentelemetry-sdk"]
@@ -54,7 +54,7 @@ SCRIPT = {
         {"match": "ROLE_WRITER", "replies": ["Dear customer, the duplicate charge on order A17 will be refunded."]},
         {"match": "ROLE_CLERK", "replies": [LOOKUP, "Order A17 was charged twice; I have flagged the duplicate."]},
     ],
-    "default": "I cannot help with that.",
+    "default": NO_RULE,
 }  # fmt: skip
 
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.captures._record import Expectation, main, otlp_json, recording, write
+from tests.captures._record import NO_RULE, Expectation, main, otlp_json, recording, write
 
 FRAMEWORK = "smolagents"
 PACKAGES = ["smolagents", "openai", "openinference-instrumentation-smolagents"]
@@ -42,7 +42,7 @@ SCRIPT = {
             {"tool": "final_answer", "args": {"answer": "Order A17 was charged twice; I have flagged the duplicate."}},
         ]},
     ],
-    "default": "I cannot help with that.",
+    "default": NO_RULE,
 }  # fmt: skip
 
 
