@@ -21,7 +21,7 @@ from typing import Any
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
-from ._tree import genai_messages_text, text
+from ._tree import genai_messages_text, json_of, text
 
 __all__ = [
     "Output",
@@ -64,7 +64,7 @@ def first_user_text(span: SpanRecord) -> str:
     if value is None:
         value = _event_attribute(span, OPERATION_DETAILS_EVENT, sc.GEN_AI_INPUT_MESSAGES)
     if value is not None:
-        messages = _json(value)
+        messages = json_of(value)
         for message in messages if isinstance(messages, list) else ():
             if isinstance(message, dict) and message.get("role") == "user":
                 content, _ = genai_messages_text(json.dumps([message]))
@@ -88,7 +88,7 @@ def agent_input_text(span: SpanRecord) -> str:
     for key, value in span.attributes.items():
         if key.rpartition(".")[2] != "input" or key.startswith("gen_ai.") or not isinstance(value, str):
             continue
-        parsed = _json(value)
+        parsed = json_of(value)
         if parsed is None and value.strip() and value.strip() not in _REDACTED:
             return value  # plain text
         if isinstance(parsed, str):
@@ -118,22 +118,13 @@ def _event_attribute(span: SpanRecord, event: str, key: str) -> Any:
     return next((e.attributes[key] for e in span.events if e.name == event and key in e.attributes), None)
 
 
-def _json(value: Any) -> Any:
-    if not isinstance(value, str):
-        return None
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
-
-
 def _legacy_message(value: Any) -> Output:
     """A per-message event's content: Strands' content blocks (``[{"text"}, {"toolUse": {"name"}}]``), an
     OpenAI-style message (``{"content", "tool_calls"}``), a JSON-encoded string, or plain text."""
     raw = text(value)
     if raw.strip() in _REDACTED:
         return "", []
-    parsed = _json(raw)
+    parsed = json_of(raw)
     if isinstance(parsed, dict):
         calls = parsed.get("tool_calls")
         names = [text((c.get("function") or {}).get("name") if isinstance(c.get("function"), dict) else c.get("name"))
@@ -169,12 +160,12 @@ def _adk_parts(content: Any) -> Output:
 
 
 def _adk_v1_response(value: Any) -> Output:
-    parsed = _json(value)
+    parsed = json_of(value)
     return _adk_parts(parsed.get("content")) if isinstance(parsed, dict) else ("", [])
 
 
 def _adk_v1_request(value: Any) -> str:
-    parsed = _json(value)
+    parsed = json_of(value)
     contents = parsed.get("contents") if isinstance(parsed, dict) else None
     for content in contents if isinstance(contents, list) else ():
         if isinstance(content, dict) and content.get("role") == "user":
@@ -211,7 +202,7 @@ def tool_responses(span: SpanRecord) -> dict[str, str]:
 
 
 def _parts(value: Any) -> list[dict[str, Any]]:
-    messages = _json(value) if value is not None else None
+    messages = json_of(value) if value is not None else None
     found = [m.get("parts") for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
     return [p for parts in found if isinstance(parts, list) for p in parts if isinstance(p, dict)]
 

@@ -121,6 +121,16 @@ def genai_messages_text(value: Any) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(texts), calls
 
 
+def json_of(value: Any) -> Any:
+    """A JSON text's value (None: not a string, or not JSON); for attributes that hold JSON as text."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
+
+
 def _json_list(value: Any) -> Sequence[Any]:
     if not isinstance(value, str):
         return ()

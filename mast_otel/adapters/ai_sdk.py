@@ -35,7 +35,7 @@ from mast_otel.spans import SpanRecord
 
 from . import genai
 from ._conversation import SOURCE_ATTRIBUTE, Adapted, NotAConversation
-from ._tree import Tree, text
+from ._tree import Tree, json_of, text
 
 SOURCE = "ai-sdk"
 OPERATION_ID = "ai.operationId"
@@ -86,7 +86,7 @@ def as_genai(span: SpanRecord) -> SpanRecord:
     if operation == sc.OP_INVOKE_AGENT:
         found[sc.GEN_AI_INPUT_MESSAGES] = _request(span.get("ai.prompt"))
     elif operation == sc.OP_CHAT:
-        found[sc.GEN_AI_INPUT_MESSAGES] = _messages(_json(span.get("ai.prompt.messages")))
+        found[sc.GEN_AI_INPUT_MESSAGES] = _messages(json_of(span.get("ai.prompt.messages")))
         found[sc.GEN_AI_OUTPUT_MESSAGES] = _answer(span.get("ai.response.text"), span.get("ai.response.toolCalls"))
     else:
         found[sc.GEN_AI_TOOL_NAME] = span.get("ai.toolCall.name")
@@ -97,19 +97,10 @@ def as_genai(span: SpanRecord) -> SpanRecord:
     return dataclasses.replace(span, attributes={**span.attributes, **added}) if added else span
 
 
-def _json(value: Any) -> Any:
-    if not isinstance(value, str):
-        return None
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
-
-
 def _request(value: Any) -> str | None:
     """An agent loop's request (``ai.prompt``: ``{system, prompt, messages}``, ``prompt`` text or model messages)
     as GenAI input messages; None when not recorded."""
-    prompt = _json(value)
+    prompt = json_of(value)
     if not isinstance(prompt, dict):
         return None
     given = prompt.get("prompt")
@@ -147,7 +138,7 @@ def _messages(messages: Any) -> str | None:
 def _answer(response_text: Any, tool_calls: Any) -> str | None:
     """A model call's answer (``ai.response.text``, ``ai.response.toolCalls``) as GenAI output messages; None when
     neither is recorded."""
-    calls = _json(tool_calls)
+    calls = json_of(tool_calls)
     if not isinstance(response_text, str) and not isinstance(calls, list):
         return None
     parts: list[dict[str, Any]] = []
