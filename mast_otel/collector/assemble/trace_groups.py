@@ -14,6 +14,8 @@ and keys are kept, never a body. Not thread-safe: the service calls it under its
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from mast_otel.adapters import HistoryTies
 from mast_otel.collector.assemble.assembler import Assembler, Unit
 
@@ -62,10 +64,13 @@ class TraceGroups:
 
     def last_noted(self, trace_id: bytes) -> float | None:
         """When evidence last joined ``trace_id``'s group, or a shared history was noted in it (None: never)."""
-        times = [self._touched[t] for t in self.traces_with(trace_id) if t in self._touched]
-        grouped = self._noted.get(self._root(trace_id)) if trace_id in self._parent else None
-        if grouped is not None:
-            times.append(grouped)
+        return self.last_noted_of(self.traces_with(trace_id))
+
+    def last_noted_of(self, traces: AbstractSet[bytes]) -> float | None:
+        """:meth:`last_noted` of a group already found by :meth:`traces_with` (not searched again)."""
+        times = [self._touched[t] for t in traces if t in self._touched]
+        roots = {self._root(t) for t in traces if t in self._parent}
+        times += [self._noted[r] for r in roots if r in self._noted]
         return max(times) if times else None
 
     def forget_older_than(self, cutoff: float) -> int:
@@ -157,7 +162,7 @@ class RunJoiner:
         out: list[Unit] = []
         self._waiting = []
         for traces, units in runs.items():
-            noted = max((self._groups.last_noted(t) or 0.0) for t in traces)
+            noted = self._groups.last_noted_of(traces) or 0.0
             last = max(noted, *(u.last_received for u in units))
             first = min(u.first_received for u in units)
             still_held = any(self._assembler.has_trace(t) for t in traces)
