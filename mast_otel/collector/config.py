@@ -109,6 +109,9 @@ class CollectorConfig:
                                    metavar="SECONDS")  # fmt: skip
     receiver_max_connections: int = _opt(256, integer, "Most open OTLP/HTTP connections; more get 503 + Retry-After.",
                                          metavar="N")  # fmt: skip
+    receiver_admission_wait: float = _opt(1.0, seconds, "Longest an OTLP/gRPC call waits for a free receiver "
+                                          "thread before it is told to retry (RESOURCE_EXHAUSTED + RetryInfo). 0: "
+                                          "told at once.", metavar="SECONDS")  # fmt: skip
     retry_after: float = _opt(1.0, seconds, "Delay suggested to clients refused by backpressure (Retry-After / "
                               "RetryInfo).", metavar="SECONDS")  # fmt: skip
 
@@ -247,6 +250,7 @@ class CollectorConfig:
              f"{self.max_request_bytes * DECODE_AMPLIFICATION}")  # fmt: skip
         need(self.receiver_timeout > 0, "receiver_timeout", "must be > 0")
         need(self.receiver_max_connections >= 1, "receiver_max_connections", "must be >= 1")
+        need(self.receiver_admission_wait >= 0, "receiver_admission_wait", "must be >= 0")
         need(self.store_reserve >= 0, "store_reserve", "must be >= 0")
         need(self.judge_concurrency >= 1, "judge_concurrency", "must be >= 1")
         need(self.judge_timeout > 0, "judge_timeout", "must be > 0")

@@ -437,7 +437,8 @@ def build_receivers(
         host, port = parse_hostport(c.otlp_grpc)
         grpc_receiver = GrpcReceiver(
             host, port, ingest=ingest, metrics=metrics, token=c.auth_token, max_request_bytes=c.max_request_bytes,
-            threads=c.receiver_threads, limiter=limiter, retry_after=c.retry_after, ingest_logs=ingest_logs,
+            threads=c.receiver_threads, limiter=limiter, retry_after=c.retry_after,
+            admission_wait=c.receiver_admission_wait, ingest_logs=ingest_logs,
         )  # fmt: skip
     if c.otlp_http:
         host, port = parse_hostport(c.otlp_http)

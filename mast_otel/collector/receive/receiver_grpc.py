@@ -6,36 +6,36 @@ The method is registered with raw-bytes (de)serializers so the collector decodes
 *why* a request fails and count it: UNAUTHENTICATED (bad or missing bearer token), INVALID_ARGUMENT (not an
 ExportTraceServiceRequest, or one that could not be read back once stored: never retry it), RESOURCE_EXHAUSTED
 without retry info (over ``max_request_bytes`` or another per-request limit: do not retry it as is),
-RESOURCE_EXHAUSTED *with* ``RetryInfo`` (more calls at once than the receiver admits, store full, disk full or
-``memory_limit`` reached: standard OTLP exporters wait the given delay and retry), UNAVAILABLE (the store failed:
+RESOURCE_EXHAUSTED *with* ``RetryInfo`` (every receiver thread busy past ``admission_wait``, store full, disk full
+or ``memory_limit`` reached: standard OTLP exporters wait the given delay and retry), UNAVAILABLE (the store failed:
 retry). gRPC itself refuses requests over twice ``max_request_bytes`` before they reach this code.
 
-Admission. At most ``4 x receiver_threads`` Export calls are admitted at once (``threads`` decoding, the rest
-waiting for a thread). The decision is taken by :class:`_ExportService` on gRPC's polling thread, as each call
-arrives and before its body is read; a call over the cap is answered at once, on a thread of its own, with
-RESOURCE_EXHAUSTED + RetryInfo (``retry_after``) and counted as ``concurrency``. gRPC's own cap
+Admission is judged by resources, not by a count of calls (:mod:`.admission`): a call runs on one of
+``receiver_threads`` threads; when all are busy it waits, first come first served, up to ``admission_wait`` seconds
+for one, and only then is refused with RESOURCE_EXHAUSTED + RetryInfo (``retry_after``), counted as ``concurrency``.
+Each call is charged :data:`UNREAD_CALL_BYTES` to the :class:`~.limits.MemoryLimiter` from its arrival to its end; a
+call the limit has no room for is refused at once (RetryInfo, ``memory_limit``). Once read, a body is charged its
+decoding cost as well, so a burst of small calls waits briefly and is stored, and the refusals come only when
+threads stay busy past the wait or memory, the store or its disk is short. gRPC's own cap
 (``maximum_concurrent_rpcs``) is not used: it answers RESOURCE_EXHAUSTED *without* RetryInfo, which the OTLP
-specification tells exporters not to retry, so they drop the batch, and it counts nothing.
+specification tells exporters not to retry (the Go exporter drops the batch), and it counts nothing.
 
 Why waiting and refused calls cost bounded bytes: the method is registered as client-streaming (on the wire a
 unary call is the same HTTP/2 stream), so gRPC Python reads a call's message only when the handler asks for it,
 on a receiver thread, where the bytes are then charged to the :class:`~.limits.MemoryLimiter`. Until then the
 message stays with the client, held back by HTTP/2 flow control: gRPC core buffers at most a stream's window for
-it (64 KiB) and opens the window to the message's size only once a read is pending. That needs the
-bandwidth-delay probe off (``grpc.http2.bdp_probe``): with it, core raises every stream's initial window toward
-the whole message, and a waiting or refused call was measured holding most of its body. A refused call's body is
-never asked for, and the stream is reset once the status is sent. So each waiting call costs one window and a few
-hundred bytes of call state, there are at most ``4 x receiver_threads - threads`` of them, and refused calls are
-answered at once. The price of the probe off: past its first 64 KiB, a body flows only once it is read (one round
-trip later).
+it (64 KiB: :data:`UNREAD_CALL_BYTES`) and opens the window to the message's size only once a read is pending.
+That needs the bandwidth-delay probe off (``grpc.http2.bdp_probe``): with it, core raises every stream's initial
+window toward the whole message, and a waiting or refused call was measured holding most of its body. A refused
+call's body is never asked for, and the stream is reset once the status is sent. So each waiting call costs one
+window and a few hundred bytes of call state, charged; at most ``receiver_threads`` bodies are read at once. The
+price of the probe off: past its first 64 KiB, a body flows only once it is read (one round trip later).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -45,12 +45,12 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 
 from mast_otel.collector.limits import MemoryLimiter, OverLimit
 from mast_otel.collector.metrics import (
-    REFUSE_CONCURRENCY,
     REFUSE_MALFORMED,
     REFUSE_TOO_LARGE,
     REFUSE_UNAUTHENTICATED,
     CollectorMetrics,
 )
+from mast_otel.collector.receive.admission import AdmissionPool, refusal_of_this_call
 from mast_otel.collector.receive.auth import bearer_ok
 from mast_otel.collector.receive.ingest import IngestResult
 from mast_otel.collector.receive.refusal import (
@@ -67,7 +67,8 @@ _log = logging.getLogger(__name__)
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 METHOD = f"/{SERVICE}/Export"
 LOGS_METHOD = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
-CALLS_PER_THREAD = 4  # admitted calls per receiver thread: one decoding, three waiting with their bodies unread
+UNREAD_CALL_BYTES = 64 * 1024  # what gRPC core buffers of a call not read yet: one stream window (bdp probe off)
+DEFAULT_ADMISSION_WAIT = 1.0  # seconds a call may wait for a receiver thread before it is told to retry
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"  # what the OTel Python exporter reads
 STATUS_DETAILS_KEY = "grpc-status-details-bin"  # the standard rich-status trailer
 _CODES = {
@@ -92,6 +93,7 @@ class GrpcReceiver:
         threads: int,
         limiter: MemoryLimiter,
         retry_after: float = 1.0,
+        admission_wait: float = DEFAULT_ADMISSION_WAIT,
         ingest_logs: Callable[[bytes, str], IngestResult] | None = None,
     ) -> None:
         self._ingest = ingest
@@ -101,16 +103,18 @@ class GrpcReceiver:
         self._max = max_request_bytes
         self._limiter = limiter
         self._retry_after = retry_after
-        self._admission = _Admission(CALLS_PER_THREAD * threads)
-        self._refusals = ThreadPoolExecutor(max_workers=1, thread_name_prefix="otlp-grpc-busy")
+        self._pool = AdmissionPool(
+            threads, wait=admission_wait, limiter=limiter, call_bytes=UNREAD_CALL_BYTES, retry_after=retry_after,
+            name="otlp-grpc",
+        )  # fmt: skip
         self._server = grpc.server(
-            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="otlp-grpc"),
+            self._pool,
             options=[
                 ("grpc.max_receive_message_length", 2 * max_request_bytes),
                 ("grpc.so_reuseport", 0),
                 ("grpc.http2.bdp_probe", 0),  # windows grow only for a read pending: see the module doc
             ],
-            maximum_concurrent_rpcs=None,  # the receiver admits calls itself (_ExportService): see the module doc
+            maximum_concurrent_rpcs=None,  # the receiver admits calls itself (AdmissionPool): see the module doc
         )
         self._server.add_generic_rpc_handlers((_ExportService(self),))
         try:
@@ -128,12 +132,17 @@ class GrpcReceiver:
 
     def stop(self, grace: float = 2.0) -> None:
         self._server.stop(grace).wait(grace + 1)
-        self._refusals.shutdown(wait=False)
+        self._pool.close()
 
     @property
     def admitted(self) -> int:
-        """Export calls admitted and not yet answered."""
-        return self._admission.active
+        """Export calls on a receiver thread."""
+        return self._pool.running
+
+    @property
+    def waiting(self) -> int:
+        """Export calls waiting for a receiver thread."""
+        return self._pool.waiting
 
     def _refuse(self, context: Any, reason: str, code: grpc.StatusCode, message: str, protocol: str = "grpc") -> None:
         self._metrics.requests_refused.labels(protocol, reason).inc()
@@ -144,36 +153,27 @@ class GrpcReceiver:
         context.set_trailing_metadata(_retry_trailers(message, delay))
         context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
-    def _admitted(self, messages: Iterator[bytes], context: Any, protocol: str = "grpc") -> bytes:
-        """An admitted call, on a receiver thread: check the token, then read the one request message, then store.
-        ``protocol``: ``grpc`` (traces) or ``grpc_logs``."""
-        try:
-            if self._token is not None:
-                auth = dict(context.invocation_metadata()).get("authorization")
-                if not bearer_ok(auth, self._token):
-                    self._refuse(
-                        context, REFUSE_UNAUTHENTICATED, grpc.StatusCode.UNAUTHENTICATED, "missing or bad token",
-                        protocol,
-                    )  # fmt: skip
-            raw = next(messages, None)
-            if raw is None:
-                if not context.is_active():
-                    return b""  # cancelled, or over the message size gRPC accepts: gRPC has answered
+    def _call(self, messages: Iterator[bytes], context: Any, protocol: str = "grpc") -> bytes:
+        """An Export call: refused by the admission (its message never read), or, on a receiver thread: check the
+        token, then read the one request message, then store. ``protocol``: ``grpc`` (traces) or ``grpc_logs``."""
+        refusal = refusal_of_this_call()
+        if refusal is not None:
+            if context.is_active():  # else the client gave up waiting: nobody to tell, nothing to count
+                self._answer(context, refusal, protocol)
+            return b""  # unreachable when answered: abort raises
+        if self._token is not None:
+            auth = dict(context.invocation_metadata()).get("authorization")
+            if not bearer_ok(auth, self._token):
                 self._refuse(
-                    context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, "no request message", protocol
+                    context, REFUSE_UNAUTHENTICATED, grpc.StatusCode.UNAUTHENTICATED, "missing or bad token", protocol
                 )
-                return b""  # unreachable: abort raises
-            return self._export(raw, context, protocol)
-        finally:
-            self._admission.leave()
-
-    def _busy(self, messages: Iterator[bytes], context: Any, protocol: str = "grpc") -> bytes:
-        """A call over the admission cap: retry later. Its message is never read."""
-        self._retry(
-            context, REFUSE_CONCURRENCY, f"more than {self._admission.cap} Export calls at once; retry after the "
-            "delay given", self._retry_after, protocol,
-        )  # fmt: skip
-        return b""  # unreachable: abort raises
+        raw = next(messages, None)
+        if raw is None:
+            if not context.is_active():
+                return b""  # cancelled, or over the message size gRPC accepts: gRPC has answered
+            self._refuse(context, REFUSE_MALFORMED, grpc.StatusCode.INVALID_ARGUMENT, "no request message", protocol)
+            return b""  # unreachable: abort raises
+        return self._export(raw, context, protocol)
 
     def _export(self, raw: bytes, context: Any, protocol: str = "grpc") -> bytes:
         if len(raw) > self._max:
@@ -207,60 +207,20 @@ class GrpcReceiver:
             self._refuse(context, refusal.reason, _CODES[refusal.kind], refusal.message, protocol)
 
 
-class _Admission:
-    """A count of the Export calls admitted and not yet answered, capped at ``cap``."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.active = 0
-        self._lock = threading.Lock()
-
-    def enter(self) -> bool:
-        with self._lock:
-            if self.active >= self.cap:
-                return False
-            self.active += 1
-            return True
-
-    def leave(self) -> None:
-        with self._lock:
-            self.active -= 1
-
-
-class _OnThreadOf:
-    """A handler behaviour that gRPC Python runs on ``pool`` instead of the server's (its ``experimental_thread_pool``
-    hook): refusals are never queued behind the admitted calls. A gRPC without the hook runs it on the server's
-    pool, which only delays the answer."""
-
-    def __init__(self, behaviour: Callable[[Iterator[bytes], Any], bytes], pool: ThreadPoolExecutor) -> None:
-        self._behaviour = behaviour
-        self.experimental_thread_pool = pool
-
-    def __call__(self, messages: Iterator[bytes], context: Any) -> bytes:
-        return self._behaviour(messages, context)
-
-
 class _ExportService(grpc.GenericRpcHandler):  # type: ignore[misc]
-    """Finds the handler of each arriving call, on gRPC's polling thread: Export within the cap, a refusal above it,
-    None (UNIMPLEMENTED, answered by gRPC) for any other method. Nothing here reads a body or blocks."""
+    """Finds the handler of each arriving call, on gRPC's serving thread: Export (admitted or refused by the
+    :class:`AdmissionPool` the server runs it on), or None (UNIMPLEMENTED, answered by gRPC) for any other method."""
 
     def __init__(self, receiver: GrpcReceiver) -> None:
-        self._admission = receiver._admission
-        self._export = grpc.stream_unary_rpc_method_handler(receiver._admitted)
-        self._busy = grpc.stream_unary_rpc_method_handler(_OnThreadOf(receiver._busy, receiver._refusals))
+        self._export = grpc.stream_unary_rpc_method_handler(receiver._call)
         self._logs = receiver._ingest_logs is not None
-        self._export_logs = grpc.stream_unary_rpc_method_handler(partial(receiver._admitted, protocol="grpc_logs"))
-        self._busy_logs = grpc.stream_unary_rpc_method_handler(
-            _OnThreadOf(partial(receiver._busy, protocol="grpc_logs"), receiver._refusals)
-        )
+        self._export_logs = grpc.stream_unary_rpc_method_handler(partial(receiver._call, protocol="grpc_logs"))
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method = handler_call_details.method  # type: ignore[attr-defined]
         if method == LOGS_METHOD and self._logs:
-            return self._export_logs if self._admission.enter() else self._busy_logs
-        if method != METHOD:
-            return None
-        return self._export if self._admission.enter() else self._busy
+            return self._export_logs
+        return self._export if method == METHOD else None
 
 
 def _retry_trailers(message: str, delay: float) -> tuple[tuple[str, bytes], ...]:
