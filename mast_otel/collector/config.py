@@ -107,11 +107,13 @@ class CollectorConfig:
     receiver_timeout: float = _opt(30.0, seconds, "Longest an OTLP/HTTP client may take to send a request's "
                                    "headers and body; slower ones get 408 and are disconnected.",
                                    metavar="SECONDS")  # fmt: skip
-    receiver_max_connections: int = _opt(256, integer, "Most open OTLP/HTTP connections; more get 503 + Retry-After.",
-                                         metavar="N")  # fmt: skip
+    receiver_max_connections: int = _opt(256, integer, "Most open OTLP/HTTP connections served at once; one more "
+                                         "waits for a slot up to receiver_admission_wait, then gets 503 + "
+                                         "Retry-After.", metavar="N")  # fmt: skip
     receiver_admission_wait: float = _opt(1.0, seconds, "Longest an OTLP/gRPC call waits for a free receiver "
-                                          "thread before it is told to retry (RESOURCE_EXHAUSTED + RetryInfo). 0: "
-                                          "told at once.", metavar="SECONDS")  # fmt: skip
+                                          "thread, or an OTLP/HTTP connection over receiver_max_connections for a "
+                                          "slot, before it is told to retry (RESOURCE_EXHAUSTED + RetryInfo / 503 + "
+                                          "Retry-After). 0: told at once.", metavar="SECONDS")  # fmt: skip
     retry_after: float = _opt(1.0, seconds, "Delay suggested to clients refused by backpressure (Retry-After / "
                               "RetryInfo).", metavar="SECONDS")  # fmt: skip
 

@@ -445,7 +445,8 @@ def build_receivers(
         http_receiver = HttpReceiver(
             host, port, ingest=ingest, metrics=metrics, token=c.auth_token, max_request_bytes=c.max_request_bytes,
             limiter=limiter, threads=c.receiver_threads, max_connections=c.receiver_max_connections,
-            timeout=c.receiver_timeout, retry_after=c.retry_after, ingest_logs=ingest_logs,
+            timeout=c.receiver_timeout, retry_after=c.retry_after, admission_wait=c.receiver_admission_wait,
+            ingest_logs=ingest_logs,
         )  # fmt: skip
     return grpc_receiver, http_receiver
 

@@ -4,11 +4,14 @@ see :mod:`.logs_ingest`).
 
 The HTTP server is uvicorn (h11): a maintained parser for Content-Length and chunked bodies (a negative or
 malformed length is a 400 before any byte of body is read), one event loop instead of a thread per connection,
-and these limits on top: at most ``receiver_max_connections`` connections (a connection over it is counted, and its
-request answered 503 + ``Retry-After`` at once, unread; past twice the cap a connection is closed at once), a
-request's headers and body must arrive within ``receiver_timeout`` (else 408 and the connection is closed), a
-body is read in chunks and refused (413) the moment it passes ``max_request_bytes``, and decoding runs on
-``receiver_threads`` threads, charged to the shared :class:`~.limits.MemoryLimiter`.
+and these limits on top: at most ``receiver_max_connections`` connections are served at once; one more waits,
+unread and first come first served, up to ``admission_wait`` for one of them to close, and is then served, or, still
+waiting, counted and its request answered 503 + ``Retry-After``, unread. Connections are reset only when the
+process runs short of file descriptors: past :func:`connection_room` connections held at once. A request's headers
+and body must arrive within ``receiver_timeout`` (else 408 and the connection is closed), a body is read in chunks
+and refused (413) the moment it passes ``max_request_bytes``, and decoding runs on ``receiver_threads`` threads,
+each body charged to the shared :class:`~.limits.MemoryLimiter` as it arrives (a request waiting for a thread holds
+its charge: the memory limit, not a count, bounds them).
 
 Status codes follow the OTLP/HTTP spec, so standard exporters retry exactly what is worth retrying: 200 (with
 partial success when some spans were rejected), 400 malformed or unreadable body, 401 bad or missing bearer
@@ -25,10 +28,12 @@ import asyncio
 import base64
 import json
 import logging
+import resource
 import socket
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -62,7 +67,7 @@ from mast_otel.collector.receive.refusal import (
     over_limit_refusal,
 )
 
-__all__ = ["HttpReceiver", "decode_json_request"]
+__all__ = ["HttpReceiver", "connection_room", "decode_json_request"]
 
 _log = logging.getLogger(__name__)
 PATH = "/v1/traces"
@@ -77,6 +82,20 @@ _CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 404: co
 _STATUS = {
     RefusalKind.MALFORMED: 400, RefusalKind.TOO_LARGE: 413, RefusalKind.RETRY_LATER: 503, RefusalKind.STORE_FAILED: 503,
 }  # fmt: skip
+_NO_FD_LIMIT = 1 << 16  # what an unlimited RLIMIT_NOFILE is taken as
+
+
+def connection_room(max_connections: int, fd_limit: int) -> int:
+    """Most connections the HTTP receiver holds at once, served, waiting or being answered 503: half the file
+    descriptors the process may open (``fd_limit``), the other half left to the store, gRPC and the rest, and at
+    least twice ``max_connections``. Past it a connection is reset: the process is short of descriptors."""
+    return max(2 * max_connections, fd_limit // 2)
+
+
+def fd_limit() -> int:
+    """The file descriptors this process may open (its soft RLIMIT_NOFILE)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return _NO_FD_LIMIT if soft == resource.RLIM_INFINITY else soft
 
 
 class _Refused(Exception):
@@ -167,6 +186,7 @@ class HttpReceiver:
         max_connections: int = 256,
         timeout: float = 30.0,
         retry_after: float = 1.0,
+        admission_wait: float = 1.0,
         ingest_logs: Callable[[bytes, str], IngestResult] | None = None,
     ) -> None:
         self.ingest = ingest
@@ -176,6 +196,9 @@ class HttpReceiver:
         self.max_request_bytes = max_request_bytes
         self.limiter = limiter
         self.max_connections = max_connections
+        self.connection_room = connection_room(max_connections, fd_limit())
+        self.admission_wait = admission_wait
+        self.slots = _Slots(max_connections)
         self.timeout = timeout
         self.retry_after = retry_after
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -206,6 +229,11 @@ class HttpReceiver:
         deadline = time.monotonic() + 10
         while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
             time.sleep(0.005)
+
+    @property
+    def waiting(self) -> int:
+        """Connections waiting for one of the ``max_connections`` slots."""
+        return len(self.slots.waiting)
 
     def stop(self) -> None:
         self._server.should_exit = True
@@ -373,35 +401,82 @@ def _busy_response(receiver: HttpReceiver, as_json: bool) -> bytes:
     return head.encode() + body
 
 
+class _Slots:
+    """The connections served at once and those waiting for one, first come first served (event loop thread only)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.served = 0
+        self.waiting: deque[Any] = deque()  # the Protocol of each waiting connection
+
+    def free(self) -> bool:
+        return self.served < self.cap and not self.waiting
+
+    def leave(self) -> None:
+        """A served connection closed: its slot goes to the oldest waiting connection."""
+        self.served -= 1
+        while self.served < self.cap and self.waiting:
+            self.waiting.popleft().take_slot()
+
+
 def _protocol(receiver: HttpReceiver) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a connection cap and a deadline for a request's headers.
+    """uvicorn's h11 protocol with connection slots, a wait for one, and a deadline for a request's headers.
 
     Uses ``H11Protocol``'s internals (``connections``, ``cycle``, ``flow``, ``conn``): hence the uvicorn pin to one
     minor release in pyproject.toml.
     """
+    slots = receiver.slots
 
     class Protocol(H11Protocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.logger = _server_log
             self._deadline: asyncio.TimerHandle | None = None
+            self._served = False  # holds one of the receiver_max_connections slots
+            self._wait: asyncio.TimerHandle | None = None  # waiting for a slot, reading paused, until this fires
             self._over_cap = False  # answer this connection's request 503 + Retry-After, unread
             self._answered = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            """Over the cap, a connection is still answered (a reset is not retried by every OTLP exporter), but
-            without parsing: one 503 to whatever it sends. Those connections are capped too (at the cap again), and
-            hold no more than the socket's buffers until the client closes or ``receiver_timeout`` passes."""
-            held = len(self.connections)
-            if held >= 2 * receiver.max_connections:
+            """Within the slots, a connection is served. Over them it waits, unread, for a slot; one still waiting
+            after ``admission_wait`` is answered (a reset is not retried by every OTLP exporter), without parsing: one
+            503 to whatever it sends. Only past :func:`connection_room` is a connection reset at once."""
+            if len(self.connections) >= receiver.connection_room:
                 self.transport = transport
                 receiver.metrics.requests_refused.labels("http", REFUSE_CONNECTION_LIMIT).inc()
                 transport.abort()
                 return
             super().connection_made(transport)
-            if held >= receiver.max_connections:
-                receiver.metrics.requests_refused.labels("http", REFUSE_CONNECTION_LIMIT).inc()
-                self._over_cap = True
+            if slots.free():
+                self._served = True
+                slots.served += 1
+                self._arm()
+            elif receiver.admission_wait > 0:
+                transport.pause_reading()  # its request stays in the socket's buffers meanwhile
+                slots.waiting.append(self)
+                self._wait = self.loop.call_later(receiver.admission_wait, self._give_up_waiting)
+            else:
+                self._refuse_over_cap()
+
+        def take_slot(self) -> None:
+            """A slot freed while this connection waited: serve it."""
+            if self._wait is not None:
+                self._wait.cancel()
+                self._wait = None
+            self._served = True
+            slots.served += 1
+            self.transport.resume_reading()
+            self._arm()
+
+        def _give_up_waiting(self) -> None:
+            self._wait = None
+            slots.waiting.remove(self)
+            self.transport.resume_reading()
+            self._refuse_over_cap()
+
+        def _refuse_over_cap(self) -> None:
+            receiver.metrics.requests_refused.labels("http", REFUSE_CONNECTION_LIMIT).inc()
+            self._over_cap = True
             self._arm()
 
         def data_received(self, data: bytes) -> None:
@@ -416,7 +491,14 @@ def _protocol(receiver: HttpReceiver) -> type[H11Protocol]:
         def connection_lost(self, exc: Exception | None) -> None:
             if self._deadline is not None:
                 self._deadline.cancel()
-            if self.flow is None:  # refused in connection_made: nothing else was set up
+            if self._wait is not None:  # gave up waiting itself
+                self._wait.cancel()
+                self._wait = None
+                slots.waiting.remove(self)
+            if self._served:
+                self._served = False
+                slots.leave()
+            if self.flow is None:  # reset in connection_made: nothing else was set up
                 return
             super().connection_lost(exc)
 
@@ -434,7 +516,8 @@ def _protocol(receiver: HttpReceiver) -> type[H11Protocol]:
             self._deadline = self.loop.call_later(receiver.timeout, self._expire)
 
         def _expire(self) -> None:
-            """No request under way ``timeout`` after connecting or the last response: close (slow headers)."""
+            """No request under way ``timeout`` after being served or answered, or after the last response: close
+            (slow headers)."""
             self._deadline = None
             if self.cycle is not None and not self.cycle.response_complete:
                 return  # a request is being read or handled: the application enforces its own deadline
