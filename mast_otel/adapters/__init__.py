@@ -17,7 +17,8 @@ instrumentation left it under that root (a context still attached on the thread)
 (:func:`foreign_units` gives it its own unit).
 
 A run its framework wrote as several traces (a trace per message) is one conversation when evidence ties the
-traces: span links, or a shared ``gen_ai.conversation.id`` / ``session.id`` (:mod:`._grouping`). Given spans of
+traces: span links, a run id the user declares, or a shared history (:mod:`._grouping`, which says what each id
+means: a conversation or session id names a session, and ties no runs). Given spans of
 several traces whose roots are in different traces, :func:`adapt` reads them under one root made for them.
 
 A mast-otel root is recognised by mast-otel's own marker (``mast.span.type=conversation``), never by
@@ -40,11 +41,21 @@ from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from . import ag2_builtin, ai_sdk, genai, openinference, openllmetry
+from ._bounds import (
+    IGNORE_REASONS,
+    MAX_VALUE_CHARS,
+    MAX_VALUE_DEPTH,
+    TOO_DEEP,
+    TOO_LARGE,
+    Ignored,
+    Screened,
+    json_of,
+    screen,
+)
 from ._conversation import SOURCE_ATTRIBUTE, SOURCE_NATIVE, Adapted, ConversationBuilder, NotAConversation
 from ._grouping import (
+    ANSWER_ATTRIBUTES,
     ASSISTANT_MESSAGE_EVENT,
-    EVIDENCE_ATTRIBUTES,
-    GROUP_KEYS,
     HistoryTies,
     evidence,
     evidence_of,
@@ -55,24 +66,32 @@ from ._grouping import (
 from ._tree import Tree
 
 __all__ = [
+    "ANSWER_ATTRIBUTES",
     "ASSISTANT_MESSAGE_EVENT",
-    "EVIDENCE_ATTRIBUTES",
-    "GROUP_KEYS",
+    "IGNORE_REASONS",
+    "MAX_VALUE_CHARS",
+    "MAX_VALUE_DEPTH",
     "ROOT_CANDIDATE_KEYS",
     "ROOT_CANDIDATE_NAMES",
     "SOURCE_ATTRIBUTE",
     "SOURCE_NATIVE",
+    "TOO_DEEP",
+    "TOO_LARGE",
     "Adapted",
     "ConversationBuilder",
     "HistoryTies",
+    "Ignored",
     "NotAConversation",
+    "Screened",
     "Tree",
     "adapt",
     "evidence",
     "evidence_of",
     "foreign_units",
     "history_key",
+    "json_of",
     "root_candidate",
+    "screen",
 ]
 
 # (name, recognises a span of this source, is a conversation root candidate, adapt) in priority order: AG2's
@@ -147,9 +166,17 @@ def is_native(spans: Iterable[SpanRecord]) -> bool:
 
 
 def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
-    """One conversation's spans -> the adapted conversation, a refusal, or None (mast-otel's own spans)."""
+    """One conversation's spans -> the adapted conversation, a refusal, or None (mast-otel's own spans). The spans
+    are read within the bounds of :mod:`._bounds`: an attribute value too deep or too large is left out, and the
+    result lists it (``ignored``)."""
     if is_native(spans):
         return None
+    screened = screen(spans)
+    found = _adapt(screened.spans)
+    return dataclasses.replace(found, ignored=screened.ignored) if screened.ignored else found
+
+
+def _adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation:
     tree = Tree(spans)
     refused: NotAConversation | None = None
     for source, recognises, is_root, convert in _ADAPTERS:
@@ -190,7 +217,7 @@ def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
     return refused or NotAConversation("unknown", "no adapter recognises these spans")
 
 
-def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
+def foreign_units(spans: Iterable[SpanRecord], run_keys: Sequence[str] = ()) -> list[list[SpanRecord]]:
     """What the collector would judge as foreign units, for files: per trace with no mast-otel root, each
     outermost root candidate and the spans under it (start order); then the units of different traces that
     evidence ties together (:mod:`._grouping`) as one."""
@@ -216,10 +243,10 @@ def foreign_units(spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
             # (the spans left have lost the parent that was taken: they are the later runs' roots and subtrees)
             below_taken = _below_taken(tree, taken)
             rest = [s for s in rest if s.span_id not in taken and below_taken[s.span_id]]
-    # A run written as several traces: the units of different traces that links or a shared conversation or
-    # session id tie together are one.
+    # A run written as several traces: the units of different traces that links, a declared run id or a shared
+    # history tie together are one.
     foreign = [s for trace_spans in by_trace.values() if not is_native(trace_spans) for s in trace_spans]
-    return group(units, foreign)
+    return group(units, foreign, run_keys)
 
 
 def _below_taken(tree: Tree, taken: set[str]) -> dict[str, bool]:

@@ -3,22 +3,26 @@ holds them.
 
 Some frameworks start a trace for every message they publish: Semantic Kernel's agent runtime writes each message
 (``create``, ``send``, ``publish``, ``process``) as a trace of its own, so every agent's turn is in another trace.
-What ties such traces together, read here as evidence (:func:`evidence`):
+What ties such traces together, read here as evidence (:func:`evidence`), and what each piece of evidence means:
 
-- **span links**: a span that links to a span of another trace. SK links each message's ``send``, ``publish`` and
-  ``process`` to the span that created it, in the sender's trace; OTel messaging conventions do the same.
-- **a conversation or session id**: the same ``gen_ai.conversation.id`` (GenAI conventions) or ``session.id``
-  (OpenInference) on spans of both traces.
+- **a span link** names one span of another trace exactly: SK links each message's ``send``, ``publish`` and
+  ``process`` to the span that created it, in the sender's trace; OTel messaging conventions do the same. A link
+  ties its trace to the linked one.
+- **a run id the user declares** (``run_id_attributes`` in the collector, ``run_keys`` here): an attribute whose
+  value names one run (``app.run_id``). Equal values tie traces. Nothing is declared by default.
+- **a conversation or session id** (``gen_ai.conversation.id``, OpenInference's ``session.id``) names a session: a
+  chat thread, a user's session, often a small counter (``session_001``) that holds many runs. It ties nothing: two
+  runs of one session, each with a root of its own, are two runs.
 - **a shared history**: an answer an agent gave (an agent span's ``gen_ai.output.messages``), given again, under
   that agent's name, to a model in another trace (a ``gen_ai.assistant.message`` record or event with ``name`` and
   ``content``): the chat history a group chat hands the next agent. Semantic Kernel's AgentGroupChat writes each
-  turn as a trace of its own with nothing else to tie them. Unlike the others this evidence has a direction and a
-  time: a history ties its trace to the trace whose agent turn, giving that answer, started **last before** the
-  history was written (:class:`HistoryTies`), so the same answer given in every run of a batch (a model at
-  temperature 0, a scripted one) ties each run's next turn to its own run, never the runs together. Every agent
-  span's answers count, not only those of turns that are traces of their own: another run's giver must not be the
-  last one only because this run's giver was not counted. Only answers of at least :data:`MIN_SHARED_TEXT`
-  characters count ("OK." repeats anywhere), by the agent's name and a digest of the text.
+  turn as a trace of its own with nothing else to tie them. A history ties its trace to the turn that gave the
+  answer **last before** the history was written (:class:`HistoryTies`), so the same answer given in every run of a
+  batch (a model at temperature 0, a scripted one) ties each run's next turn to its own run. When another turn
+  giving the same answer was still running as that last one started (two runs at once), the history is
+  **ambiguous** and ties nothing: guessing would merge two runs and leave one without a verdict. Only answers of
+  at least :data:`MIN_SHARED_TEXT` characters count ("OK." repeats anywhere), by the agent's name and a digest of
+  the text.
 
 Evidence ties traces, whichever of their spans carries it (SK's links are on the runtime spans above an agent's
 turn, outside the unit). Units are only ever joined across traces: a trace that holds several units (a later run
@@ -31,17 +35,19 @@ reads the joined run as it reads a workflow of agents.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 __all__ = [
+    "ANSWER_ATTRIBUTES",
     "ASSISTANT_MESSAGE_EVENT",
-    "EVIDENCE_ATTRIBUTES",
-    "GROUP_KEYS",
     "HistoryTies",
     "answer_keys",
     "evidence",
@@ -51,14 +57,14 @@ __all__ = [
     "joined_root",
 ]
 
-# Attributes whose value names a conversation across traces.
-GROUP_KEYS = (sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID)
-# The attributes evidence is read from (with an agent's name): a span with none of them and no link has none.
-EVIDENCE_ATTRIBUTES = (*GROUP_KEYS, sc.GEN_AI_OUTPUT_MESSAGES)
+# The attributes a shared history's answers are read from (with an agent's name): with no link, no declared run id
+# and none of these, a span carries no evidence.
+ANSWER_ATTRIBUTES = (sc.GEN_AI_OUTPUT_MESSAGES,)
 # The GenAI event (a span event or a log record) of an earlier assistant message in a model's input.
 ASSISTANT_MESSAGE_EVENT = "gen_ai.assistant.message"
 MIN_SHARED_TEXT = 32
-_ANSWER, _HISTORY = "answer:", "history:"  # evidence with a time: "<kind><agent>:<digest>@<ns>"
+LINK, RUN = "trace:", "run:"  # untimed evidence: "trace:<hex>" (a link), "run:<key>=<value>" (a declared run id)
+_ANSWER, _HISTORY = "answer:", "history:"  # timed: "answer:<said>@<start>-<end>", "history:<said>@<ns>"
 
 
 def _said(agent: object, text: object) -> str | None:
@@ -71,19 +77,22 @@ def _said(agent: object, text: object) -> str | None:
     return f"{agent}:{hashlib.blake2b(text.encode(), digest_size=12).hexdigest()}"
 
 
-def history_key(agent: object, text: object, at_ns: int) -> str | None:
-    """The evidence of ``agent``'s earlier answer ``text`` given to a model as history at ``at_ns``."""
+def history_key(agent: object, text: object, at_ns: int, call: str = "", position: int = 0) -> str | None:
+    """The evidence of ``agent``'s earlier answer ``text`` given to a model as history at ``at_ns``: the
+    ``position``-th earlier answer in the history of the model call ``call`` (its span id; "" when unknown: then the
+    answers given at the same time are one history)."""
     said = _said(agent, text)
-    return f"{_HISTORY}{said}@{at_ns}" if said else None
+    return f"{_HISTORY}{said}@{at_ns}#{call}.{position}" if said else None
 
 
-def answer_keys(agent: object, output_messages: object, at_ns: int) -> list[str]:
+def answer_keys(agent: object, output_messages: object, start_ns: int, end_ns: int | None = None) -> list[str]:
     """The evidence of each answer in a turn's ``gen_ai.output.messages`` (the parts format, or a message's
-    ``content`` string), given by the turn that started at ``at_ns``."""
+    ``content`` string), given by the turn that ran from ``start_ns`` to ``end_ns`` (None: no end known)."""
     try:
         messages = json.loads(output_messages) if isinstance(output_messages, str) else None
     except (ValueError, RecursionError):
         return []
+    end = start_ns if end_ns is None or end_ns < start_ns else end_ns
     keys = []
     for message in messages if isinstance(messages, list) else ():
         if not isinstance(message, dict) or message.get("role", "assistant") != "assistant":
@@ -97,109 +106,309 @@ def answer_keys(agent: object, output_messages: object, at_ns: int) -> list[str]
             content = "\n".join(t for t in texts if isinstance(t, str) and t)
         said = _said(agent, content)
         if said:
-            keys.append(f"{_ANSWER}{said}@{at_ns}")
+            keys.append(f"{_ANSWER}{said}@{start_ns}-{end}")
     return keys
 
 
+_Giver = tuple[int, int, bytes]  # (turn start ns, turn end ns, trace)
+_K = TypeVar("_K")
+_AMBIGUOUS = b""  # a history whose source cannot be told (two turns giving its answer ran at once)
+
+
 class HistoryTies:
-    """Answers and the histories that repeat them, and which trace each history continues: the trace whose turn
-    giving that answer started last at or before the history's time, never the history's own. A turn's end is no
-    guide: a giver's span can end after the next agent read its answer (its runtime hands the answer on before the
-    turn returns). Recomputed on every question, so an answer that arrives late (spans are often exported after the
-    log records of the next turn) still wins over an earlier run's."""
+    """Answers, the histories that repeat them, and which trace each history continues.
 
-    def __init__(self) -> None:
-        self._answers: dict[str, list[tuple[int, bytes]]] = {}  # said -> (turn start ns, trace)
-        self._histories: dict[bytes, list[tuple[str, int]]] = {}  # trace -> (said, ns)
-        self._readers: dict[str, set[bytes]] = {}  # said -> traces with a history of it
-        self._gave: dict[bytes, set[str]] = {}  # trace -> what it said
+    A history's source is the turn that gave its answer last at or before the history was written, never the
+    history's own trace; a turn's end is no guide to that (a giver's span can end after the next agent read its
+    answer: its runtime hands the answer on before the turn returns). That is sure only if every earlier turn giving
+    the same answer had been read on (a history of it was written) before the last one gave it: in a batch, run 1's
+    answer is read by run 1's next turn before run 2 repeats it. If an earlier turn's answer was still unread when
+    another trace gave it too, two runs gave it at once: the history is ambiguous and ties nothing (counted in
+    :attr:`ambiguous`).
 
-    def note(self, trace: bytes, key: str) -> bool:
-        """Record one timed piece of evidence; False: ``key`` is not one (a link or an id: the caller's)."""
+    Each history is resolved when it is noted and again when an answer it may come from arrives (spans are often
+    exported after the log records of the next turn), so asking what a trace is tied to costs only its ties. Per
+    answer, the ``givers`` latest turns that gave it and the ``readers`` latest histories of it are kept: an answer
+    given more often than that (a greeting) is a poor tie anyway, and the work per note stays constant. ``scope``
+    keeps owners apart: an answer and a history tie only within one scope (the collector's tenant and service).
+    """
+
+    def __init__(self, *, givers: int = 16, readers: int = 64) -> None:
+        self._max_givers = givers
+        self._max_readers = readers
+        self._givers: dict[bytes, list[_Giver]] = {}  # answer -> its latest givers, by start
+        self._readers: dict[bytes, list[tuple[int, bytes]]] = {}  # answer -> its latest histories (ns, trace), by ns
+        self._gave: dict[bytes, set[bytes]] = {}  # trace -> the answers it gave
+        # trace -> its histories: (answer, ns) -> (the model call given it, its position in that call's history)
+        self._read: dict[bytes, dict[tuple[bytes, int], tuple[str, int]]] = {}
+        self._source: dict[tuple[bytes, bytes, int], bytes] = {}  # (reader, answer, ns) -> giver or _AMBIGUOUS
+        self._ties: dict[bytes, Counter[bytes]] = {}  # trace -> the traces it is tied to, by histories making it
+        self._read_from: dict[tuple[bytes, bytes], list[int]] = {}  # (answer, giver) -> when histories tied to it
+        self._unsure: dict[bytes, list[int]] = {}  # answer -> when histories whose source could not be told
+        self._reads_on: set[tuple[bytes, bytes, int]] = set()  # (reader, answer, ns) indexed in the two above
+        self._entries = 0  # givers and histories kept
+        self.ambiguous = 0  # histories found ambiguous (each time one becomes so)
+
+    def note(self, trace: bytes, key: str, scope: str = "") -> bool:
+        """Record one timed piece of evidence; False: ``key`` is not one (a link or a run id: the caller's)."""
         kind = _ANSWER if key.startswith(_ANSWER) else _HISTORY if key.startswith(_HISTORY) else None
         if kind is None:
             return False
         said, _, at = key[len(kind) :].rpartition("@")
-        ns = int(at) if at.isdigit() else 0
+        answer = hashlib.blake2b(f"{scope}\0{said}".encode(), digest_size=16).digest()
         if kind == _ANSWER:
-            self._answers.setdefault(said, []).append((ns, trace))
-            self._gave.setdefault(trace, set()).add(said)
+            start, _, end = at.partition("-")
+            ns = int(start) if start.isdigit() else 0
+            self._give(trace, answer, ns, int(end) if end.isdigit() else ns)
         else:
-            self._histories.setdefault(trace, []).append((said, ns))
-            self._readers.setdefault(said, set()).add(trace)
+            at, _, given = at.partition("#")
+            call, _, position = given.rpartition(".")
+            self._history(trace, answer, int(at) if at.isdigit() else 0, call, int(position or 0))
         return True
 
     def tied(self, trace: bytes) -> set[bytes]:
         """The traces ``trace``'s histories continue, and those whose histories continue it."""
-        out = {giver for said, ns in self._histories.get(trace, ()) if (giver := self._giver(said, ns, trace))}
-        for said in self._gave.get(trace, ()):
-            for reader in self._readers.get(said, ()):
-                if any(self._giver(s, ns, reader) == trace for s, ns in self._histories.get(reader, ()) if s == said):
-                    out.add(reader)
-        return out
+        ties = self._ties.get(trace)
+        return set(ties) if ties else set()
 
-    def forget(self, traces: set[bytes]) -> None:
+    def __len__(self) -> int:
+        """Entries held (givers, histories, resolved sources): what the caller's memory bound counts."""
+        return self._entries + len(self._source)
+
+    def forget(self, traces: Iterable[bytes]) -> None:
         for trace in traces:
-            for said in self._gave.pop(trace, ()):
-                kept = [a for a in self._answers.get(said, ()) if a[1] != trace]
-                self._answers[said] = kept
-                if not kept:
-                    del self._answers[said]
-            for said, _ in self._histories.pop(trace, ()):
-                readers = self._readers.get(said)
-                if readers is not None:
-                    readers.discard(trace)
-                    if not readers:
-                        del self._readers[said]
+            for answer in self._gave.pop(trace, ()):
+                givers = self._givers.get(answer, [])
+                kept = [g for g in givers if g[2] != trace]
+                self._entries -= len(givers) - len(kept)
+                if kept:
+                    self._givers[answer] = kept
+                else:
+                    self._givers.pop(answer, None)
+                self._resolve_readers(answer, 0)
+            for answer, ns in self._read.pop(trace, {}):
+                self._set_source(trace, answer, ns, None)
+                before = self._readers.get(answer, [])
+                readers = [r for r in before if r[1] != trace]
+                self._entries -= len(before) - len(readers)
+                if readers:
+                    self._readers[answer] = readers
+                else:
+                    self._readers.pop(answer, None)
 
-    def _giver(self, said: str, ns: int, reader: bytes) -> bytes | None:
-        best: tuple[int, bytes] | None = None
-        for start, trace in self._answers.get(said, ()):
-            if trace != reader and start <= ns and (best is None or start > best[0]):
-                best = (start, trace)
-        return best[1] if best else None
+    # -- inside --------------------------------------------------------------------------------------------------
+    def _give(self, trace: bytes, answer: bytes, start: int, end: int) -> None:
+        givers = self._givers.setdefault(answer, [])
+        if (start, end, trace) in givers:
+            return
+        bisect.insort(givers, (start, end, trace))
+        self._entries += 1
+        self._gave.setdefault(trace, set()).add(answer)
+        if len(givers) > self._max_givers:
+            _, _, dropped = givers.pop(0)
+            self._entries -= 1
+            if all(g[2] != dropped for g in givers):
+                gave = self._gave.get(dropped)
+                if gave is not None:
+                    gave.discard(answer)
+            start = 0  # the dropped giver may have been a source: every history of the answer again
+        self._resolve_readers(answer, start)
+
+    def _history(self, trace: bytes, answer: bytes, ns: int, call: str, position: int) -> None:
+        read = self._read.setdefault(trace, {})
+        if (answer, ns) in read:
+            return
+        read[(answer, ns)] = (call, position)
+        readers = self._readers.setdefault(answer, [])
+        bisect.insort(readers, (ns, trace))
+        self._entries += 1
+        if len(readers) > self._max_readers:
+            old_ns, old = readers.pop(0)
+            self._entries -= 1
+            self._set_source(old, answer, old_ns, None)
+            self._read.get(old, {}).pop((answer, old_ns), None)
+        # this history and the later ones of its answer (that it was read may settle which turn they continue)
+        self._resolve_readers(answer, ns)
+
+    def _resolve_readers(self, answer: bytes, since: int) -> None:
+        """Resolve again the histories of ``answer`` written at or after ``since`` (a giver that started then may be
+        their source now)."""
+        readers = self._readers.get(answer, ())
+        for ns, reader in readers[bisect.bisect_left(readers, (since, b"")) :]:
+            self._resolve_history(reader, ns)
+
+    def _resolve_history(self, reader: bytes, ns: int) -> None:
+        """One history (the answers ``reader``'s model was given at ``ns``), resolved as a whole: the answers only
+        one turn could have given tie it; if none is such, the answers' sources by the batch rule (:meth:`_resolve`),
+        unless one of them is ambiguous: then the history ties nothing. (A group chat's later turn holds every
+        earlier answer of its run, and another run may have given the oldest again meanwhile: the newest tells.)"""
+        read = self._read.get(reader, {})
+        calls = {call or at for (_, at), (call, _) in read.items() if at == ns}
+        history = sorted((pos, a, at) for (a, at), (call, pos) in read.items() if (call or at) in calls)
+        resolved = {(a, at): self._resolve(a, at, reader) for _, a, at in history}
+        # Answers are given in their run's order: a source that started after the source of an answer given later in
+        # the history is another run's (its turn gave the same text again meanwhile).
+        limit: int | None = None
+        for _, a, at in reversed(history):
+            source, count, start = resolved[(a, at)]
+            if source and limit is not None and start > limit:
+                resolved[(a, at)] = (None, count, start)
+            elif source:
+                limit = start if limit is None else min(limit, start)
+        unique = {k for k, (source, count, _) in resolved.items() if count == 1 and source}
+        unsure = not unique and any(source == _AMBIGUOUS for source, _, _ in resolved.values())
+        changed = []
+        newest = history[-1][1:] if history else None  # the answer its run gave last: this turn reads it on
+        for (answer, at), (source, _, _) in resolved.items():
+            if unique and (answer, at) not in unique:
+                source = None
+            elif unsure and source is not None:
+                source = _AMBIGUOUS  # read, by one of several runs: it counts as read on, ties nothing
+            if self._set_source(reader, answer, at, source, reads_on=(answer, at) == newest):
+                changed.append((answer, at))
+        for answer, at in changed:  # whether this history read its giver on may settle later histories' sources
+            self._resolve_readers(answer, at + 1)
+
+    def _resolve(self, answer: bytes, ns: int, reader: bytes) -> tuple[bytes | None, int, int]:
+        """(the source of a history of ``answer`` at ``ns``, or None, or _AMBIGUOUS; how many traces could be; when
+        the source's turn started)."""
+        givers = self._givers.get(answer, ())
+        at = bisect.bisect_right(givers, (ns, 1 << 64, b"\xff" * 16))  # the givers that started by ``ns``
+        best: _Giver | None = None
+        rivals: dict[bytes, int] = {}  # other traces that gave it before: trace -> its latest start
+        for giver in reversed(givers[:at]):
+            if giver[2] == reader:
+                continue
+            if best is None:
+                best = giver
+            elif giver[2] != best[2] and giver[2] not in rivals:
+                rivals[giver[2]] = giver[0]
+        if best is None:
+            return None, 0, 0
+        unread = sorted((s for t, s in rivals.items() if not self._read_on(answer, t, s, best[0])), reverse=True)
+        if unread and not self._read_by_some(answer, unread, best[0]):
+            return _AMBIGUOUS, len(rivals) + 1, best[0]  # an earlier answer still unread: two runs at once
+        return best[2], len(rivals) + 1, best[0]
+
+    def _read_on(self, answer: bytes, giver: bytes, start: int, before: int) -> bool:
+        """Whether ``giver``'s ``answer`` (given from ``start``) had been read on, by a history known to continue it,
+        before ``before``: its run had moved past that answer when another turn gave it again."""
+        times = self._read_from.get((answer, giver), ())
+        at = bisect.bisect_left(times, start)
+        return at < len(times) and times[at] < before
+
+    def _read_by_some(self, answer: bytes, starts: list[int], before: int) -> bool:
+        """Whether the earlier turns giving ``answer`` (their ``starts``, latest first) had each been read on by a
+        history of its own whose source could not be told (runs at once, each read on by one of them) before
+        ``before``: Hall's condition over intervals [start, before) that share their end."""
+        times = self._unsure.get(answer, [])
+        stop = bisect.bisect_left(times, before)
+        for needed, start in enumerate(starts, 1):
+            if stop - bisect.bisect_left(times, start, 0, stop) < needed:
+                return False
+        return True
+
+    def _set_source(
+        self, reader: bytes, answer: bytes, ns: int, source: bytes | None, *, reads_on: bool = False
+    ) -> bool:
+        """Record the source of a history; whether it changed. ``reads_on``: the answer is its history's newest, so
+        this turn is the one that read its giver's answer on (the later turns of a group chat read it again)."""
+        key = (reader, answer, ns)
+        old = self._source.get(key)
+        if old == source and (key in self._reads_on) == reads_on:
+            return False
+        if old is not None:
+            if old:
+                self._untie(reader, old)
+            if key in self._reads_on:
+                self._reads_on.discard(key)
+                if old:
+                    _remove(self._read_from, (answer, old), ns)
+                else:
+                    _remove(self._unsure, answer, ns)
+        if source is None:
+            self._source.pop(key, None)
+            return True
+        self._source[key] = source
+        if reads_on:
+            self._reads_on.add(key)
+            index = self._unsure.setdefault(answer, []) if source == _AMBIGUOUS else self._read_from.setdefault(
+                (answer, source), [])  # fmt: skip
+            bisect.insort(index, ns)
+        if source == _AMBIGUOUS:
+            self.ambiguous += 1
+            return True
+        self._ties.setdefault(reader, Counter())[source] += 1
+        self._ties.setdefault(source, Counter())[reader] += 1
+        return True
+
+    def _untie(self, a: bytes, b: bytes) -> None:
+        for x, y in ((a, b), (b, a)):
+            ties = self._ties.get(x)
+            if ties is None:
+                continue
+            ties[y] -= 1
+            if ties[y] <= 0:
+                del ties[y]
+            if not ties:
+                del self._ties[x]
 
 
-def evidence(span: SpanRecord) -> list[str]:
-    """What ties ``span``'s trace to others: ``trace:<id>`` per link to another trace, ``<key>=<value>`` per group
-    key it carries, and the timed evidence of a shared history (:class:`HistoryTies`): the answers of an agent span
-    (at its start), the earlier answers its model was given (its ``gen_ai.assistant.message`` events, at the span's
-    start)."""
+def _remove(index: dict[_K, list[int]], key: _K, ns: int) -> None:
+    times = index.get(key, [])
+    if ns in times:
+        times.remove(ns)
+    if not times:
+        index.pop(key, None)
+
+
+def evidence(span: SpanRecord, run_keys: Sequence[str] = ()) -> list[str]:
+    """What ties ``span``'s trace to others: ``trace:<id>`` per link to another trace, ``run:<key>=<value>`` per
+    declared run id it carries (``run_keys``), and the timed evidence of a shared history (:class:`HistoryTies`):
+    the answers of an agent span (over its start and end), the earlier answers its model was given (its
+    ``gen_ai.assistant.message`` events, at the span's start)."""
 
     def get(key: str) -> str | None:
         value = span.get(key)
         return value if isinstance(value, str) else None
 
-    keys = evidence_of(span.trace_id, (trace for trace, _ in span.links), get, start_ns=span.start_ns)
-    for event in span.events:
-        if event.name == ASSISTANT_MESSAGE_EVENT:
-            key = history_key(event.attributes.get("name"), event.attributes.get("content"), span.start_ns)
-            if key:
-                keys.append(key)
+    keys = evidence_of(span.trace_id, (trace for trace, _ in span.links), get, start_ns=span.start_ns,
+                       end_ns=span.end_ns, run_keys=run_keys)  # fmt: skip
+    given = (e for e in span.events if e.name == ASSISTANT_MESSAGE_EVENT)
+    for position, event in enumerate(given):
+        key = history_key(event.attributes.get("name"), event.attributes.get("content"), span.start_ns, span.span_id,
+                          position)  # fmt: skip
+        if key:
+            keys.append(key)
     return keys
 
 
 def evidence_of(
-    trace_id: str, linked: Iterable[str], get: Callable[[str], str | None], *, start_ns: int = 0
-) -> list[str]:
+    trace_id: str, linked: Iterable[str], get: Callable[[str], str | None], *, start_ns: int = 0,
+    end_ns: int | None = None, run_keys: Sequence[str] = (),
+) -> list[str]:  # fmt: skip
     """:func:`evidence` from a span's trace id (hex), the trace ids (hex) its links name, its attributes (``get``:
-    key -> string value or None) and its start; the collector's ingest reads a span undecoded through this."""
-    keys = [f"trace:{trace}" for trace in linked if trace != trace_id]
-    for key in GROUP_KEYS:
+    key -> string value or None), its start and end, and the attributes declared to name a run; the collector's
+    ingest reads a span undecoded through this."""
+    keys = [f"{LINK}{trace}" for trace in linked if trace != trace_id]
+    for key in run_keys:
         value = get(key)
         if value:
-            keys.append(f"{key}={value}")
+            keys.append(f"{RUN}{key}={value}")
     agent = get(sc.GEN_AI_AGENT_NAME)
     if agent:
-        keys += answer_keys(agent, get(sc.GEN_AI_OUTPUT_MESSAGES), start_ns)
+        keys += answer_keys(agent, get(sc.GEN_AI_OUTPUT_MESSAGES), start_ns, end_ns)
     return keys
 
 
-def group(units: Sequence[list[SpanRecord]], spans: Iterable[SpanRecord]) -> list[list[SpanRecord]]:
+def group(
+    units: Sequence[list[SpanRecord]], spans: Iterable[SpanRecord], run_keys: Sequence[str] = ()
+) -> list[list[SpanRecord]]:
     """``units`` (each within one trace), with the units of the traces that the evidence on ``spans`` ties together
     merged into one, in the order of each group's first unit. Evidence ties traces; a trace holding several units
-    (a later run left under a finished root) is tied to none, its units stay apart. Linear in the spans."""
-    index: dict[str, int] = {}  # a trace id or a group key -> its node
+    (a later run left under a finished root) is tied to none, its units stay apart. A history ties only within its
+    service (the collector's scope is its tenant and service). Linear in the spans."""
+    index: dict[str, int] = {}  # a trace id or a run key -> its node
     parent: list[int] = []
 
     def node(key: str) -> int:
@@ -217,12 +426,12 @@ def group(units: Sequence[list[SpanRecord]], spans: Iterable[SpanRecord]) -> lis
 
     ties = HistoryTies()
     for s in spans:
-        for key in evidence(s):
-            if not ties.note(bytes.fromhex(s.trace_id), key):
-                parent[find(node(key))] = find(node(f"trace:{s.trace_id}"))
+        for key in evidence(s, run_keys):
+            if not ties.note(bytes.fromhex(s.trace_id), key, s.service_name or ""):
+                parent[find(node(key))] = find(node(f"{LINK}{s.trace_id}"))
     for trace in {s.trace_id for s in spans}:
         for other in ties.tied(bytes.fromhex(trace)):
-            parent[find(node(f"trace:{other.hex()}"))] = find(node(f"trace:{trace}"))
+            parent[find(node(f"{LINK}{other.hex()}"))] = find(node(f"{LINK}{trace}"))
     per_trace: dict[str, int] = {}
     for unit in units:
         if unit:
@@ -230,7 +439,7 @@ def group(units: Sequence[list[SpanRecord]], spans: Iterable[SpanRecord]) -> lis
     merged: dict[object, list[SpanRecord]] = {}
     for position, unit in enumerate(units):
         trace = unit[0].trace_id if unit else ""
-        key = f"trace:{trace}"
+        key = f"{LINK}{trace}"
         joined = per_trace.get(trace) == 1 and key in index
         merged.setdefault(find(index[key]) if joined else ("apart", position), []).extend(unit)
     return list(merged.values())

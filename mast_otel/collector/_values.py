@@ -38,10 +38,10 @@ def endpoint(value: Any) -> str | None:
 
 def seconds(value: Any) -> float:
     text = str(value).strip().lower()
-    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?", text)
+    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?", text)
     if not m:
-        raise ConfigError(f"{value!r} is not a duration (30, 30s, 5m, 1h)")
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}[m.group(2)]
+        raise ConfigError(f"{value!r} is not a duration (30, 30s, 5m, 1h, 7d)")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}[m.group(2)]
     return float(m.group(1)) * scale
 
 

@@ -141,6 +141,18 @@ class CollectorConfig:
                                "past it, releases of new spans parse what they need from the store. 0 turns "
                                "summaries off (every span decoded in full).",
                                metavar="SIZE")  # fmt: skip
+    tenant_attributes: tuple[str, ...] = _opt(("service.namespace",), text_list, "Resource attributes that name "
+                                              "the tenant a span or log record belongs to: links, declared run ids "
+                                              "and shared histories tie runs only within one tenant (histories "
+                                              "within one service.name of it). Empty: every sender is one tenant.",
+                                              metavar="KEY,...")  # fmt: skip
+    run_id_attributes: tuple[str, ...] = _opt((), text_list, "Span attributes whose value names one run (e.g. "
+                                              "app.run_id): traces carrying the same value are judged as one run, "
+                                              "across services of a tenant. gen_ai.conversation.id and session.id "
+                                              "name sessions and never tie runs.", metavar="KEY,...")  # fmt: skip
+    evidence_memory: int = _opt(64 << 20, size, "Memory for the index of what ties traces into runs (links, run "
+                                "ids, shared histories); past it the groups noted least recently are forgotten "
+                                "(counted: their traces are judged one by one).", metavar="SIZE")  # fmt: skip
     poll_interval: float = _opt(0.25, seconds, "Longest wait between assembly passes (a pass also runs when a "
                                 "quiet period ends).",
                                 metavar="SECONDS")  # fmt: skip
@@ -156,6 +168,12 @@ class CollectorConfig:
                               metavar="SIZE")  # fmt: skip
     tombstone_ttl: float = _opt(900.0, seconds, "How long released spans and verdicts are remembered, to drop "
                                 "duplicate deliveries and to recognise late spans.", metavar="SECONDS")  # fmt: skip
+    history_retention: float = _opt(30 * 86400.0, seconds, "How long the verdict history (STORE.history, what "
+                                    "`mast-otel report --since` reads) keeps each verdict; older hours are dropped.",
+                                    metavar="DURATION")  # fmt: skip
+    history_max_bytes: int = _opt(256 << 20, size, "Largest size of the verdict history file (divided among "
+                                  "--processes); past it the oldest hours are dropped and counted.",
+                                  metavar="SIZE")  # fmt: skip
 
     # --- judge --------------------------------------------------------------------------------------------------
     judge: str = _opt("signals", text, "signals (no model: structural signals only, every conversation skipped; "
@@ -246,6 +264,7 @@ class CollectorConfig:
         need(self.max_request_spans >= 1, "max_request_spans", "must be >= 1")
         need(self.memory_limit >= 0, "memory_limit", "must be >= 0")
         need(self.summary_memory >= 0, "summary_memory", "must be >= 0")
+        need(self.evidence_memory >= 0, "evidence_memory", "must be >= 0")
         need(self.memory_limit == 0 or self.memory_limit >= self.max_request_bytes * DECODE_AMPLIFICATION,
              "memory_limit", f"must be 0 (auto) or hold one request of max_request_bytes, decoded: at least "
              f"{DECODE_AMPLIFICATION} x max_request_bytes = "
@@ -254,6 +273,8 @@ class CollectorConfig:
         need(self.receiver_max_connections >= 1, "receiver_max_connections", "must be >= 1")
         need(self.receiver_admission_wait >= 0, "receiver_admission_wait", "must be >= 0")
         need(self.store_reserve >= 0, "store_reserve", "must be >= 0")
+        need(self.history_retention >= 3600, "history_retention", "must be at least 1h")
+        need(self.history_max_bytes >= 1 << 20, "history_max_bytes", "must be at least 1MiB")
         need(self.judge_concurrency >= 1, "judge_concurrency", "must be >= 1")
         need(self.judge_timeout > 0, "judge_timeout", "must be > 0")
         need(self.judge_shutdown_grace >= 0, "judge_shutdown_grace", "must be >= 0")

@@ -223,6 +223,15 @@ class CollectorMetrics:
         self.log_records_queued = Gauge(
             "mast_collector_log_records_queued", "Log records in the store waiting for the logs downstream.", registry=r
         )
+        self.evidence_bytes = Gauge(
+            "mast_collector_evidence_bytes", "Memory the index of what ties traces into runs holds (bounded by "
+            "evidence_memory).", registry=r,
+        )  # fmt: skip
+        self.evidence_dropped = Counter(
+            "mast_collector_evidence_dropped", "Evidence that ties no traces: groups forgotten to stay within "
+            "evidence_memory (memory) or unnoted for twice max_trace_age (age), and shared histories whose source "
+            "two runs at once could have given (ambiguous).", ["reason"], registry=r,
+        )  # fmt: skip
         self._lock = threading.Lock()
         self._pairs: set[tuple[str, str]] = set()
         self._max_pairs = max_services
@@ -242,6 +251,8 @@ class CollectorMetrics:
                 self.requests_refused.labels(proto, reason)
         for reason in SPAN_REFUSE_REASONS:
             self.spans_refused.labels(reason)
+        for reason in ("memory", "age", "ambiguous"):
+            self.evidence_dropped.labels(reason)
         for reason in (REFUSE_BACKPRESSURE, REFUSE_DISK_FULL):
             self.log_records_refused.labels(reason)
         for reason in UNASSIGNED_REASONS:

@@ -25,25 +25,36 @@ from collections.abc import Callable
 
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from mast_otel.adapters import EVIDENCE_ATTRIBUTES
+from mast_otel.adapters import ANSWER_ATTRIBUTES
 from mast_otel.collector.assemble.assembler import Assembler, Root, Unit, Untouched
 from mast_otel.collector.assemble.summaries import SpanSummaries
 from mast_otel.collector.assemble.trace_groups import RunJoiner, TraceGroups
 from mast_otel.collector.config import CollectorConfig, parse_hostport
 from mast_otel.collector.encoding import RawScopeSpans
+from mast_otel.collector.history.schema import HistoryFileError
+from mast_otel.collector.history.writer import VerdictHistory, history_path
 from mast_otel.collector.judge.judges import build_judge, reads_span_content
 from mast_otel.collector.judge.judging import JudgePool
 from mast_otel.collector.limits import MemoryLimiter, memory_limit_of
 from mast_otel.collector.metrics import LOG_PROTOCOLS, CollectorMetrics, MetricsServer
-from mast_otel.collector.receive.ingest import Ingestor, IngestResult, root_window, span_evidence, span_facts
-from mast_otel.collector.receive.logs_ingest import LOGS_SERVICE, LogIngestor, history_evidence
+from mast_otel.collector.receive.ingest import (
+    Ingestor,
+    IngestResult,
+    carries_evidence,
+    resource_service,
+    root_window,
+    span_evidence,
+    span_facts,
+    tenant_of,
+)
+from mast_otel.collector.receive.logs_ingest import LOGS_SERVICE, LogIngestor, history_evidence, tenant_and_service
 from mast_otel.collector.receive.receiver_grpc import GrpcReceiver
 from mast_otel.collector.receive.receiver_http import HttpReceiver
 from mast_otel.collector.receive.shard_link import LinkServer
 from mast_otel.collector.release.annotations import PhoenixAnnotationSink
 from mast_otel.collector.release.commit import Loaded, SegmentCache, commit_release, is_unreadable, quarantine_release
 from mast_otel.collector.release.exporter import Exporter, Sender, make_sender
-from mast_otel.collector.store.api import SpanStore, SQLiteStore, Tomb
+from mast_otel.collector.store.api import SpanStore, SQLiteStore, StoreError, Tomb
 from mast_otel.judge.model import Judge
 
 __all__ = ["CollectorService", "addresses_of", "build_receivers", "configured_limits"]
@@ -86,7 +97,8 @@ class CollectorService:
         self.assembler = Assembler(quiet_period=config.quiet_period, max_age=config.max_trace_age)
         # A run written as a trace per message is judged as one (.trace_groups): what ties traces, and its units
         # held until the run is quiet.
-        self.trace_groups = TraceGroups()
+        self.trace_groups = TraceGroups(memory=config.evidence_memory, forget_after=2 * config.max_trace_age)
+        self._evidence_seen = (0, 0, 0)  # (evicted, forgotten, ambiguous) already counted on /metrics
         self.joiner = RunJoiner(self.trace_groups, self.assembler, quiet_period=config.quiet_period,
                                 max_age=config.max_trace_age)  # fmt: skip
         # A judge that reads no span content lets release use what ingest kept of each span (.summaries).
@@ -105,19 +117,29 @@ class CollectorService:
         self.annotations = PhoenixAnnotationSink(
             config.phoenix_url, registry=self.metrics.registry, headers=config.phoenix_headers
         ) if config.phoenix_url else None  # fmt: skip
+        try:  # beside the store: STORE.history (kept across restarts; exports never touch it)
+            self.history = VerdictHistory(
+                history_path(str(getattr(self.store, "path", ":memory:"))), retention=config.history_retention,
+                max_bytes=config.history_max_bytes, sync=config.store_sync, registry=self.metrics.registry,
+                clock=clock,
+            )  # fmt: skip
+        except HistoryFileError as exc:
+            self.store.close()
+            raise StoreError(str(exc)) from None
         self.judges = JudgePool(
             judge=self.judge, store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics,
             concurrency=config.judge_concurrency, timeout=config.judge_timeout,
             fraction=config.judge_fraction, token_budget_per_hour=config.judge_token_budget_per_hour, clock=clock,
             cache=self.cache, on_released=self.exporter.wake,
             rejudge_interrupted=config.judge_interrupted == "again",
-            on_verdict=self.annotations.submit if self.annotations else None,
+            on_verdict=self.annotations.submit if self.annotations else None, history=self.history,
         )  # fmt: skip
         self.ingestor = Ingestor(
             store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics, hold=self.hold,
             max_pending_traces=config.max_pending_traces, max_pending_bytes=config.max_pending_bytes,
             retry_after=config.retry_after, clock=clock, max_request_spans=config.max_request_spans,
-            summaries=summaries, groups=self.trace_groups,
+            summaries=summaries, groups=self.trace_groups, tenant_attributes=config.tenant_attributes,
+            run_id_attributes=config.run_id_attributes,
         )  # fmt: skip
         self.ingestor.on_queued = self.exporter.wake
         self.ingestor.disk_full = lambda: self.store.disk_full
@@ -131,6 +153,9 @@ class CollectorService:
         self.metrics_server: MetricsServer | None = None
         self._watch_gauges()
         self._recover()
+        oldest = self.store.oldest_held()
+        if oldest is not None:  # conversations still held may have reached the history before a crash
+            self.history.recover(oldest)
 
     def _logs_path(
         self, config: CollectorConfig, sender: Sender | None
@@ -148,6 +173,7 @@ class CollectorService:
             store=self.store, lock=self.lock, metrics=self.metrics, forward=exporter is not None,
             max_pending_bytes=config.max_pending_bytes, max_request_items=config.max_request_spans,
             retry_after=config.retry_after, clock=self.clock, groups=self.trace_groups,
+            tenant_attributes=config.tenant_attributes,
         )  # fmt: skip
         if exporter is not None:
             ingestor.on_queued = exporter.wake
@@ -165,13 +191,18 @@ class CollectorService:
         m.memory_in_flight.set_function(lambda: self.limiter.in_flight)
         m.store_disk_full.set_function(lambda: float(self.store.disk_full))
         m.log_records_queued.set_function(lambda: self.store.log_queued)
+        m.evidence_bytes.set_function(lambda: self.trace_groups.held_bytes)
         m.set_limits(configured_limits(c, self.limiter.limit))
 
     def _recover(self) -> None:
-        """Reload held segments into the assembler, skipping spans a tombstone says were released. A segment that
-        cannot be read back is quarantined (counted, logged) and the others load as usual."""
+        """Reload held segments into the assembler, skipping spans a tombstone says were released, and note again
+        the evidence of every stored span and log record (what ties traces into runs was only in memory). A segment
+        that cannot be read back is quarantined (counted, logged) and the others load as usual."""
         held = 0
         released: dict[bytes, set[bytes]] = {}
+        owners: dict[int, tuple[str, str]] = {}  # resource id -> (tenant, service)
+        c = self.config
+        evidence_keys = (*ANSWER_ATTRIBUTES, *c.run_id_attributes)
         with self.lock:
             for segment in self.store.segments():
                 try:
@@ -192,22 +223,32 @@ class CollectorService:
                     # As ingest read it: a root known by its scope and name is a root after a restart too.
                     root, conv_id, conv_parent, _ = span_facts(span.attributes, span.name, scope_name)
                     as_root: Root = root_window(span) if root and conv_id is None else root
-                    if conv_id is None and (span.links or any(k in span.attributes for k in EVIDENCE_ATTRIBUTES)):
-                        self.trace_groups.note(tid, span_evidence(span), segment.received)
+                    if segment.resource not in owners:
+                        resource = self.store.resource(segment.resource)[0]
+                        owners[segment.resource] = (tenant_of(resource, c.tenant_attributes),
+                                                    resource_service(resource) or "")  # fmt: skip
+                    tenant, service = owners[segment.resource]
+                    if conv_id is None and carries_evidence(span, evidence_keys):
+                        keys = span_evidence(span, c.run_id_attributes)
+                        self.trace_groups.note(tid, keys, segment.received, tenant=tenant, service=service)
                     parent = span.parent_span_id if len(span.parent_span_id) == 8 else b""
                     self.assembler.add(tid, sid, parent, segment.received, segment=segment.id, index=index,
-                                       conv_root=as_root, conv_id=conv_id, conv_parent=conv_parent)  # fmt: skip
+                                       conv_root=as_root, conv_id=conv_id, conv_parent=conv_parent,
+                                       tenant=tenant)  # fmt: skip
                     kept += 1
                 if not kept:
                     self.store.write(drop_segments=[segment.id])
                 held += kept
-            # The histories log records gave the held traces (what ties their turns, .trace_groups), as ingest
-            # noted them: the records are kept in the store, the notes were only in memory.
-            for tid in released:
-                for row in self.store.log_records(tid) if self.assembler.has_trace(tid) else ():
-                    key = history_evidence(LogRecord.FromString(row.data))
-                    if key is not None:
-                        self.trace_groups.note(tid, [key], row.received)
+            # The histories every kept log record gives (what ties turns written as traces of their own,
+            # .trace_groups), as ingest noted them, whether or not its trace's spans have arrived yet: the records
+            # are kept in the store, the notes were only in memory.
+            positions: dict[bytes, int] = {}
+            for row in self.store.all_log_records():
+                key = history_evidence(LogRecord.FromString(row.data), positions)
+                if key is not None:
+                    tenant, service = tenant_and_service(row.owner)
+                    self.trace_groups.note(row.trace_id, [key], row.received, tenant=tenant, service=service)
+        self.trace_groups.apply(())  # within its memory bound
         queued, _ = self.store.counts()
         if held or queued:
             _log.info("resuming: %d spans held in %d traces, %d spans queued for export", held,
@@ -298,6 +339,7 @@ class CollectorService:
         if self._log_sender is not None:
             self._log_sender.close()
         with self.lock:  # no release is half-written when the store closes
+            self.history.close()
             self.store.close()
 
     def _pipeline(self) -> None:
@@ -324,10 +366,17 @@ class CollectorService:
         room = self.store.room_to_release()
         joined: list[Unit] = []
         if room:
-            with self.lock:
+            with self.lock:  # (the notes are taken with the poll: every span it releases has had its evidence taken)
+                notes = self.trace_groups.take()
                 decisions = self.assembler.poll(now, release_all=release_all)
-                decisions = [d for d in decisions if not isinstance(d, Unit) or self.joiner.offer(d) is d]
-                joined = self.joiner.poll(now, release_all=release_all)
+            # Grouping runs on this thread only, outside the lock: receivers never wait on it.
+            self.trace_groups.apply(notes)
+            self._count_evidence()
+            decisions = [d for d in decisions if not isinstance(d, Unit) or self.joiner.offer(d) is d]
+            runs = self.joiner.poll(now, release_all=release_all)
+            if runs:
+                with self.lock:
+                    joined = [self.assembler.join(units) for units in runs]
         retry, self._untouched_retry = (self._untouched_retry, []) if room else ([], self._untouched_retry)
         for d in [*retry, *decisions, *joined]:
             if isinstance(d, Unit):
@@ -340,6 +389,14 @@ class CollectorService:
         if now - self._last_gc >= _GC_INTERVAL_S:
             self._gc(now)
         return len(decisions)
+
+    def _count_evidence(self) -> None:
+        groups, m = self.trace_groups, self.metrics
+        seen = (groups.evicted, groups.forgotten, groups.ambiguous)
+        for reason, now, before in zip(("memory", "age", "ambiguous"), seen, self._evidence_seen, strict=True):
+            if now > before:
+                m.evidence_dropped.labels(reason).inc(now - before)
+        self._evidence_seen = seen
 
     def release_now(self) -> int:
         """The "release now" hook: every held conversation is judged now, quiet periods treated as over."""
@@ -409,7 +466,8 @@ class CollectorService:
         self._last_gc = now
         with self.lock:  # resources no span uses are deleted: no ingest may pick one up meanwhile
             removed = self.store.gc(now - self.config.tombstone_ttl)
-            self.trace_groups.forget_older_than(now - 2 * self.config.max_trace_age)
+        self.trace_groups.forget_older_than(now - 2 * self.config.max_trace_age)  # (this thread's own)
+        self._count_evidence()
         if removed:
             _log.debug("forgot %d tombstones older than %gs", removed, self.config.tombstone_ttl)
 

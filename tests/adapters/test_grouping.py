@@ -1,6 +1,7 @@
 """A run written as several traces is one conversation when evidence ties the traces (mast_otel.adapters._grouping):
-span links and a shared gen_ai.conversation.id or session.id, on any span of the trace; units of one trace are
-never joined. The oracle for the property is a plain graph search over the same evidence."""
+span links, a run id the user declares, and a shared history, on any span of the trace; a conversation or session id
+names a session and ties nothing; units of one trace are never joined. The oracle for the first property is a plain
+graph search over the same evidence; for the history's, the runs each span was written for."""
 
 from __future__ import annotations
 
@@ -55,12 +56,21 @@ def test_linked_traces_are_one_conversation_under_the_first_turns_root() -> None
 
 
 @pytest.mark.parametrize("key", [sc.GEN_AI_CONVERSATION_ID, sc.OI_SESSION_ID])
-def test_a_shared_conversation_or_session_id_ties_traces(key: str) -> None:
-    first = _agent_turn(1, "researcher", "found", 0, **{key: "c-1"})
-    second = _agent_turn(2, "writer", "written", 20, **{key: "c-1"})
-    other = _agent_turn(3, "writer", "unrelated", 40, **{key: "c-2"})
-    units = foreign_units([*first, *second, *other])
+def test_a_conversation_or_session_id_names_a_session_and_ties_no_runs(key: str) -> None:
+    # two runs of one session (ADK's session, OpenInference's session.id), each with a root of its own
+    first = _agent_turn(1, "researcher", "found", 0, **{key: "session_001"})
+    second = _agent_turn(2, "writer", "written", 20, **{key: "session_001"})
+    units = foreign_units([*first, *second])
+    assert sorted(len({s.trace_id for s in u}) for u in units) == [1, 1]
+
+
+def test_a_run_id_the_user_declares_ties_traces() -> None:
+    first = _agent_turn(1, "researcher", "found", 0, **{"app.run_id": "r-1"})
+    second = _agent_turn(2, "writer", "written", 20, **{"app.run_id": "r-1"})
+    other = _agent_turn(3, "writer", "unrelated", 40, **{"app.run_id": "r-2"})
+    units = foreign_units([*first, *second, *other], run_keys=("app.run_id",))
     assert sorted(len({s.trace_id for s in u}) for u in units) == [1, 2]
+    assert len(foreign_units([*first, *second, *other])) == 3  # undeclared: an attribute like any other
 
 
 def test_traces_with_nothing_in_common_stay_apart() -> None:
@@ -69,18 +79,19 @@ def test_traces_with_nothing_in_common_stay_apart() -> None:
 
 
 def test_a_trace_holding_two_runs_is_joined_to_nothing() -> None:
-    team = _agent_turn(1, "lead", "done", 0, **{sc.OI_SESSION_ID: "s"})
-    later = _agent_turn(1, "clerk", "later", 50, **{sc.OI_SESSION_ID: "s"})  # after the first root ended
+    team = _agent_turn(1, "lead", "done", 0, **{"app.run_id": "s"})
+    later = _agent_turn(1, "clerk", "later", 50, **{"app.run_id": "s"})  # after the first root ended
     later[0] = dataclasses.replace(later[0], parent_span_id=team[0].span_id)
-    elsewhere = _agent_turn(2, "writer", "w", 60, **{sc.OI_SESSION_ID: "s"})
-    units = foreign_units([*team, *later, *elsewhere])
+    elsewhere = _agent_turn(2, "writer", "w", 60, **{"app.run_id": "s"})
+    units = foreign_units([*team, *later, *elsewhere], run_keys=("app.run_id",))
     assert sorted(len(u) for u in units) == [2, 2, 2]
 
 
-def test_evidence_names_links_to_other_traces_and_group_keys_only() -> None:
+def test_evidence_names_links_to_other_traces_and_declared_run_ids_only() -> None:
     a = _span(1)
-    b = _span(2, links=(a, _span(2)), **{sc.GEN_AI_CONVERSATION_ID: "c", sc.OI_SESSION_ID: ""})
-    assert evidence(b) == [f"trace:{a.trace_id}", f"{sc.GEN_AI_CONVERSATION_ID}=c"]
+    b = _span(2, links=(a, _span(2)), **{sc.GEN_AI_CONVERSATION_ID: "c", sc.OI_SESSION_ID: "s", "app.run_id": "r"})
+    assert evidence(b) == [f"trace:{a.trace_id}"]
+    assert evidence(b, ("app.run_id", "app.missing")) == [f"trace:{a.trace_id}", "run:app.run_id=r"]
 
 
 @given(
@@ -93,9 +104,9 @@ def test_units_are_merged_exactly_when_evidence_connects_their_traces(
     traces = len(keys)
     links = [(a % traces, b % traces) for a, b in links]
     units = [[_span(t + 1)] for t in range(traces)]  # one unit per trace; the evidence is on other spans of it
-    spans = [_span(t + 1, **{sc.OI_SESSION_ID: f"k{k}"}) for t in range(traces) for k in keys[t]]
+    spans = [_span(t + 1, **{"app.run_id": f"k{k}"}) for t in range(traces) for k in keys[t]]
     spans += [_span(a + 1, links=(units[b][0],)) for a, b in links]
-    merged = group(units, spans)
+    merged = group(units, spans, ("app.run_id",))
     # oracle: breadth-first search over traces sharing a key or linked
     edges = {t: set() for t in range(traces)}
     for a in range(traces):
@@ -181,3 +192,32 @@ def test_a_history_continues_its_own_runs_giver_even_when_that_turn_is_not_its_t
               int(s.trace_id, 16) == 20 else s for s in second]  # fmt: skip
     units = foreign_units([*first, runtime, *second])
     assert sorted(sorted({int(s.trace_id, 16) for s in u}) for u in units) == [[10, 11, 12], [20, 21, 22]]
+
+
+def test_two_runs_at_once_that_give_the_same_answers_are_never_merged() -> None:
+    # two group chats 5 ns apart (two users at once), the same script: every history could continue either run's
+    # turn; guessing (the last giver before it) would tie one run's writer to the other's researcher
+    units = foreign_units([*_group_chat(10, 0), *_group_chat(20, 5)])
+    assert all(len({int(s.trace_id, 16) // 10 for s in u}) == 1 for u in units)  # no unit of two runs
+    assert sorted(len(u) for u in units) == [2] * 6  # each turn alone: nothing told them apart
+
+
+def test_a_service_s_history_never_continues_another_service_s_turn() -> None:
+    run = _group_chat(10, 0)
+    elsewhere = [dataclasses.replace(s, service_name="billing") if int(s.trace_id, 16) == 11 else s for s in run]
+    units = foreign_units(elsewhere)
+    assert sorted(sorted({int(s.trace_id, 16) for s in u}) for u in units) == [[10, 12], [11]]
+
+
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=6))
+def test_a_history_ties_each_turn_to_its_own_run_or_to_nothing(starts: list[int]) -> None:
+    # runs of one script (the same answers) starting anywhere, overlapping or not: a unit never holds two runs, and
+    # a run that no other run overlapped (no turn of another running as it gave an answer) is whole
+    runs = [_group_chat(10 * (n + 1), start) for n, start in enumerate(starts)]
+    units = foreign_units([s for run in runs for s in run])
+    owner = [{int(s.trace_id, 16) // 10 for s in u} for u in units]
+    assert all(len(o) == 1 for o in owner)
+    for n, start in enumerate(starts):
+        alone = all(abs(other - start) >= 60 for m, other in enumerate(starts) if m != n)
+        if alone:  # (a run spans 0-50 of its start: researcher 0-10, writer 20-30, reviewer 40-50)
+            assert sum(1 for o in owner if o == {n + 1}) == 1, (n, starts)

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from mast_otel import semconv as sc
-from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export
+from prometheus_client import generate_latest
+
+from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export, metric
 from tests.collector.sink import OtlpSink
 from tests.collector.test_foreign_genai import post_json
 
@@ -169,6 +171,8 @@ def _again(data: dict[str, Any], shift_ns: int) -> tuple[dict[str, Any], dict[st
     ]:
         if item.get("traceId"):
             item["traceId"] = new.setdefault(item["traceId"], f"{int(item['traceId'], 16) ^ (1 << 100):032x}")
+        for link in item.get("links", ()):  # a run's links name its own traces
+            link["traceId"] = new.setdefault(link["traceId"], f"{int(link['traceId'], 16) ^ (1 << 100):032x}")
         for key in ("startTimeUnixNano", "endTimeUnixNano", "timeUnixNano", "observedTimeUnixNano"):
             if item.get(key):
                 item[key] = str(int(item[key]) + shift_ns)
@@ -220,3 +224,98 @@ def test_after_a_restart_turns_tied_by_their_history_are_still_one_conversation(
     (call,) = judge.calls
     speakers = [str(s.get(sc.MESSAGE_SENDER)) for s in call[0] if s.span_type == sc.SPAN_TYPE_MESSAGE]
     assert set(speakers) - {"user"} == set(data["expect"]["agents"])
+
+
+def _as_tenant(data: dict[str, Any], namespace: str, *, new_ids: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A capture's spans and log records sent by the tenant ``namespace``: every resource carrying
+    ``service.namespace`` (the default tenant attribute), new trace ids if ``new_ids``; the same texts, times and
+    agents."""
+    spans, logs = _again(data, 0) if new_ids else json.loads(json.dumps((data["otlp"], data["otlp_logs"])))
+    for rs in [*spans["resourceSpans"], *logs["resourceLogs"]]:
+        rs.setdefault("resource", {}).setdefault("attributes", []).append(
+            {"key": "service.namespace", "value": {"stringValue": namespace}}
+        )
+    return spans, logs
+
+
+def _calls_by_run(judge: FakeJudge, runs: list[set[str]]) -> list[int]:
+    """How many judge calls hold spans of each run (its trace ids); fails if a call holds two runs' spans."""
+    count = [0] * len(runs)
+    for call in judge.calls:
+        traces = {s.trace_id for s in call[0]} - {""}
+        owners = [n for n, run in enumerate(runs) if traces & run]
+        assert len(owners) == 1, owners
+        count[owners[0]] += 1
+    return count
+
+
+def _traces(otlp: dict[str, Any]) -> set[str]:
+    return {trace for trace, _ in _keys(otlp)}
+
+
+def test_two_tenants_with_the_same_runs_get_a_verdict_each(sink: OtlpSink, make_collector) -> None:
+    # prepare: each Semantic Kernel capture sent by tenant A and by tenant B, at the same times, with the same
+    # texts (so the same shared histories) and the same agents
+    names = ("agent-group-chat", "group-chat", "handoff")
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    runs, sent = [], 0
+    # test: tenant A's records and tenant B's first, then the spans
+    for name in names:
+        data = json.loads((CAPTURES / "semantic_kernel" / f"{name}.json").read_text(encoding="utf-8"))
+        a_spans, a_logs = _as_tenant(data, "team-a", new_ids=False)
+        b_spans, b_logs = _as_tenant(data, "team-b", new_ids=True)
+        post_json(service, a_logs, "/v1/logs")
+        post_json(service, b_logs, "/v1/logs")
+        post_json(service, a_spans)
+        post_json(service, b_spans)
+        runs += [_traces(a_spans), _traces(b_spans)]
+        sent += len(_keys(a_spans)) + len(_keys(b_spans))
+    judge_and_export(service, clock)
+    # verify: one judge call per run, never two tenants' spans in one
+    sink.wait_count(sent)
+    assert _calls_by_run(judge, runs) == [1] * len(runs)
+
+
+def test_a_restart_between_a_runs_log_records_and_its_spans_loses_no_tie(sink: OtlpSink, make_collector) -> None:
+    # prepare: AgentGroupChat's records (OTel's log batch leaves after 1 s, its span batch after 5 s), then a restart
+    data = json.loads((CAPTURES / "semantic_kernel" / "agent-group-chat.json").read_text(encoding="utf-8"))
+    clock = FakeClock()
+    first = make_collector(sink, judge=FakeJudge(), clock=clock)
+    first.start(pipeline=False)
+    post_json(first, data["otlp_logs"], "/v1/logs")
+    first.stop(grace=0.5)
+    # test: the spans reach the restarted collector
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    second = make_collector(sink, judge=judge, clock=clock)
+    second.start(pipeline=False)
+    post_json(second, data["otlp"])
+    judge_and_export(second, clock)
+    # verify: one conversation of the three agents
+    sink.wait_count(len(_keys(data["otlp"])))
+    (call,) = judge.calls
+    speakers = [str(s.get(sc.MESSAGE_SENDER)) for s in call[0] if s.span_type == sc.SPAN_TYPE_MESSAGE]
+    assert set(speakers) - {"user"} == set(data["expect"]["agents"])
+
+
+def test_two_group_chats_at_once_are_never_judged_as_one(sink: OtlpSink, make_collector) -> None:
+    # prepare: AgentGroupChat twice, 1 ms apart (two users at once): the same answers, interleaved turns
+    data = json.loads((CAPTURES / "semantic_kernel" / "agent-group-chat.json").read_text(encoding="utf-8"))
+    again_spans, again_logs = _again(data, 1_000_000)
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    # test
+    post_json(service, data["otlp_logs"], "/v1/logs")
+    post_json(service, again_logs, "/v1/logs")
+    post_json(service, data["otlp"])
+    post_json(service, again_spans)
+    judge_and_export(service, clock)
+    # verify: every span out once; no judge call holds both runs' spans; what could not be told apart is counted
+    sink.wait_count(len(_keys(data["otlp"])) + len(_keys(again_spans)))
+    _calls_by_run(judge, [_traces(data["otlp"]), _traces(again_spans)])
+    exposed = generate_latest(service.metrics.registry).decode()
+    assert metric(exposed, "mast_collector_evidence_dropped_total", reason="ambiguous") >= 1

@@ -59,6 +59,8 @@ class Unit:
     root_start: int | None = None
     # A run written as several traces (:meth:`Assembler.join`): each other trace and its span ids; () for one trace.
     others: tuple[tuple[bytes, tuple[bytes, ...]], ...] = ()
+    # Whose spans these are (.trace_groups: evidence ties runs only within a tenant); "" when none is named.
+    tenant: str = ""
 
     @property
     def span_ids(self) -> tuple[bytes, ...]:
@@ -109,12 +111,13 @@ def _span(
 
 
 class _Trace:
-    __slots__ = ("gone", "scheduled", "spans")
+    __slots__ = ("gone", "scheduled", "spans", "tenant")
 
-    def __init__(self) -> None:
+    def __init__(self, tenant: str = "") -> None:
         self.spans: dict[bytes, _Span] = {}
         self.scheduled: float | None = None
         self.gone: set[bytes] = set()  # released outside any conversation while the trace still holds spans
+        self.tenant = tenant  # of the spans that opened the trace (a trace is one tenant's)
 
 
 class Assembler:
@@ -142,11 +145,12 @@ class Assembler:
         conv_root: Root = False,
         conv_id: str | None = None,
         conv_parent: str | None = None,
+        tenant: str = "",
     ) -> None:
         """Hold a span (idempotent per trace_id+span_id), the ``index``-th span stored in ``segment``."""
         trace = self._traces.get(trace_id)
         if trace is None:
-            trace = self._traces[trace_id] = _Trace()
+            trace = self._traces[trace_id] = _Trace(intern(tenant))
         if span_id in trace.spans:
             return
         trace.spans[span_id] = _span(parent_id, received, conv_root, conv_id, conv_parent, segment, index)
@@ -158,16 +162,18 @@ class Assembler:
 
     def add_many(
         self, facts: Iterable[tuple[bytes, bytes, bytes, int, Root, str | None, str | None]], segment: int,
-        received: float,
+        received: float, tenant: str = "",
     ) -> None:  # fmt: skip
-        """:meth:`add` for many spans of one segment: ``(trace, span, parent, index, root, conv, conv_parent)``."""
+        """:meth:`add` for many spans of one segment (of one resource, so one ``tenant``): ``(trace, span, parent,
+        index, root, conv, conv_parent)``."""
         traces = self._traces
+        tenant = intern(tenant)
         due = received + self.quiet_period
         added = 0
         for tid, sid, parent, index, root, conv_id, conv_parent in facts:
             trace = traces.get(tid)
             if trace is None:
-                trace = traces[tid] = _Trace()
+                trace = traces[tid] = _Trace(tenant)
             spans = trace.spans
             if sid in spans:
                 continue
@@ -274,7 +280,7 @@ class Assembler:
             conv_ids=tuple(sorted({c for u in units for c in u.conv_ids})), partial=any(u.partial for u in units),
             parent_hint=first.parent_hint, first_received=min(u.first_received for u in units),
             last_received=max(u.last_received for u in units),
-            others=tuple((u.trace_id, u.span_ids) for u in rest),
+            others=tuple((u.trace_id, u.span_ids) for u in rest), tenant=first.tenant,
         )  # fmt: skip
         for u in units:  # in flight as the joined unit in each of its traces
             entries = self._inflight.get(u.trace_id, [])
@@ -373,6 +379,7 @@ class Assembler:
             first_received=first,
             last_received=last,
             root_start=window[0] if isinstance(window, tuple) else None,
+            tenant=trace.tenant,
         )
         for sid in members:
             del spans[sid]

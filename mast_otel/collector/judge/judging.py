@@ -41,6 +41,8 @@ from dataclasses import field as dc_field
 from mast_otel import semconv as sc
 from mast_otel.adapters import is_native
 from mast_otel.collector.assemble.assembler import Assembler, Unit
+from mast_otel.collector.history.entry import entry_of
+from mast_otel.collector.history.writer import VerdictHistory
 from mast_otel.collector.judge.cost_controls import CostControls
 from mast_otel.collector.judge.judges import judge_name
 from mast_otel.collector.judge.log_events import with_log_events
@@ -85,6 +87,7 @@ class _Job:
     deadline: float
     call: int = _QUEUED  # under the pool's _jobs_lock
     done: bool = False
+    recorded: bool = False  # its verdict is in the history (a release written again is not recorded twice)
 
 
 @dataclass
@@ -126,6 +129,7 @@ class JudgePool:
         on_released: Callable[[], None],
         on_verdict: Callable[[Verdict, str, str | None], None] | None = None,
         rejudge_interrupted: bool = False,
+        history: VerdictHistory | None = None,
     ) -> None:
         self.judge = judge
         self.judge_name = judge_name(judge)
@@ -143,7 +147,9 @@ class JudgePool:
         self._on_released = on_released
         self._on_verdict = on_verdict  # after a verdict is stored: (verdict, trace id hex, root span id hex)
         self._cache = cache
-        self._builder = ReleaseBuilder(judge_name=self.judge_name, metrics=metrics, clock=clock)
+        self._builder = ReleaseBuilder(judge_name=self.judge_name, metrics=metrics, clock=clock,
+                                       resource_of=lambda rid: store.resource(rid)[0])  # fmt: skip
+        self._history = history
         self._workers = Workers(concurrency, "judge")
         self._jobs: dict[int, _Job] = {}
         self._jobs_lock = threading.Lock()
@@ -272,6 +278,8 @@ class JudgePool:
                         job.call = _CANCELLED  # released now: its judge call never starts
                     overdue.append(job)
             retry, self._retry = (self._retry, []) if room else ([], self._retry)
+        if self._history is not None:
+            self._history.maintain(now)
         for job in overdue:
             self._metrics.judge_errors.labels("timeout").inc()
             _log.warning("judge %s overran judge_timeout on trace %s; releasing with status error",
@@ -346,6 +354,7 @@ class JudgePool:
             for ready in group:
                 self._keep(ready.job, ready.verdict, ready.outcome)
             return []
+        self._record(group)
         try:
             releases = [(r.job.unit.locations, r.release.outbox, r.release.tombs) for r in group]
             commit_releases(store=self._store, assembler=self._assembler, lock=self._lock, cache=self._cache,
@@ -356,6 +365,22 @@ class JudgePool:
             self._failed(group[0].job, group[0].verdict, group[0].outcome, exc)
             return []
         return group
+
+    def _record(self, group: list[_Ready]) -> None:
+        """(Under the pipeline lock, before the group's release transaction.) Their verdicts go to the history
+        first, so a release that commits always has its verdict there, even across a kill -9 between the two."""
+        if self._history is None:
+            return
+        todo = [r for r in group if not r.job.recorded and not not_a_conversation(r.verdict)]
+        if not todo:
+            return
+        self._history.record([
+            entry_of(r.verdict, trace_id=r.job.unit.trace_id, unit=r.job.unit.key, service=r.release.service,
+                     version=r.release.version, framework=r.release.framework, judge_name=self.judge_name)
+            for r in todo
+        ])  # fmt: skip
+        for r in todo:
+            r.job.recorded = True
 
     def _failed(self, job: _Job, verdict: Verdict, outcome: _Outcome | None, exc: Exception) -> None:
         """(In an ``except`` block.) The release could not be built or written."""

@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import (
-    EVIDENCE_ATTRIBUTES,
+    ANSWER_ATTRIBUTES,
     ROOT_CANDIDATE_KEYS,
     ROOT_CANDIDATE_NAMES,
     evidence_of,
@@ -33,7 +33,7 @@ from mast_otel.adapters import (
 from mast_otel.collector.assemble.assembler import Assembler, Root
 from mast_otel.collector.assemble.namespace import may_carry_owned, strip_owned
 from mast_otel.collector.assemble.summaries import SpanSummaries, summary_record
-from mast_otel.collector.assemble.trace_groups import TraceGroups
+from mast_otel.collector.assemble.trace_groups import Note, TraceGroups
 from mast_otel.collector.encoding import (
     RawScopeSpans,
     ScopeSpansView,
@@ -48,7 +48,7 @@ from mast_otel.spans import SpanRecord, any_value, service_name
 
 __all__ = [
     "Backpressure", "IngestResult", "Ingestor", "ItemBudget", "Malformed", "TooLarge", "parse_error_reason",
-    "resource_spans_of", "root_window", "span_evidence", "span_facts",
+    "resource_service", "resource_spans_of", "root_window", "span_evidence", "span_facts", "tenant_of",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ def root_window(span: Any) -> Root:
     return span.start_time_unix_nano, span.end_time_unix_nano
 
 
-def span_evidence(span: Any) -> list[str]:
+def span_evidence(span: Any, run_keys: tuple[str, ...] = ()) -> list[str]:
     """What ties a ``RawScopeSpans`` span's trace to other traces (the adapters' rules, :func:`evidence_of`)."""
     attributes = span.attributes
     return evidence_of(
@@ -134,7 +134,27 @@ def span_evidence(span: Any) -> list[str]:
         (link.trace_id.hex() for link in span.links if len(link.trace_id) == 16),
         lambda key: string_value(attributes[key]) if key in attributes else None,
         start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano,
+        run_keys=run_keys,
     )
+
+
+def carries_evidence(span: Any, keys: tuple[str, ...]) -> bool:
+    """Whether a ``RawScopeSpans`` span may tie its trace to others: a link, or one of ``keys`` (the answers'
+    attribute and the declared run ids), read without decoding the span."""
+    return bool(span.links) or any(k in span.attributes for k in keys)
+
+
+def tenant_of(resource: bytes, attributes: tuple[str, ...]) -> str:
+    """The tenant a serialized Resource belongs to: the values of ``attributes`` (``tenant_attributes``), joined
+    (``""`` when it carries none of them; the Resource is decoded only when it may)."""
+    if not attributes or not any(a.encode() in resource for a in attributes):
+        return ""
+    try:
+        values = {kv.key: any_value(kv.value) for kv in Resource.FromString(resource).attributes}
+    except (DecodeError, RecursionError):
+        return ""  # refused as Malformed once the scope's spans are checked
+    return "\x1f".join(str(values.get(a, "")) for a in attributes)
 
 
 def span_facts(
@@ -176,6 +196,8 @@ class _Scope:
     fresh: list[_Fact] = field(default_factory=list)
     late: list[tuple[_Fact, str]] = field(default_factory=list)
     evidence: list[tuple[bytes, list[str]]] = field(default_factory=list)  # (trace, what ties it to other traces)
+    tenant: str = ""  # whose spans these are (tenant_attributes of the resource)
+    service: str = ""  # the resource's service.name, when the spans carry evidence (a history's owner)
 
     def bodies(self, facts: Iterable[_Fact]) -> tuple[ScopeSpansView, list[bytes]]:
         """The layout of this ScopeSpans (parsed only when needed: late spans, passthrough) and those spans' bytes."""
@@ -213,6 +235,8 @@ class Ingestor:
         max_request_spans: int = 200_000,
         summaries: SpanSummaries | None = None,
         groups: TraceGroups | None = None,
+        tenant_attributes: tuple[str, ...] = ("service.namespace",),
+        run_id_attributes: tuple[str, ...] = (),
     ) -> None:
         self._store = store
         self._assembler = assembler
@@ -226,6 +250,9 @@ class Ingestor:
         self._clock = clock
         self._summaries = summaries  # None: the judge reads span content, so release decodes the spans anyway
         self._groups = groups  # None: each trace is judged on its own
+        self._tenant_attributes = tenant_attributes
+        self._run_keys = run_id_attributes
+        self._evidence_keys = (*ANSWER_ATTRIBUTES, *run_id_attributes)
         self.on_queued: Callable[[], None] = lambda: None
         self.disk_full: Callable[[], bool] = lambda: False
 
@@ -258,12 +285,12 @@ class Ingestor:
                     message = f"the store's disk is full ({exc})"
                     raise Backpressure(message, self._retry_after, REFUSE_DISK_FULL) from None
                 raise
-            if self._groups is not None:
+            if self._groups is not None:  # (before the spans are held: the pipeline takes both under this lock)
                 for scope in stored:
                     for trace_id, keys in scope.evidence:
-                        self._groups.note(trace_id, keys, now)
+                        self._groups.submit(Note(trace_id, scope.tenant, scope.service, keys, now))
             for scope, segment in zip(segments, ids, strict=True):
-                self._assembler.add_many(scope.fresh, segment, now)
+                self._assembler.add_many(scope.fresh, segment, now, scope.tenant)
                 if scope.kept is not None and self._summaries is not None:
                     if scope.kept:
                         self._summaries.put(segment, rid[scope.resource], scope.kept)
@@ -298,6 +325,7 @@ class Ingestor:
             key: _ResourceKey = (rs.resource, rs.schema_url)
             resource_checked = False
             service: str | None = None
+            tenant = tenant_of(rs.resource, self._tenant_attributes)
             summary_service: tuple[str | None] | None = None  # computed once per resource, when summaries are kept
             for data in list(rs.scope_spans):
                 if not data:
@@ -321,11 +349,11 @@ class Ingestor:
                     root, conv_id, conv_parent, framework = span_facts(span.attributes, span.name, scope_name)
                     if root:
                         if service is None:
-                            service = _service_name(rs.resource) or "unknown"
+                            service = resource_service(rs.resource) or "unknown"
                         pairs.add((service, framework or "unknown"))
                     as_root: Root = root_window(span) if root and conv_id is None else root
-                    if conv_id is None and (span.links or any(k in span.attributes for k in EVIDENCE_ATTRIBUTES)):
-                        evidence.append((tid, span_evidence(span)))
+                    if conv_id is None and carries_evidence(span, self._evidence_keys):
+                        evidence.append((tid, span_evidence(span, self._run_keys)))
                     parent = span.parent_span_id
                     facts.append((tid, sid, parent if len(parent) == 8 else b"", index, as_root, conv_id, conv_parent))
                     if summarise:
@@ -343,7 +371,8 @@ class Ingestor:
                             summary_service = (service_name(Resource.FromString(rs.resource)),)
                         service_of = summary_service[0]
                         kept = {f[3]: summary_record(span, service_of) for f, span in zip(facts, valid, strict=True)}
-                scopes.append(_Scope(key, data, facts, invalid, kept, evidence=evidence))
+                owner = (resource_service(rs.resource) or "") if evidence else ""
+                scopes.append(_Scope(key, data, facts, invalid, kept, evidence=evidence, tenant=tenant, service=owner))
         return scopes, pairs
 
     def _checked(self, data: bytes, spans: int) -> bytes:
@@ -479,7 +508,7 @@ def parse_error_reason(exc: BaseException) -> str:
     return str(exc).rpartition("': ")[2] or type(exc).__name__
 
 
-def _service_name(resource: bytes) -> str | None:
+def resource_service(resource: bytes) -> str | None:
     if b"service.name" not in resource:
         return None
     try:

@@ -46,7 +46,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from mast_otel.adapters import ASSISTANT_MESSAGE_EVENT, history_key
-from mast_otel.collector.assemble.trace_groups import TraceGroups
+from mast_otel.collector.assemble.trace_groups import Note, TraceGroups
 from mast_otel.collector.metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from mast_otel.collector.receive.ingest import (
     Backpressure,
@@ -54,12 +54,17 @@ from mast_otel.collector.receive.ingest import (
     ItemBudget,
     Malformed,
     parse_error_reason,
+    resource_service,
     resource_spans_of,
+    tenant_of,
 )
 from mast_otel.collector.store.api import LogRow, OutRow, SpanStore
 from mast_otel.spans import any_value
 
-__all__ = ["LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "history_evidence", "logs_response"]
+__all__ = [
+    "LOGS_PATH", "LOGS_SERVICE", "LogIngestor", "decode_json_logs", "history_evidence", "logs_response", "owner_of",
+    "tenant_and_service",
+]  # fmt: skip
 
 _log = logging.getLogger(__name__)
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
@@ -77,6 +82,8 @@ class _ScopeLogs:
     records: int
     joined: list[LogRow]  # its records that name a span
     evidence: list[tuple[bytes, list[str]]]  # (trace, what ties it to other traces): earlier answers given as history
+    tenant: str = ""  # whose records these are (tenant_attributes of the resource)
+    service: str = ""
 
 
 class LogIngestor:
@@ -94,6 +101,7 @@ class LogIngestor:
         retry_after: float,
         clock: Callable[[], float],
         groups: TraceGroups | None = None,
+        tenant_attributes: tuple[str, ...] = ("service.namespace",),
     ) -> None:
         """``forward``: a logs endpoint is configured (else records are kept only for the judge). ``groups``: where
         a record that gives a model an earlier agent's answer ties its trace to that answer's (a run written as a
@@ -107,6 +115,7 @@ class LogIngestor:
         self._retry_after = retry_after
         self._clock = clock
         self._groups = groups
+        self._tenant_attributes = tenant_attributes
         self.on_queued: Callable[[], None] = lambda: None
         self.disk_full: Callable[[], bool] = lambda: False
 
@@ -123,9 +132,10 @@ class LogIngestor:
                     outbox = [OutRow(self._store.resource_id(s.resource, s.schema), s.data, s.records) for s in scopes]
                 self._store.write(log_outbox=outbox, log_records=kept)
                 if self._groups is not None:
+                    now = self._clock()
                     for scope in scopes:
                         for trace_id, keys in scope.evidence:
-                            self._groups.note(trace_id, keys, self._clock())
+                            self._groups.submit(Note(trace_id, scope.tenant, scope.service, keys, now))
             except sqlite3.OperationalError as exc:
                 if self.disk_full():
                     message = f"the store's disk is full ({exc})"
@@ -143,8 +153,11 @@ class LogIngestor:
         scopes: list[_ScopeLogs] = []
         total = 0
         now = self._clock()
+        positions: dict[bytes, int] = {}  # (trace, span) -> earlier answers seen in that model call's history
         for _, rs in resource_spans_of(raw, budget):
             resource_checked = False
+            tenant = tenant_of(rs.resource, self._tenant_attributes)
+            service: str | None = None
             for data in list(rs.scope_spans):
                 if not data:
                     continue
@@ -162,12 +175,15 @@ class LogIngestor:
                 for record in records:
                     tid, sid = record.trace_id, record.span_id
                     if len(tid) == 16 and len(sid) == 8 and tid != _ZERO_TRACE and sid != _ZERO_SPAN:
-                        rows.append(LogRow(tid, sid, now, record.SerializeToString()))
-                        key = history_evidence(record)
+                        key = history_evidence(record, positions)
                         if key is not None:
                             evidence.append((tid, [key]))
+                            if service is None:
+                                service = resource_service(rs.resource) or ""
+                        rows.append(LogRow(tid, sid, now, record.SerializeToString(), owner_of(tenant, service or "")))
                 total += len(records)
-                scopes.append(_ScopeLogs(rs.resource, rs.schema_url, data, len(records), rows, evidence))
+                scopes.append(_ScopeLogs(rs.resource, rs.schema_url, data, len(records), rows, evidence, tenant,
+                                         service or ""))  # fmt: skip
         return scopes, total
 
     def _unreleased(self, rows: list[LogRow]) -> list[LogRow]:
@@ -227,9 +243,21 @@ def _objects(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def history_evidence(record: Any) -> str | None:
+def owner_of(tenant: str, service: str) -> str:
+    """A log record's owner as the store keeps it (:attr:`LogRow.owner`)."""
+    return f"{tenant}\x1e{service}" if tenant or service else ""
+
+
+def tenant_and_service(owner: str) -> tuple[str, str]:
+    """:func:`owner_of`, read back."""
+    tenant, _, service = owner.partition("\x1e")
+    return tenant, service
+
+
+def history_evidence(record: Any, positions: dict[bytes, int] | None = None) -> str | None:
     """The key of an earlier agent's answer that a ``gen_ai.assistant.message`` record gives a model as history
-    (its ``name`` and ``content``, in a map body or a string body holding JSON), or None."""
+    (its ``name`` and ``content``, in a map body or a string body holding JSON), or None. ``positions`` counts, per
+    model call (trace and span id), the answers already seen in its history: their order, as the records come."""
     name = record.event_name
     if not name:
         name = next((kv.value.string_value for kv in record.attributes if kv.key == _EVENT_NAME), "")
@@ -243,4 +271,10 @@ def history_evidence(record: Any) -> str | None:
             return None
     if not isinstance(body, dict):
         return None
-    return history_key(body.get("name"), body.get("content"), record.time_unix_nano or record.observed_time_unix_nano)
+    call = record.trace_id + record.span_id
+    position = 0
+    if positions is not None:
+        position = positions.get(call, 0)
+        positions[call] = position + 1
+    return history_key(body.get("name"), body.get("content"), record.time_unix_nano or record.observed_time_unix_nano,
+                       record.span_id.hex(), position)  # fmt: skip

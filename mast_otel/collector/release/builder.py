@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from mast_otel import semconv as sc
 from mast_otel.collector.assemble.assembler import Unit
@@ -21,13 +22,14 @@ from mast_otel.collector.store.api import OutRow, Tomb
 from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, not_a_conversation, structural_signals
 from mast_otel.judge.model import Verdict
 from mast_otel.judge.signals import Signal
-from mast_otel.spans import SpanRecord
+from mast_otel.spans import SpanRecord, any_value
 from mast_otel.version import __version__
 
 __all__ = ["COLLECTOR_SCOPE", "Release", "ReleaseBuilder", "compute_signals_of", "root_of"]
 
 _log = logging.getLogger(__name__)
 COLLECTOR_SCOPE = "mast_otel.collector"
+SERVICE_VERSION = "service.version"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,7 @@ class Release:
     service: str | None
     framework: str | None
     signals: list[Signal]
+    version: str | None = None  # service.version of the resource the conversation's root came with
 
     @property
     def size(self) -> int:
@@ -48,10 +51,19 @@ class Release:
 
 
 class ReleaseBuilder:
-    def __init__(self, *, judge_name: str, metrics: CollectorMetrics, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        *,
+        judge_name: str,
+        metrics: CollectorMetrics,
+        clock: Callable[[], float],
+        resource_of: Callable[[int], bytes] | None = None,
+    ) -> None:
+        """``resource_of``: a stored resource id -> its OTLP Resource bytes (for ``service.version``)."""
         self._judge_name = judge_name
         self._metrics = metrics
         self._clock = clock
+        self._resource_of = resource_of
         self._scope = InstrumentationScope(name=COLLECTOR_SCOPE, version=__version__).SerializeToString()
 
     def signals(self, trace_id: bytes, records: list[SpanRecord]) -> list[Signal]:
@@ -78,6 +90,7 @@ class ReleaseBuilder:
         if not_a_conversation(verdict):  # never judged: the spans leave as they came, no verdict is stored
             tombs = tuple(Tomb(trace_id=t, span_ids=b"".join(ids), at=now) for t, ids in _per_trace(unit))
             return Release(loaded.outbox({}), tombs, service, framework, signals)
+        version = self._version(unit, loaded)
         replace = label_spans(
             verdict,
             root_id=unit.root_id if root_here else None,
@@ -106,7 +119,24 @@ class ReleaseBuilder:
                  verdict=verdict_to_json(verdict))
             for t, ids in _per_trace(unit)
         )  # fmt: skip
-        return Release(outbox, tombs, service, framework, signals)
+        return Release(outbox, tombs, service, framework, signals, version)
+
+    def _version(self, unit: Unit, loaded: Loaded) -> str | None:
+        """``service.version`` of the resource the root arrived with (else the conversation's first spans'); a
+        resource that cannot be read costs the version, never the release."""
+        if self._resource_of is None or not loaded.groups:
+            return None
+        group = next((g for g in loaded.groups if any(sid == unit.root_id for sid, _ in g.spans)), loaded.groups[0])
+        try:
+            attributes = Resource.FromString(self._resource_of(group.segment.resource)).attributes
+        except Exception:
+            _log.debug("no service.version for trace %s: its resource cannot be read", unit.trace_id.hex())
+            return None
+        version = None
+        for kv in attributes:
+            if kv.key == SERVICE_VERSION:
+                version = any_value(kv.value)
+        return str(version) if version not in (None, "") else None
 
 
 def _per_trace(unit: Unit) -> list[tuple[bytes, tuple[bytes, ...]]]:

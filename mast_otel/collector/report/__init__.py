@@ -8,6 +8,7 @@ as a terminal table; ``--html`` also writes a self-contained page with charts (i
     mast-otel report spans.jsonl --html report.html --json report.json
     mast-otel report --store mast-otel-collector.db    # the collector's recent verdicts (read-only)
     mast-otel report spans.jsonl --conversation TRACE_ID --out conversation.svg   # a picture of one conversation
+    mast-otel report --store mast-otel-collector.db --since 7d --compare previous  # patterns across runs
 
 Inputs, any mix:
 
@@ -18,6 +19,10 @@ Inputs, any mix:
 - ``--store PATH``: the collector's SQLite store, opened read-only while the collector runs. It keeps verdicts
   only for ``tombstone_ttl`` (15 minutes by default) and drops span bodies once exported, so it gives recent
   verdicts by service, without evidence span names; keep an OTLP JSON copy of the labelled spans for history.
+
+Patterns across runs (``--since``, ``--from``/``--to``, ``--compare``): read from the collector's verdict history
+(``STORE.history``, kept for ``history_retention``), which modes rose or fell, where, and whether the change is
+beyond noise; see :mod:`.pattern_cli` and :mod:`.patterns`.
 
 A conversation is counted once per mode, whatever the number of evidence spans. "judged" means
 ``mast.judge.status`` ok, partial or truncated; error and skipped conversations are listed, never counted as
@@ -37,6 +42,7 @@ from mast_otel.collector.report.aggregate import Report
 from mast_otel.collector.report.conversations import Conversation, conversations_from_spans
 from mast_otel.collector.report.html import jaeger_tag, render_html, traceql
 from mast_otel.collector.report.otlp import Span, load_otlp_json, request_to_otlp_json, spans_from_otlp_json
+from mast_otel.collector.report.pattern_cli import add_pattern_arguments, run_patterns, wants_patterns
 from mast_otel.collector.report.picture import pictures_in_trace, render_svg
 from mast_otel.collector.report.store import load_store
 from mast_otel.collector.report.text import render_text
@@ -75,6 +81,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", metavar="FILE",
                         help="with --conversation: where the picture goes (.svg, or .html for a page; default "
                              "conversation-TRACE_ID.svg)")  # fmt: skip
+    add_pattern_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -120,6 +127,12 @@ def _draw(spans: Sequence[Span], trace_id: str, out: str | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """The subcommand: print the text report, write HTML/JSON if asked; 2 for no input, 1 for an unreadable one."""
+    if wants_patterns(args) and not args.conversation:
+        if args.files:
+            print("mast-otel report: patterns come from the verdict history (--store or --history), not from OTLP "
+                  "files", file=sys.stderr)  # fmt: skip
+            return 2
+        return run_patterns(args)
     if not args.files and not args.store:
         print("mast-otel report: give OTLP JSON files and/or --store PATH", file=sys.stderr)
         return 2

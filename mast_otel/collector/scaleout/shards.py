@@ -136,7 +136,9 @@ def shard_config(config: CollectorConfig, index: int, processes: int) -> dict[st
         memory_limit=_memory_share(config, processes),
         judge_token_budget_per_hour=max(1, budget // processes) if budget else 0,  # 0 would mean no budget
         summary_memory=config.summary_memory // processes,
+        evidence_memory=config.evidence_memory // processes,
         store_reserve=config.store_reserve // processes,
+        history_max_bytes=max(1 << 20, config.history_max_bytes // processes),  # each shard keeps its own history
     )
     return values
 

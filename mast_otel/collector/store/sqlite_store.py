@@ -281,8 +281,8 @@ class SQLiteStore:
             )
         for r in log_records:
             cur.execute(
-                "INSERT INTO log_record (trace_id, span_id, received, data) VALUES (?,?,?,?)",
-                (r.trace_id, r.span_id, r.received, r.data),
+                "INSERT INTO log_record (trace_id, span_id, received, data, owner) VALUES (?,?,?,?,?)",
+                (r.trace_id, r.span_id, r.received, r.data, r.owner),
             )
         for oid in drop_log_outbox:
             row = cur.execute("DELETE FROM log_outbox WHERE id = ? RETURNING records, length(data)", (oid,)).fetchone()
@@ -386,9 +386,31 @@ class SQLiteStore:
             return []
         with self._lock:
             rows = self._db.execute(
-                "SELECT span_id, received, data FROM log_record WHERE trace_id = ? ORDER BY id", (trace_id,)
+                "SELECT span_id, received, data, owner FROM log_record WHERE trace_id = ? ORDER BY id", (trace_id,)
             ).fetchall()
-        return [LogRow(trace_id, bytes(r[0]), float(r[1]), bytes(r[2])) for r in rows]
+        return [LogRow(trace_id, bytes(r[0]), float(r[1]), bytes(r[2]), str(r[3])) for r in rows]
+
+    def all_log_records(self, batch: int = 1000) -> Iterator[LogRow]:
+        """Every kept log record, in arrival order, read ``batch`` rows at a time (a restart notes their evidence)."""
+        last = 0
+        while self._log_rows:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT id, trace_id, span_id, received, data, owner FROM log_record WHERE id > ? ORDER BY id "
+                    "LIMIT ?", (last, batch),
+                ).fetchall()  # fmt: skip
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            for r in rows:
+                yield LogRow(bytes(r[1]), bytes(r[2]), float(r[3]), bytes(r[4]), str(r[5]))
+
+    def oldest_held(self) -> float | None:
+        """When the oldest held segment arrived (None: nothing held). Every conversation a restart may release
+        again arrived since then."""
+        with self._lock:
+            found = self._db.execute("SELECT min(received) FROM segment").fetchone()[0]
+        return float(found) if found is not None else None
 
     def counts(self) -> tuple[int, int]:
         """(spans queued for the downstream, bytes not yet exported: held segments + outbox, and the log tables)."""

@@ -66,3 +66,4 @@ class LogRow:
     span_id: bytes
     received: float
     data: bytes  # a serialized LogRecord
+    owner: str = ""  # whose record it is: tenant and service (what its evidence may tie, .trace_groups)

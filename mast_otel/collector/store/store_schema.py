@@ -45,7 +45,8 @@ CREATE INDEX IF NOT EXISTS tomb_at ON tomb(at);
 CREATE TABLE IF NOT EXISTS log_outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT, resource INTEGER NOT NULL, records INTEGER NOT NULL, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS log_record (
-    id INTEGER PRIMARY KEY, trace_id BLOB NOT NULL, span_id BLOB NOT NULL, received REAL NOT NULL, data BLOB NOT NULL);
+    id INTEGER PRIMARY KEY, trace_id BLOB NOT NULL, span_id BLOB NOT NULL, received REAL NOT NULL, data BLOB NOT NULL,
+    owner TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS log_record_trace ON log_record(trace_id);
 CREATE TABLE IF NOT EXISTS quarantine (
     id INTEGER PRIMARY KEY, segment INTEGER NOT NULL, at REAL NOT NULL, stage TEXT NOT NULL, reason TEXT NOT NULL,
@@ -73,6 +74,9 @@ def open_database(path: str, sync: str) -> sqlite3.Connection:
         db.execute("PRAGMA cache_size=-16384")
         db.execute("PRAGMA journal_size_limit=67108864")
         db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(log_record)")}
+        if "owner" not in columns:  # a store written before log records kept their owner
+            db.execute("ALTER TABLE log_record ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
     except BaseException:
         db.close()  # the caller may retry in the space a reserve frees: no half-open connection alongside
         raise
