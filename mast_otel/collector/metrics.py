@@ -75,9 +75,9 @@ REFUSE_INTERNAL = "internal_error"
 REFUSE_MEMORY_LIMIT = "memory_limit"  # bytes in flight over memory_limit: retryable
 REFUSE_DISK_FULL = "disk_full"  # the store's disk is full: retryable
 REFUSE_TIMEOUT = "timeout"  # a client too slow to send its request (HTTP)
-REFUSE_CONNECTION_LIMIT = "connection_limit"  # HTTP connections over the cap, closed at once
+REFUSE_CONNECTION_LIMIT = "connection_limit"  # HTTP connections over the cap with no slot free within the wait
 REFUSE_SHARD_UNAVAILABLE = "shard_unavailable"  # processes > 1: a shard restarting or not answering: retryable
-REFUSE_CONCURRENCY = "concurrency"  # gRPC calls over the receiver's cap, answered before any body is read: retryable
+REFUSE_CONCURRENCY = "concurrency"  # gRPC calls with no receiver thread free within the wait, unread: retryable
 REFUSE_REASONS = (
     REFUSE_MALFORMED,
     REFUSE_MEDIA_TYPE,
