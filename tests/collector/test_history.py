@@ -197,7 +197,7 @@ def test_the_hourly_counts_are_the_rows_counts(tmp_path_factory: pytest.TempPath
                                                expire_at: float | None) -> None:  # fmt: skip
     path = tmp_path_factory.mktemp("h") / "h"
     history, _ = open_history(path, retention=10 * HOUR)
-    for i, (t, status, modes, service, version, agent) in enumerate(sorted(verdicts)):
+    for i, (t, status, modes, service, version, agent) in enumerate(sorted(verdicts, key=lambda v: v[0])):
         judged = status in JUDGED
         history.record([entry(i, status=status, modes=tuple(sorted(modes)) if judged else (), service=service,
                               version=version, agent=agent if judged and modes else None)], at=START + t)  # fmt: skip
