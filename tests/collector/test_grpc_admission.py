@@ -104,9 +104,10 @@ def test_calls_wait_for_a_thread_and_are_stored_when_one_frees(make_gated: Calla
     with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel, ThreadPoolExecutor(THREADS + extra) as pool:
         export = channel.unary_unary(EXPORT)
         held = _hold_every_thread(receiver, gate, export, pool)
+        decoding = limiter.in_flight  # what the held calls are charged, bodies read
         waiting = [pool.submit(export, _payload(), timeout=30) for _ in range(extra)]
         wait_until(lambda: receiver.waiting == extra, 10, "the calls over the threads waiting")
-        assert limiter.in_flight >= (THREADS + extra) * UNREAD_CALL_BYTES  # each waiting call is charged its window
+        assert limiter.in_flight - decoding == extra * UNREAD_CALL_BYTES  # each waiting call: its window, not its body
         assert not any(f.done() for f in held + waiting)
         gate.opened.set()
         assert all(f.result(timeout=30) == b"" for f in held + waiting)  # every call stored, none refused
@@ -167,6 +168,17 @@ def test_memory_short_refuses_at_once_with_retry_info(make_gated: Callable[..., 
         gate.opened.set()
         assert all(f.result(timeout=30) == b"" for f in held)
     assert len(gate.ingested) == THREADS
+
+
+def test_a_request_charged_the_whole_memory_limit_is_stored(make_gated: Callable[..., Gated]) -> None:
+    """A call's unread charge gives way to its decoding charge once its body is read: a request of
+    ``max_request_bytes`` fits a memory limit of exactly what it is charged (the smallest limit allowed)."""
+    receiver, gate, metrics, limiter = make_gated(0.0, memory=MemoryLimiter(1).cost(1 << 20))
+    gate.opened.set()
+    with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+        assert channel.unary_unary(EXPORT)(b"\x00" * (1 << 20), timeout=10) == b""
+    assert _refused(metrics, "memory_limit") == 0 and len(gate.ingested) == 1
+    wait_until(lambda: limiter.in_flight == 0, 10, "every charge released")
 
 
 def test_threads_free_as_calls_end(make_gated: Callable[..., Gated]) -> None:

@@ -14,7 +14,9 @@ thread pool) -> charged what it holds while unread (``call_bytes``, against the 
 
 A refused call is still run, on the pool's admission thread, so that the handler answers it (gRPC answers a call
 only from its handler): :func:`refusal_of_this_call` tells the handler it is being refused and why, and the handler
-counts the refusal and answers without reading the body.
+counts the refusal and answers without reading the body. An admitted handler calls :func:`body_read` once it holds
+the body, which it then charges its decoding cost: the unread charge is given back first, so a request charged the
+whole limit still fits.
 """
 
 from __future__ import annotations
@@ -31,15 +33,27 @@ from mast_otel.collector.limits import MemoryLimiter, OverLimit
 from mast_otel.collector.metrics import REFUSE_CONCURRENCY
 from mast_otel.collector.receive.refusal import Refusal, RefusalKind, over_limit_refusal
 
-__all__ = ["AdmissionPool", "refusal_of_this_call"]
+__all__ = ["AdmissionPool", "body_read", "refusal_of_this_call"]
 
-_this_call = threading.local()  # .refusal: set while a refused call's handler runs on the admission thread
+# .refusal: set while a refused call's handler runs on the admission thread; .admitted: (pool, call) while an
+# admitted call's handler runs on a receiver thread
+_this_call = threading.local()
 
 
 def refusal_of_this_call() -> Refusal | None:
     """Why the call whose handler runs on this thread is refused; None for an admitted call."""
     refusal: Refusal | None = getattr(_this_call, "refusal", None)
     return refusal
+
+
+def body_read() -> None:
+    """The admitted call whose handler runs on this thread holds its body now: give back what it was charged while
+    unread (once; a no-op off a receiver thread)."""
+    admitted: tuple[AdmissionPool, _Call] | None = getattr(_this_call, "admitted", None)
+    if admitted is not None:
+        pool, call = admitted
+        pool._limiter.release(call.charge)
+        call.charge = 0
 
 
 @dataclass(slots=True)
@@ -126,9 +140,11 @@ class AdmissionPool(ThreadPoolExecutor):
 
     # -- on a receiver thread ------------------------------------------------------------------------------------
     def _run(self, call: _Call) -> None:
+        _this_call.admitted = (self, call)
         try:
             _settle(call)
         finally:
+            _this_call.admitted = None
             self._limiter.release(call.charge)
             with self._cond:
                 following = self._waiting.popleft() if self._waiting else None

@@ -13,10 +13,10 @@ retry). gRPC itself refuses requests over twice ``max_request_bytes`` before the
 Admission is judged by resources, not by a count of calls (:mod:`.admission`): a call runs on one of
 ``receiver_threads`` threads; when all are busy it waits, first come first served, up to ``admission_wait`` seconds
 for one, and only then is refused with RESOURCE_EXHAUSTED + RetryInfo (``retry_after``), counted as ``concurrency``.
-Each call is charged :data:`UNREAD_CALL_BYTES` to the :class:`~.limits.MemoryLimiter` from its arrival to its end; a
-call the limit has no room for is refused at once (RetryInfo, ``memory_limit``). Once read, a body is charged its
-decoding cost as well, so a burst of small calls waits briefly and is stored, and the refusals come only when
-threads stay busy past the wait or memory, the store or its disk is short. gRPC's own cap
+Each call is charged :data:`UNREAD_CALL_BYTES` to the :class:`~.limits.MemoryLimiter` from its arrival until its
+body is read; a call the limit has no room for is refused at once (RetryInfo, ``memory_limit``). Once read, a body
+is charged its decoding cost instead. So a burst of small calls waits briefly and is stored, and the refusals come
+only when threads stay busy past the wait or memory, the store or its disk is short. gRPC's own cap
 (``maximum_concurrent_rpcs``) is not used: it answers RESOURCE_EXHAUSTED *without* RetryInfo, which the OTLP
 specification tells exporters not to retry (the Go exporter drops the batch), and it counts nothing.
 
@@ -50,7 +50,7 @@ from mast_otel.collector.metrics import (
     REFUSE_UNAUTHENTICATED,
     CollectorMetrics,
 )
-from mast_otel.collector.receive.admission import AdmissionPool, refusal_of_this_call
+from mast_otel.collector.receive.admission import AdmissionPool, body_read, refusal_of_this_call
 from mast_otel.collector.receive.auth import bearer_ok
 from mast_otel.collector.receive.ingest import IngestResult
 from mast_otel.collector.receive.refusal import (
@@ -168,6 +168,7 @@ class GrpcReceiver:
                     context, REFUSE_UNAUTHENTICATED, grpc.StatusCode.UNAUTHENTICATED, "missing or bad token", protocol
                 )
         raw = next(messages, None)
+        body_read()  # its window's charge gives way to the decoding charge (see the module doc)
         if raw is None:
             if not context.is_active():
                 return b""  # cancelled, or over the message size gRPC accepts: gRPC has answered
