@@ -69,9 +69,9 @@ class _Call:
 class AdmissionPool(ThreadPoolExecutor):
     """A thread pool of ``threads`` threads that admits each submitted call by memory and time (module doc).
 
-    ``call_bytes``: what a call is charged from submission to its end. ``retry_after``: the delay refused calls are
-    given. A ``ThreadPoolExecutor`` (gRPC's type for a server's pool) whose :meth:`submit` never blocks: gRPC calls
-    it holding its server lock."""
+    ``call_bytes``: what a call is charged from submission until its handler calls :func:`body_read` (or ends).
+    ``retry_after``: the delay refused calls are given. A ``ThreadPoolExecutor`` (gRPC's type for a server's pool)
+    whose :meth:`submit` never blocks: gRPC calls it holding its server lock."""
 
     def __init__(
         self,
