@@ -238,6 +238,9 @@ class CollectorConfig:
                                              metavar="LIST")  # fmt: skip
     metrics_max_services: int = _opt(100, integer, "Distinct SERVICE/FRAMEWORK label pairs kept; later ones are "
                                      "counted under service=other.", metavar="N")  # fmt: skip
+    metrics_max_versions: int = _opt(5, integer, "service.version values each SERVICE/FRAMEWORK pair keeps as the "
+                                     "version label, the most recently seen; an older one's series are removed for "
+                                     "a newer one.", metavar="N")  # fmt: skip
     log_level: str = _opt("info", choice(*LOG_LEVELS), "Log level.")
 
     def __post_init__(self) -> None:
@@ -284,6 +287,7 @@ class CollectorConfig:
         need(self.export_timeout > 0, "export_timeout", "must be > 0")
         need(self.poll_interval > 0, "poll_interval", "must be > 0")
         need(self.metrics_max_services >= 1, "metrics_max_services", "must be >= 1")
+        need(self.metrics_max_versions >= 1, "metrics_max_versions", "must be >= 1")
         need(self.otlp_grpc is not None or self.otlp_http is not None, "otlp_grpc", "a receiver must be enabled")
         need(bool(self.store), "store", "must be a path or :memory:")
         if "://" in self.store:

@@ -9,6 +9,7 @@ increment.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -27,10 +28,10 @@ OTHER = "other"
 class MetricNames:
     """Metric names as exposed (counters carry the ``_total`` suffix prometheus_client adds)."""
 
-    FAILURE_MODE = "mast_failure_mode_total"  # {mode, category, service, framework}; from a judge only
+    FAILURE_MODE = "mast_failure_mode_total"  # {mode, category, service, version, framework}; from a judge only
     SIGNAL = "mast_signal_total"  # {signal, mode, service, framework}; structural facts, no model
-    CONVERSATIONS_JUDGED = "mast_conversations_judged_total"  # {status, service, framework}
-    CONVERSATIONS_FAILED = "mast_conversations_failed_total"  # {service, framework}
+    CONVERSATIONS_JUDGED = "mast_conversations_judged_total"  # {status, service, version, framework}
+    CONVERSATIONS_FAILED = "mast_conversations_failed_total"  # {service, version, framework}
     JUDGE_DURATION = "mast_judge_duration_seconds"  # histogram {source}
     JUDGE_TOKENS = "mast_judge_tokens_total"  # {direction=in|out}
     JUDGE_COST = "mast_judge_cost_usd_total"
@@ -50,6 +51,7 @@ class MetricNames:
     PENDING_BYTES = "mast_collector_pending_bytes"
     LIMIT = "mast_collector_limit"  # {name}
     LABELS_OVERFLOWED = "mast_collector_metric_labels_overflowed_total"
+    VERSIONS_EVICTED = "mast_collector_metric_versions_evicted_total"
     ATTRIBUTES_REMOVED = "mast_collector_attributes_removed_total"  # client-set attributes in the collector's namespace
     SEGMENTS_QUARANTINED = "mast_collector_segments_quarantined_total"  # {stage}
     MEMORY_IN_FLIGHT = "mast_collector_memory_in_flight_bytes"
@@ -115,13 +117,15 @@ LABEL_SOURCES = (sc.SOURCE_LLM, sc.SOURCE_RULES, sc.SOURCE_NONE)
 class CollectorMetrics:
     """The collector's metrics on its own registry; one instance per running collector."""
 
-    def __init__(self, *, services: Iterable[str] = (f"{UNKNOWN}/{UNKNOWN}",), max_services: int = 100) -> None:
+    def __init__(
+        self, *, services: Iterable[str] = (f"{UNKNOWN}/{UNKNOWN}",), max_services: int = 100, max_versions: int = 5
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.failure_mode = Counter(
             "mast_failure_mode",
             "Conversations in which the judge found a MAST failure mode.",
-            ["mode", "category", "service", "framework"],
+            ["mode", "category", "service", "version", "framework"],
             registry=r,
         )
         self.signal = Counter(
@@ -133,12 +137,12 @@ class CollectorMetrics:
         self.judged = Counter(
             "mast_conversations_judged",
             "Conversations labelled, by mast.judge.status.",
-            ["status", "service", "framework"],
+            ["status", "service", "version", "framework"],
             registry=r,
         )
         self.failed = Counter(
-            "mast_conversations_failed", "Conversations with at least one failure mode.", ["service", "framework"],
-            registry=r,
+            "mast_conversations_failed", "Conversations with at least one failure mode.",
+            ["service", "version", "framework"], registry=r,
         )  # fmt: skip
         self.judge_duration = Histogram(
             "mast_judge_duration_seconds",
@@ -191,6 +195,10 @@ class CollectorMetrics:
             "Verdicts counted under service=other because metrics_max_services was reached.",
             registry=r,
         )
+        self.versions_evicted = Counter(
+            "mast_collector_metric_versions_evicted", "Versions of a service whose series were removed for a newer "
+            "one (each service/framework keeps its metrics_max_versions most recently seen versions).", registry=r,
+        )  # fmt: skip
         self.attributes_removed = Counter(
             "mast_collector_attributes_removed", "Attributes in the collector's own namespace (mast.judge.*, "
             "mast.fm.*, ...) that a client set on incoming spans; removed before storing.", registry=r,
@@ -235,6 +243,8 @@ class CollectorMetrics:
         self._lock = threading.Lock()
         self._pairs: set[tuple[str, str]] = set()
         self._max_pairs = max_services
+        self._versions: dict[tuple[str, str], OrderedDict[str, None]] = {}  # pair -> versions, least recent first
+        self._max_versions = max_versions
         self._init_zero()
         for pair in dict.fromkeys((f"{UNKNOWN}/{UNKNOWN}", *services)):  # unknown/unknown always exists
             service, _, framework = pair.partition("/")
@@ -273,26 +283,58 @@ class CollectorMetrics:
         for stage in QUARANTINE_STAGES:
             self.segments_quarantined.labels(stage)
 
-    def label_pair(self, service: str | None, framework: str | None) -> tuple[str, str]:
-        """The (service, framework) label values to count under; new pairs get every series at 0 first."""
+    def label_pair(self, service: str | None, framework: str | None, version: str | None = None) -> tuple[str, str]:
+        """The (service, framework) label values to count under; new pairs get every series at 0 first, and so
+        does the pair's ``version`` (:meth:`label_version`)."""
         pair = (service or UNKNOWN, framework or UNKNOWN)
         with self._lock:
-            if pair in self._pairs:
-                return pair
-            if len(self._pairs) >= self._max_pairs:
+            known = pair in self._pairs
+            if not known and len(self._pairs) >= self._max_pairs:
                 self.labels_overflowed.inc()
                 pair = (OTHER, OTHER)
-                if pair in self._pairs:
-                    return pair
+                known = pair in self._pairs
             self._pairs.add(pair)
-        for m in MODES:
-            self.failure_mode.labels(m.id, m.category.id, *pair)
-        for kind in SIGNALS.values():
-            self.signal.labels(kind.name, kind.mode_id, *pair)
-        for status in STATUSES:
-            self.judged.labels(status, *pair)
-        self.failed.labels(*pair)
+        if not known:
+            for kind in SIGNALS.values():
+                self.signal.labels(kind.name, kind.mode_id, *pair)
+        if version is not None or not known:  # (signals, counted without a version, leave the versions' order)
+            self.label_version(pair, version)
         return pair
+
+    def label_version(self, pair: tuple[str, str], version: str | None) -> str:
+        """The ``version`` label value for a pair (service.version, or unknown). Each pair keeps the
+        ``max_versions`` versions seen most recently, every series at 0 from a version's first sighting; a newer
+        one takes the place of the least recently seen, whose series are removed (counted), so a collector that
+        outlives many deploys keeps counting its newest versions by name."""
+        version = version or UNKNOWN
+        evicted = None
+        with self._lock:
+            seen = self._versions.setdefault(pair, OrderedDict())
+            if version in seen:
+                seen.move_to_end(version)
+                return version
+            seen[version] = None
+            if len(seen) > self._max_versions:
+                evicted = seen.popitem(last=False)[0]
+        if evicted is not None:
+            self.versions_evicted.inc()
+            for series, labels in self._version_series(pair, evicted):
+                try:
+                    series.remove(*labels)
+                except KeyError:  # never incremented nor created
+                    pass
+        for series, labels in self._version_series(pair, version):
+            series.labels(*labels)
+        return version
+
+    def _version_series(self, pair: tuple[str, str], version: str) -> list[tuple[Counter, tuple[str, ...]]]:
+        service, framework = pair
+        out: list[tuple[Counter, tuple[str, ...]]] = [
+            (self.failure_mode, (m.id, m.category.id, service, version, framework)) for m in MODES
+        ]
+        out += [(self.judged, (status, service, version, framework)) for status in STATUSES]
+        out.append((self.failed, (service, version, framework)))
+        return out
 
     def set_limits(self, limits: dict[str, float]) -> None:
         for name, value in limits.items():
@@ -301,10 +343,13 @@ class CollectorMetrics:
     def watch(self, gauge: Gauge, fn: Callable[[], float]) -> None:
         gauge.set_function(fn)
 
-    def count_verdict(self, verdict: Verdict, service: str | None, framework: str | None) -> None:
+    def count_verdict(
+        self, verdict: Verdict, service: str | None, framework: str | None, version: str | None = None
+    ) -> None:
         """Count one labelled conversation: status, failure modes, tokens."""
-        pair = self.label_pair(service, framework)
-        self.judged.labels(verdict.status, *pair).inc()
+        pair = self.label_pair(service, framework, version)
+        labels = (pair[0], self.label_version(pair, version), pair[1])
+        self.judged.labels(verdict.status, *labels).inc()
         self.count_spend(verdict.tokens_in, verdict.tokens_out, verdict.cost_usd)  # error verdicts cost too
         if verdict.status in (sc.JUDGE_ERROR, sc.JUDGE_SKIPPED):
             return
@@ -317,9 +362,9 @@ class CollectorMetrics:
                 category = mode(label.mode_id).category.id
             except KeyError:
                 category = UNKNOWN
-            self.failure_mode.labels(label.mode_id, category, *pair).inc()
+            self.failure_mode.labels(label.mode_id, category, *labels).inc()
         if seen:
-            self.failed.labels(*pair).inc()
+            self.failed.labels(*labels).inc()
 
 
 

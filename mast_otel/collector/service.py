@@ -87,7 +87,8 @@ class CollectorService:
         self._link_control = link
         self.clock = clock
         self.hold = config.mode == "hold"
-        self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services)
+        self.metrics = CollectorMetrics(services=config.metrics_services, max_services=config.metrics_max_services,
+                                        max_versions=config.metrics_max_versions)  # fmt: skip
         self.judge = judge if judge is not None else build_judge(config)
         self.store: SpanStore = store if store is not None else SQLiteStore(
             config.store, sync=config.store_sync, reserve=config.store_reserve

@@ -42,9 +42,10 @@ def test_tokens_of_an_error_verdict_are_counted() -> None:
     assert metrics.registry.get_sample_value("mast_judge_tokens_total", {"direction": "in"}) == 700
     assert metrics.registry.get_sample_value("mast_judge_tokens_total", {"direction": "out"}) == 90
     assert metrics.registry.get_sample_value("mast_judge_cost_usd_total") == 0.01
-    assert not metrics.registry.get_sample_value(
-        "mast_failure_mode_total", {"mode": "1.3", "category": "FC1", "service": "shop", "framework": "ag2"}
-    )
+    assert metrics.registry.get_sample_value(
+        "mast_failure_mode_total",
+        {"mode": "1.3", "category": "FC1", "service": "shop", "version": "unknown", "framework": "ag2"},
+    ) == 0
 
 
 def test_grpc_receiver_binds_an_ipv6_literal(sink: OtlpSink, make_collector) -> None:

@@ -44,4 +44,5 @@ def test_llm_judge_labels_reach_the_spans(sink: OtlpSink, tmp_path: Path) -> Non
     )
     assert first_message.attributes[sc.FAILURE_MODE] == "1.3"
     assert len(server.requests) == 1, "one conversation, one judge call"
-    assert 'mast_failure_mode_total{category="FC1",framework="custom",mode="1.3",service="shop"} 1.0' in text
+    assert ('mast_failure_mode_total{category="FC1",framework="custom",mode="1.3",service="shop",version="unknown"} '
+            '1.0') in text  # fmt: skip

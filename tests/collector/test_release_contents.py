@@ -359,7 +359,7 @@ def test_a_trace_another_instrumentation_wrote_gets_no_span_it_did_not_send(tmp_
         got = c.downstream.spans()
         (stored,) = load_store(c.store)
         # and in the metrics, under the framework the adapter recognised
-        labels = {"status": sc.JUDGE_OK, "service": "adk-desk", "framework": "google-adk"}
+        labels = {"status": sc.JUDGE_OK, "service": "adk-desk", "version": "unknown", "framework": "google-adk"}
         assert c.metric("mast_conversations_judged_total", labels) == 1
     assert sorted(d.span.span_id for d in got) == ids(spans)
     assert stored.status == sc.JUDGE_OK and stored.framework == "google-adk"  # the verdict is in the store

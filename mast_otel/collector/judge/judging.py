@@ -416,7 +416,7 @@ class JudgePool:
         if unlabelled:  # an adapter found no multi-agent conversation: passed through, counted as unassigned
             self._metrics.spans_unassigned.labels(UNASSIGNED_NOT_A_CONVERSATION).inc(len(unit.span_ids))
         else:
-            self._metrics.count_verdict(verdict, release.service, release.framework)
+            self._metrics.count_verdict(verdict, release.service, release.framework, release.version)
             self._metrics.count_signals(release.signals, release.service, release.framework)
         with self._lock:
             self._assembler.finished(unit)

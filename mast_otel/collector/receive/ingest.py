@@ -302,15 +302,15 @@ class Ingestor:
             self._metrics.spans_duplicated.inc(duplicates)
         if late:
             self._metrics.spans_late.inc(late)
-        for service, framework in pairs:
-            self._metrics.label_pair(service, framework)
+        for service, framework, version in pairs:  # their series at 0 before the first verdict counts
+            self._metrics.label_pair(service, framework, version)
         if outbox:
             self.on_queued()
         message = f"{rejected} span(s) with invalid trace or span ids" if rejected else ""
         return IngestResult(total, rejected, message)
 
     # -- steps -----------------------------------------------------------------------------------------------
-    def _decode(self, raw: bytes) -> tuple[list[_Scope], set[tuple[str, str]]]:
+    def _decode(self, raw: bytes) -> tuple[list[_Scope], set[tuple[str, str, str | None]]]:
         """The request's ScopeSpans with their spans' facts, checked so that whatever is stored can be read back.
 
         Each level is first read shallowly (nested messages as bytes, counted in C), so the element count is
@@ -320,11 +320,12 @@ class Ingestor:
         """
         budget = ItemBudget(self._max_items)
         scopes: list[_Scope] = []
-        pairs: set[tuple[str, str]] = set()
+        pairs: set[tuple[str, str, str | None]] = set()  # (service, framework, service.version) of the roots
         for _, rs in resource_spans_of(raw, budget):
             key: _ResourceKey = (rs.resource, rs.schema_url)
             resource_checked = False
             service: str | None = None
+            version: str | None = None
             tenant = tenant_of(rs.resource, self._tenant_attributes)
             summary_service: tuple[str | None] | None = None  # computed once per resource, when summaries are kept
             for data in list(rs.scope_spans):
@@ -350,7 +351,8 @@ class Ingestor:
                     if root:
                         if service is None:
                             service = resource_service(rs.resource) or "unknown"
-                        pairs.add((service, framework or "unknown"))
+                            version = resource_service(rs.resource, "service.version")
+                        pairs.add((service, framework or "unknown", version))
                     as_root: Root = root_window(span) if root and conv_id is None else root
                     if conv_id is None and carries_evidence(span, self._evidence_keys):
                         evidence.append((tid, span_evidence(span, self._run_keys)))
@@ -508,15 +510,16 @@ def parse_error_reason(exc: BaseException) -> str:
     return str(exc).rpartition("': ")[2] or type(exc).__name__
 
 
-def resource_service(resource: bytes) -> str | None:
-    if b"service.name" not in resource:
+def resource_service(resource: bytes, key: str = "service.name") -> str | None:
+    """The resource's ``service.name`` (or another string attribute, ``key``), read only when its bytes hold it."""
+    if key.encode() not in resource:
         return None
     try:
         attributes = Resource.FromString(resource).attributes
     except (DecodeError, RecursionError):
         return None  # refused as Malformed once the scope's spans are checked
     for kv in attributes:
-        if kv.key == "service.name":
+        if kv.key == key:
             value = any_value(kv.value)
             return str(value) if value is not None else None
     return None
