@@ -420,6 +420,27 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
                     "openinference-instrumentation-google-adk"],
         "record": ["python", "-m", "tests.captures.record_google_adk_openinference"],
     },
+    # First sight (issue 46; tests/data/first_sight/<name>/, not the corpus): frameworks already here, traced by the
+    # official OpenTelemetry GenAI instrumentations (opentelemetry-instrumentation-genai-*, on opentelemetry-util-genai)
+    # as their READMEs set them up (tests/captures/record_otel_genai.py: the framework's own recorder's runs); where
+    # the README leaves the model calls to the OpenAI client's instrumentation, a second pair adds it (<name>_openai)
+    **{
+        name + variant: {"install": ["-c", f"constraints/first-sight-{name.replace('_', '-')}.txt", *packages,
+                                     *(["opentelemetry-instrumentation-genai-openai"] if variant else [])],
+                         "record": ["python", "-m", "tests.captures.record_otel_genai", name + variant]}
+        for name, packages, variants in (
+            ("openai_agents_otel_genai", ["openai-agents", "opentelemetry-instrumentation-genai-openai-agents"],
+             ("", "_openai")),
+            ("langgraph_otel_genai", ["langgraph", "langgraph-supervisor", "langchain", "langchain-openai",
+                                      "opentelemetry-instrumentation-genai-langchain"], ("",)),
+            ("agno_otel_genai", ["agno", "openai", "opentelemetry-instrumentation-genai-agno"], ("", "_openai")),
+            ("llama_index_otel_genai", ["llama-index-core", "llama-index-llms-openai",
+                                        "opentelemetry-instrumentation-genai-llama-index"], ("", "_openai")),
+            ("smolagents_otel_genai", ["smolagents", "openai", "opentelemetry-instrumentation-genai-smolagents"],
+             ("", "_openai")),
+        )
+        for variant in variants
+    },
     # JavaScript frameworks, each traced by the instrumentation its users export OpenTelemetry with: a node project
     # (tests/captures/js: exact versions, package-lock.json; record_js.py runs ``npm ci`` when node_modules is
     # missing, so Node 20+ and npm must be on PATH), driven by one Python recorder that serves the scripted model.
@@ -436,7 +457,8 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
 @nox.session(python="3.11", venv_backend="uv", default=False)
 @nox.parametrize("framework", list(CAPTURES))
 def captures(session: nox.Session, framework: str) -> None:
-    """Re-record tests/data/captures/<framework>/ (``-- RUN ...`` records only those runs)."""
+    """Re-record tests/data/captures/<framework>/, or a first-sight pair's tests/data/first_sight/<framework>/ (``-- RUN
+    ...`` records only those runs)."""
     spec = CAPTURES[framework]
     install_once(session, [*spec["install"], *CAPTURE_TOOLS])
     session.run(*spec["record"], *session.posargs)

@@ -35,6 +35,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from examples.scripted_openai import ScriptedOpenAI
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
+# Runs of pairs the adapters were not written for, scored as read at first sight (tests/adapters/test_first_sight.py)
+FIRST_SIGHT = CAPTURES.parent / "first_sight"
 
 # The refund desk's members, as every recorder scripts the model for them (a rule matches the ROLE_ marker in an
 # agent's instructions): the researcher looks the order up and reports, the writer writes to the customer, and the
@@ -198,8 +200,9 @@ def otlp_logs_json(log_exporter: Any) -> dict[str, Any]:
 
 
 def write(framework: str, run: str, packages: list[str], settings: dict[str, Any], expect: Expectation,
-          otlp: dict[str, Any], otlp_logs: dict[str, Any] | None = None) -> Path:  # fmt: skip
-    path = CAPTURES / framework / f"{run}.json"
+          otlp: dict[str, Any], otlp_logs: dict[str, Any] | None = None, *, root: Path = CAPTURES) -> Path:  # fmt: skip
+    """Write ``<root>/<framework>/<run>.json`` (``root``: the corpus, or ``FIRST_SIGHT``)."""
+    path = root / framework / f"{run}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "framework": {"packages": {p: version(p) for p in packages}, "settings": settings},
