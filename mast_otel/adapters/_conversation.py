@@ -21,6 +21,8 @@ from typing import Any
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
+from ._bounds import Ignored
+
 __all__ = ["Adapted", "ConversationBuilder", "NotAConversation"]
 
 # The attribute naming the adapter on the synthetic root and, after judging, on the foreign root.
@@ -45,6 +47,9 @@ class Adapted:
     # Why the judge cannot read this conversation (the framework recorded no message content, and which switch
     # turns it on); None when it can. The structure is adapted all the same, for the signals.
     no_content: str | None = None
+    # Attribute values left out, past the bounds on what is read (:mod:`._bounds`): the conversation is the one
+    # read without them.
+    ignored: tuple[Ignored, ...] = ()
 
     def rerooted(self, root: SpanRecord) -> Adapted:
         """The same conversation labelled on ``root``, a span above the adapter's root: the outermost span the
@@ -79,6 +84,7 @@ class NotAConversation:
 
     source: str
     reason: str
+    ignored: tuple[Ignored, ...] = ()  # attribute values left out, past the bounds on what is read
 
 
 @dataclass

@@ -26,13 +26,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mast_otel.spans import SpanRecord
 
+from ._bounds import json_of
 from ._tree import text
 
 # Scopes whose name does not say the framework.
@@ -137,10 +137,7 @@ def arguments(value: Any) -> dict[str, Any]:
     """A tool call's arguments (a JSON object), or {}."""
     if isinstance(value, Mapping):
         return dict(value)
-    try:
-        parsed = json.loads(text(value))
-    except ValueError:
-        return {}
+    parsed = json_of(value)
     if isinstance(parsed, dict) and isinstance(parsed.get("kwargs"), dict) and len(parsed) <= 2:
         return dict(parsed["kwargs"])  # an instrumentor that records (args, kwargs)
     return parsed if isinstance(parsed, dict) else {}

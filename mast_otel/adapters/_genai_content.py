@@ -21,7 +21,8 @@ from typing import Any
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
-from ._tree import genai_messages_text, json_of, text
+from ._bounds import json_of
+from ._tree import genai_messages_text, text
 
 __all__ = [
     "Output",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mast_otel.spans import SpanRecord
+
+from ._bounds import json_of
 
 
 class Tree:
@@ -109,7 +110,8 @@ def genai_messages_text(value: Any) -> tuple[str, list[dict[str, Any]]]:
     """The text parts and tool-call parts of ``gen_ai.input.messages`` / ``gen_ai.output.messages`` JSON."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
-    for message in _json_list(value):
+    messages = json_of(value)
+    for message in messages if isinstance(messages, list) else ():
         parts = message.get("parts") if isinstance(message, dict) else None
         for part in parts if isinstance(parts, list) else ():
             if not isinstance(part, dict):
@@ -119,23 +121,3 @@ def genai_messages_text(value: Any) -> tuple[str, list[dict[str, Any]]]:
             elif part.get("type") == "tool_call":
                 calls.append(part)
     return "\n".join(texts), calls
-
-
-def json_of(value: Any) -> Any:
-    """A JSON text's value (None: not a string, or not JSON); for attributes that hold JSON as text."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
-
-
-def _json_list(value: Any) -> Sequence[Any]:
-    if not isinstance(value, str):
-        return ()
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return ()
-    return parsed if isinstance(parsed, list) else ()

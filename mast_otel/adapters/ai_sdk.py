@@ -34,8 +34,9 @@ from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from . import genai
+from ._bounds import json_of
 from ._conversation import SOURCE_ATTRIBUTE, Adapted, NotAConversation
-from ._tree import Tree, json_of, text
+from ._tree import Tree, text
 
 SOURCE = "ai-sdk"
 OPERATION_ID = "ai.operationId"

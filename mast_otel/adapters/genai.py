@@ -41,7 +41,6 @@ the user), the termination reason, and a handoff's reason unless the transfer to
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +49,7 @@ from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from . import _evidence
+from ._bounds import json_of
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
 from ._evidence import framework_from_scopes, name_or_none, transfer
 from ._genai_content import agent_input_text, assigned_task, first_user_text, output, requested_calls, tool_responses
@@ -281,10 +281,7 @@ def _recorded_empty(span: SpanRecord) -> bool:
     ``[{"role": "assistant", "parts": [{"type": "text", "content": ""}]}]``): the framework wrote the answer out,
     and it had no text, so it only called tools it did not list. (An output not recorded, redacted, or with no
     part at all is no such answer: the calls are then unknown.)"""
-    try:
-        messages = json.loads(text(span.get(sc.GEN_AI_OUTPUT_MESSAGES)))
-    except ValueError:
-        return False
+    messages = json_of(span.get(sc.GEN_AI_OUTPUT_MESSAGES))
     listed = [m.get("parts") for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
     parts = [p for found in listed if isinstance(found, list) for p in found]
     return bool(parts) and all(isinstance(p, dict) and p.get("type") == "text" and p.get("content") == ""
@@ -308,10 +305,7 @@ def _tools_run_after(tree: Tree, span: SpanRecord) -> list[str]:
 
 
 def _arguments(span: SpanRecord) -> dict[str, Any]:
-    try:
-        parsed = json.loads(text(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, span.get(_ADK_TOOL_ARGS))))
-    except ValueError:
-        return {}
+    parsed = json_of(span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, span.get(_ADK_TOOL_ARGS)))
     return parsed if isinstance(parsed, dict) else {}
 
 

@@ -41,7 +41,6 @@ itself; a transfer, handoff or delegation tool in any naming is a handoff, not a
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +48,7 @@ from typing import Any
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
+from ._bounds import NOT_JSON, json_of
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
 from ._evidence import (
     HIDDEN,
@@ -116,10 +116,7 @@ def _graph_node(span: SpanRecord) -> str | None:
     raw = span.get(sc.OI_METADATA)
     if not isinstance(raw, str) or _GRAPH_NODE not in raw:
         return None
-    try:
-        metadata = json.loads(raw)
-    except ValueError:
-        return None
+    metadata = json_of(raw)
     node = metadata.get(_GRAPH_NODE) if isinstance(metadata, dict) else None
     if node != span.name or node in _GRAPH_STEPS or node.startswith("__"):
         return None
@@ -421,10 +418,7 @@ def _reply(value: Any) -> str:
     """An agent span's reply: the text, or a CrewAI ``TaskOutput``'s ``raw`` answer when it is serialized."""
     raw = text(value)
     if raw.startswith("{"):
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            return raw
+        parsed = json_of(raw)
         if isinstance(parsed, dict) and isinstance(parsed.get("raw"), str):
             return str(parsed["raw"])
     return raw
@@ -435,10 +429,7 @@ def _crew_tasks(value: Any) -> tuple[str, bool]:
     agent it was given to, and whether it was given to no agent at all (a hierarchical crew's tasks: its manager
     takes them). A task given to no agent is its description alone (a role recorded as null or as the text
     ``None`` is none)."""
-    try:
-        tasks = json.loads(text(value))
-    except ValueError:
-        return "", False
+    tasks = json_of(value)
     if not isinstance(tasks, list):
         return "", False
     lines = []
@@ -456,10 +447,7 @@ def _crew_tasks(value: Any) -> tuple[str, bool]:
 def _stop_reason(value: Any) -> str | None:
     """autogen-agentchat's ``TaskResult.stop_reason``, from the team span's serialized result (a detail only:
     the sentence is the termination condition's, not one of mast-otel's termination reasons)."""
-    try:
-        parsed = json.loads(text(value))
-    except ValueError:
-        return None
+    parsed = json_of(value)
     reason = parsed.get("stop_reason") if isinstance(parsed, dict) else None
     return reason if isinstance(reason, str) and reason else None
 
@@ -498,9 +486,8 @@ def _output_value(value: Any) -> tuple[str, list[str]]:
     the OpenAI shape (``[{"function": {"name": ...}}]``) is the tools called; other JSON is no answer text (a
     serialized response object says nothing as it stands); plain text is the answer."""
     raw = _visible(value)
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
+    parsed = json_of(raw, NOT_JSON)
+    if parsed is NOT_JSON:
         return raw, []
     if isinstance(parsed, list):
         functions = [c.get("function") for c in parsed if isinstance(c, dict)]
@@ -539,10 +526,7 @@ def _user_message_text(value: Any) -> str:
 def _task(value: Any) -> str:
     """The task from the root's ``input.value``: a message dict, a message list, or plain text."""
     raw = text(value)
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return raw
+    parsed = json_of(raw)
     if isinstance(parsed, dict):
         for key in ("message", "task", "input", "content"):
             if isinstance(parsed.get(key), str):

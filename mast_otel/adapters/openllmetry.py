@@ -37,6 +37,7 @@ from typing import Any
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
+from ._bounds import NOT_JSON, json_of
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
 from ._evidence import arguments, framework_from_scopes, name_or_none, transfer
 from ._tree import Tree, genai_messages_text, text
@@ -156,10 +157,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
 def _inputs(value: Any) -> str:
     """A tool's arguments: the ``inputs`` of the serialized call (the rest is LangChain's run metadata)."""
     raw = text(value)
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return raw
+    parsed = json_of(raw)
     inputs = parsed.get("inputs") if isinstance(parsed, dict) else None
     return json.dumps(inputs) if inputs is not None else raw
 
@@ -167,9 +165,8 @@ def _inputs(value: Any) -> str:
 def _task(value: Any, *, plain: bool = False) -> str:
     """The first input message of the workflow (``{"inputs": {"messages": [{"role", "content"}]}}``); with
     ``plain`` (a run that is no graph), an input that is no JSON is the request itself, as plain text."""
-    try:
-        parsed = json.loads(text(value))
-    except ValueError:
+    parsed = json_of(text(value), NOT_JSON)
+    if parsed is NOT_JSON:
         return text(value).strip() if plain else ""
     inputs = parsed.get("inputs") if isinstance(parsed, dict) else None
     messages = inputs.get("messages") if isinstance(inputs, dict) else None
