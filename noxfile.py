@@ -445,11 +445,12 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
     # (tests/captures/js: exact versions, package-lock.json; record_js.py runs ``npm ci`` when node_modules is
     # missing, so Node 20+ and npm must be on PATH), driven by one Python recorder that serves the scripted model.
     # Nothing to pip-install beyond CAPTURE_TOOLS. vercel_ai_v7 (ai 7 with @ai-sdk/otel) is a node project of its
-    # own, tests/captures/js7; langgraph_js_openllmetry is langgraph_js's run traced by OpenLLMetry JS.
+    # own, tests/captures/js7; langgraph_js_openllmetry is langgraph_js's run traced by OpenLLMetry JS. First sight
+    # (tests/data/first_sight/): strands_js, google_adk_js and voltagent, in the node project tests/captures/js_agents.
     **{
         name: {"install": [], "record": ["python", "-m", "tests.captures.record_js", name]}
         for name in ("openai_agents_js", "langgraph_js", "mastra", "vercel_ai", "vercel_ai_v7",
-                     "langgraph_js_openllmetry")
+                     "langgraph_js_openllmetry", "strands_js", "google_adk_js", "voltagent")
     },
 }  # fmt: skip
 

@@ -86,10 +86,10 @@ def read_points(path: Path) -> dict[str, Any]:
     """Each point of a capture checked against its framework's record: ``True`` where it is read right, else what
     was read instead (JSON: lists for tuples). A solo control has one point, ``conversations`` (none is judged); a
     multi-agent run has ``conversations`` (exactly one), then ``framework``, ``agents``, ``task``, ``handoffs``,
-    ``tool_calls``, ``text`` (the messages: the user's request first, one per answer; with content hidden, none
-    carries text) and, with content hidden, ``skip_switch`` (the reason the judge is not called names the switches).
-    The corpus wants every point right; tests/adapters/test_first_sight.py scores runs of new pairs by the same
-    points."""
+    ``tool_calls``, ``text`` (the messages: the user's request first, one per answer, and where the expectation lists
+    them (``said``) the words of each; with content hidden, none carries text) and, with content hidden,
+    ``skip_switch`` (the reason the judge is not called names the switches). The corpus wants every point right;
+    tests/adapters/test_first_sight.py scores runs of new pairs by the same points."""
     spans, expect = _load(path)
     found = conversations(spans)
     if not expect["conversation"]:
@@ -126,8 +126,14 @@ def read_points(path: Path) -> dict[str, Any]:
         return points
     points["task"] = task == expect["task"] or task
     first = [texts[0].get(sc.MESSAGE_SENDER), texts[0].get(sc.MESSAGE_CONTENT)] if texts else None
+    # Where the expectation lists what each answer says (``said``: [agent, text] of each answer with text, in order),
+    # the words are checked too, not only the count: an answer read as its tool call's name says nothing.
+    said = [[m.get(sc.MESSAGE_SENDER), m.get(sc.MESSAGE_CONTENT)] for m in texts[1:]
+            if m.get(sc.MESSAGE_CONTENT) not in ("", None, m.get(sc.MESSAGE_TOOL_CALLS))]  # fmt: skip
+    words = said == expect.get("said", said)
     right = first == [_USER, expect["task"]] and len(texts) == expect["messages"] and adapted.no_content is None
-    points["text"] = right or {"first": first, "messages": len(texts), "no_content": adapted.no_content}
+    wrong = {"first": first, "messages": len(texts), "no_content": adapted.no_content}
+    points["text"] = (right and words) or (wrong if words else {**wrong, "said": said})
     return points
 
 

@@ -26,6 +26,22 @@ finished spans of an in-memory tracer provider as OTLP JSON (``tests/captures/js
   (a node project of its own: ``ai`` 6 and 7 cannot share one package.json; ``otlp.mjs`` is js/'s).
 - ``langgraph_js_openllmetry`` (the same LangGraph.js runs as ``langgraph_js``, traced by OpenLLMetry JS:
   ``@traceloop/instrumentation-langchain`` and ``@traceloop/instrumentation-openai``): ``supervisor``, ``solo``.
+
+First sight (issue 46): pairs scored as the adapters read them before any rule for them, written to
+``tests/data/first_sight/<framework>/<run>.json`` (a spec's ``"first_sight"``), from the node project
+``tests/captures/js_agents``. Their recorders also print the framework's own record the expectation was read from
+(``"record"``: each answer's agent, text and tool calls), kept in the file, and list what each answer says
+(``expect["said"]``).
+
+- ``strands_js`` (Strands Agents' TypeScript SDK, ``@strands-agents/sdk``, traced by its own telemetry on a
+  registered NodeTracerProvider): ``swarm`` (a Swarm, routing by its structured-output tool), ``swarm-latest``
+  (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``), ``tools`` (agents as tools), ``solo``.
+- ``google_adk_js`` (``@google/adk``, traced by its own telemetry through ``maybeSetOtelProviders``; its model a
+  BaseLlm of the recorder's that speaks chat completions, ADK JS having no OpenAI-compatible one): ``desk``
+  (``transfer_to_agent``), ``desk-content-off`` (``ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false``), ``pipeline`` (a
+  SequentialAgent), ``solo``.
+- ``voltagent`` (``@voltagent/core`` with ``VoltAgentObservability({spanProcessors})``, its own span schema):
+  ``desk`` (a supervisor with sub-agents, ``delegate_task``), ``solo``.
 """
 
 from __future__ import annotations
@@ -39,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from examples.scripted_openai import ScriptedOpenAI
-from tests.captures._record import CAPTURES, CLERK, NO_RULE, RESEARCHER, WRITER
+from tests.captures._record import CAPTURES, CLERK, FIRST_SIGHT, NO_RULE, RESEARCHER, WRITER
 
 JS = Path(__file__).resolve().parent / "js"
 TIMEOUT = 300
@@ -142,6 +158,86 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
                      "@opentelemetry/sdk-trace-base"],
         "script": "langgraph_js",
     },
+    # First sight (issue 46; tests/data/first_sight/<framework>/): JavaScript frameworks that trace themselves, in
+    # the node project tests/captures/js_agents
+    "strands_js": {
+        "recorder": "strands.mjs",
+        "project": "js_agents",
+        "first_sight": True,
+        "runs": ["swarm", "swarm-latest", "tools", "solo"],
+        "packages": ["@strands-agents/sdk", "openai", "@opentelemetry/sdk-trace-node", "@opentelemetry/sdk-trace-base"],
+        "script": {
+            # the Swarm's members (ROUTE_ markers) answer through its routing tool, {agentId, message}; the
+            # agents-as-tools run's members are the desk's
+            "rules": [
+                {"match": "ROUTE_TRIAGE", "replies": [{"tool": "strands_structured_output", "args": {
+                    "agentId": "researcher", "message": "Find the charges on order A17."}}]},
+                {"match": "ROUTE_RESEARCHER", "replies": [
+                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+                    {"tool": "strands_structured_output", "args": {
+                        "agentId": "writer", "message": "Order A17 was charged 49.00 EUR twice on 2026-11-02."}},
+                ]},
+                {"match": "ROUTE_WRITER", "replies": [{"tool": "strands_structured_output", "args": {
+                    "message": "Dear customer, the duplicate charge on order A17 is refunded."}}]},
+                {"match": "ROLE_LEAD", "replies": [
+                    {"tool": "researcher", "args": {"input": "Find the charges on order A17."}},
+                    {"tool": "writer", "args": {"input": "Write the refund note for order A17."}},
+                    "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
+                ]},
+                RESEARCHER,
+                WRITER,
+                CLERK,
+            ],
+            "default": NO_RULE,
+        },
+    },
+    "google_adk_js": {
+        "recorder": "google_adk.mjs",
+        "project": "js_agents",
+        "first_sight": True,
+        "runs": ["desk", "desk-content-off", "pipeline", "solo"],
+        "packages": ["@google/adk", "@opentelemetry/sdk-trace-base"],
+        "script": {
+            "rules": [
+                # ADK JS's transfer_to_agent takes agentName (the Python ADK's: agent_name)
+                {"match": "ROLE_TRIAGE", "replies": [
+                    {"tool": "transfer_to_agent", "args": {"agentName": "researcher"}},
+                ]},
+                # the desk's researcher transfers to the writer; the pipeline's (ROLE_RESEARCHER) answers
+                {"match": "ROUTE_RESEARCHER", "replies": [
+                    {"tool": "lookup_order", "args": {"order_id": "A17"}},
+                    {"text": "Order A17 was charged 49.00 EUR twice on 2026-11-02.",
+                     "tool": "transfer_to_agent", "args": {"agentName": "writer"}},
+                ]},
+                RESEARCHER,
+                WRITER,
+                CLERK,
+            ],
+            "default": NO_RULE,
+        },
+    },
+    "voltagent": {
+        "recorder": "voltagent.mjs",
+        "project": "js_agents",
+        "first_sight": True,
+        "runs": ["desk", "solo"],
+        "packages": ["@voltagent/core", "ai", "@ai-sdk/openai", "@opentelemetry/sdk-trace-base"],
+        "script": {
+            "rules": [
+                RESEARCHER,
+                WRITER,
+                {"match": "ROLE_LEAD", "replies": [
+                    {"tool": "delegate_task", "args": {"task": "Find the charges on order A17.",
+                                                       "targetAgents": ["researcher"]}},
+                    {"tool": "delegate_task", "args": {"task": "Write the refund note for order A17.",
+                                                       "targetAgents": ["writer"]}},
+                    "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
+                ]},
+                CLERK,
+            ],
+            "default": NO_RULE,
+        },
+    },
 }  # fmt: skip
 
 
@@ -168,6 +264,8 @@ def versions(packages: list[str], project: Path = JS) -> dict[str, str]:
 
 
 def record(framework: str, run: str) -> Path:
+    """Record one run: ``<corpus>/<framework>/<run>.json``, the corpus being tests/data/captures, or
+    tests/data/first_sight for a pair scored at first sight (its spec's ``"first_sight"``)."""
     spec = FRAMEWORKS[framework]
     node = shutil.which("node")
     if node is None:
@@ -184,10 +282,12 @@ def record(framework: str, run: str) -> Path:
     out: Mapping[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     settings = {"node": subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip(),
                 **out["settings"]}  # fmt: skip
-    path = CAPTURES / framework / f"{run}.json"
+    path = (FIRST_SIGHT if spec.get("first_sight") else CAPTURES) / framework / f"{run}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"framework": {"packages": versions(spec["packages"], project), "settings": settings},
             "expect": out["expect"], "otlp": out["otlp"]}  # fmt: skip
+    if "record" in out:  # the framework's own record the expectation was read from, for a reader to check it by
+        data["record"] = out["record"]
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
     return path
