@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from mast_otel import semconv as sc
+from mast_otel.adapters import IGNORE_REASONS, MAX_VALUE_CHARS, MAX_VALUE_DEPTH
 from mast_otel.judge.model import Verdict
 from mast_otel.judge.signals import SIGNALS, Signal
 from mast_otel.taxonomy import MODES, mode
@@ -53,6 +54,7 @@ class MetricNames:
     LABELS_OVERFLOWED = "mast_collector_metric_labels_overflowed_total"
     VERSIONS_EVICTED = "mast_collector_metric_versions_evicted_total"
     ATTRIBUTES_REMOVED = "mast_collector_attributes_removed_total"  # client-set attributes in the collector's namespace
+    VALUES_IGNORED = "mast_collector_values_ignored_total"  # {reason}: attribute values past the adapters' bounds
     SEGMENTS_QUARANTINED = "mast_collector_segments_quarantined_total"  # {stage}
     MEMORY_IN_FLIGHT = "mast_collector_memory_in_flight_bytes"
     STORE_DISK_FULL = "mast_collector_store_disk_full"
@@ -203,6 +205,12 @@ class CollectorMetrics:
             "mast_collector_attributes_removed", "Attributes in the collector's own namespace (mast.judge.*, "
             "mast.fm.*, ...) that a client set on incoming spans; removed before storing.", registry=r,
         )  # fmt: skip
+        self.values_ignored = Counter(
+            "mast_collector_values_ignored", f"Attribute values the judge's copy of a conversation left out: nested "
+            f"deeper than {MAX_VALUE_DEPTH} levels (too_deep) or longer than {MAX_VALUE_CHARS} characters "
+            "(too_large); the conversation is judged without them, its spans exported as they came.", ["reason"],
+            registry=r,
+        )  # fmt: skip
         self.segments_quarantined = Counter(
             "mast_collector_segments_quarantined", "Stored ScopeSpans that could not be read back, set aside in "
             "the store's quarantine table instead of being retried forever.", ["stage"], registry=r,
@@ -267,6 +275,8 @@ class CollectorMetrics:
             self.log_records_refused.labels(reason)
         for reason in UNASSIGNED_REASONS:
             self.spans_unassigned.labels(reason)
+        for reason in IGNORE_REASONS:
+            self.values_ignored.labels(reason)
         for reason in DROP_REASONS:
             self.spans_dropped.labels(reason)
             self.log_records_dropped.labels(reason)

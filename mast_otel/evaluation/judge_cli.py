@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from mast_otel.adapters import Ignored
 from mast_otel.judge.config import RESPONSE_FORMATS, JudgeConfig
 from mast_otel.judge.foreign import to_foreign
 from mast_otel.judge.llm import LLMJudge
@@ -94,7 +95,14 @@ def prepared_dict(conv: Conversation, prep: Prepared) -> dict[str, Any]:
         "signals": [f"{s.mode_id}:{s.name}" for s in prep.signals],
         "spans": len(conv.spans),
         **({"source": conv.adapted.source, "framework": conv.adapted.framework} if conv.adapted else {}),
+        **({"ignored": [_ignored_dict(i) for i in conv.ignored]} if conv.ignored else {}),
     }
+
+
+def _ignored_dict(ignored: Ignored) -> dict[str, str]:
+    """An attribute value left out (too deep or too large to read), as plain JSON: where it was and why."""
+    return {"span_id": ignored.span_id, "key": ignored.key, "reason": ignored.reason,
+            **({"event": ignored.event} if ignored.event else {})}  # fmt: skip
 
 
 def judge_file(args: argparse.Namespace) -> Iterator[dict[str, Any]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import Adapted, adapt, foreign_units
+from mast_otel.adapters import Adapted, Ignored, adapt, foreign_units, screen
 from mast_otel.config import CaptureConfig
 from mast_otel.spans import SpanRecord, conversation_roots, from_otlp_json, subtree
 from mast_otel.steplist import StepRecord, parse_steplist
@@ -37,6 +37,8 @@ class Conversation:
     reference: dict[str, bool] = field(default_factory=dict)  # mode id -> present (step-list mast_annotation)
     framework: str | None = None
     adapted: Adapted | None = None  # recorded by another instrumentation: ``spans`` are the adapter's synthetic ones
+    # OTLP attribute values left out, nested too deep or too large to read (:mod:`mast_otel.adapters._bounds`)
+    ignored: tuple[Ignored, ...] = ()
 
 
 def record_key(record: StepRecord) -> str:
@@ -96,11 +98,13 @@ def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterato
             if sc.reference_fm_attribute(m) in root.attributes
         }  # a replayed recording carries its reference labels on the root
         framework = root.attributes.get(sc.MAST_FRAMEWORK)
+        screened = screen(subtree(spans, root))  # as the collector reads a conversation, whoever wrote it
         yield Conversation(
             trace_key=f"{root.trace_id}:{root.span_id}",
-            spans=subtree(spans, root),
+            spans=screened.spans,
             reference=reference,
             framework=framework if isinstance(framework, str) else None,
+            ignored=screened.ignored,
         )
     yield from _foreign(spans, None if limit is None else limit - len(roots))
 
@@ -128,7 +132,8 @@ def _foreign(spans: list[SpanRecord], limit: int | None) -> Iterator[Conversatio
         if not isinstance(adapted, Adapted):
             continue  # not a multi-agent conversation: never judged
         yield Conversation(trace_key=f"{adapted.records[0].trace_id}:{adapted.root_span_id}",
-                           spans=list(adapted.records), framework=adapted.framework, adapted=adapted)  # fmt: skip
+                           spans=list(adapted.records), framework=adapted.framework, adapted=adapted,
+                           ignored=adapted.ignored)  # fmt: skip
         if limit is not None:
             limit -= 1
             if limit <= 0:

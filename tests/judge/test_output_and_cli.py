@@ -128,6 +128,31 @@ def test_judge_reads_otlp_json(tmp_path, capsys):
     assert row["trace_key"] == f"{root.context.trace_id:032x}:{root.context.span_id:016x}"
 
 
+def test_judge_reads_a_file_with_a_value_too_deep_as_if_it_were_not_there(tmp_path, capsys):
+    """A framework's run whose model input is JSON nested 100,000 deep (the whole command died of RecursionError):
+    the row is the one the run gives without that attribute, plus where the value was and why it was left out."""
+    capture = Path(__file__).parents[1] / "data" / "captures" / "pydantic_ai" / "desk.json"
+    otlp = json.loads(capture.read_text())["otlp"]
+    spans = [s for rs in otlp["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    span = next(s for s in spans if any(a["key"] == "gen_ai.input.messages" for a in s["attributes"]))
+    rows = []
+    for value in (None, "[" * 100_000 + "]" * 100_000):
+        span["attributes"] = [a for a in span["attributes"] if a["key"] != "gen_ai.input.messages"]
+        if value is not None:
+            span["attributes"].append({"key": "gen_ai.input.messages", "value": {"stringValue": value}})
+        path = tmp_path / "run.json"
+        path.write_text(json.dumps(otlp))
+        code, out = run(["judge", str(path), "--no-model"], capsys)
+        assert code == 0
+        (row,) = [json.loads(line) for line in out.out.splitlines()]
+        rows.append(row)
+    without, deep = rows
+    assert deep.pop("ignored") == [{"span_id": span["spanId"], "key": "gen_ai.input.messages", "reason": "too_deep"}]
+    for row in rows:  # (the prompt's size varies by a few tokens from run to run whatever the input)
+        row.pop("prompt_tokens"), row.pop("chunk_prompt_tokens")
+    assert deep == without and "ignored" not in without
+
+
 def test_eval_without_a_model_scores_signals_and_warns_about_the_old_labels(small_steplist, tmp_path, capsys):
     code, out = run(["eval", str(small_steplist), "--no-model", "--out", str(tmp_path), "--quiet"], capsys)
     assert code == 0

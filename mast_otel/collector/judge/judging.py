@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import is_native
+from mast_otel.adapters import MAX_VALUE_CHARS, MAX_VALUE_DEPTH, TOO_DEEP, TOO_LARGE, Ignored, is_native, screen
 from mast_otel.collector.assemble.assembler import Assembler, Unit
 from mast_otel.collector.history.entry import entry_of
 from mast_otel.collector.history.writer import VerdictHistory
@@ -47,7 +47,7 @@ from mast_otel.collector.judge.cost_controls import CostControls
 from mast_otel.collector.judge.judges import judge_name
 from mast_otel.collector.judge.log_events import with_log_events
 from mast_otel.collector.judge.workers import Workers
-from mast_otel.collector.metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics
+from mast_otel.collector.metrics import UNASSIGNED_NOT_A_CONVERSATION, CollectorMetrics, MetricNames
 from mast_otel.collector.release.builder import COLLECTOR_SCOPE, Release, ReleaseBuilder, root_of
 from mast_otel.collector.release.commit import (
     Loaded,
@@ -77,6 +77,10 @@ _INTERRUPTED = (
 )
 
 
+# Why a value is left out, as the first log line per reason says it.
+_BOUNDS = {TOO_DEEP: f"nested deeper than {MAX_VALUE_DEPTH} levels", TOO_LARGE: f"longer than {MAX_VALUE_CHARS} "
+           "characters"}  # fmt: skip
+
 _QUEUED, _RUNNING, _CANCELLED = 0, 1, 2  # a job's call: waiting for a worker, taken by one, never to run
 
 
@@ -88,6 +92,7 @@ class _Job:
     call: int = _QUEUED  # under the pool's _jobs_lock
     done: bool = False
     recorded: bool = False  # its verdict is in the history (a release written again is not recorded twice)
+    ignored: tuple[Ignored, ...] = ()  # attribute values the judge's copy left out, counted once it is released
 
 
 @dataclass
@@ -157,6 +162,7 @@ class JudgePool:
         self._ready: list[_Ready] = []  # built, not written yet (under the pipeline lock)
         self._closed = False  # shutdown began: no new work
         self._stopping = False  # the grace is over: nothing more is written to the store
+        self._ignored_seen: set[str] = set()  # the reasons a left-out value was logged at info for
 
     @property
     def in_flight(self) -> int:
@@ -190,7 +196,7 @@ class JudgePool:
             return None  # timed out while queued
         started = time.perf_counter()
         loaded = Loaded.read(self._cache, job.unit.locations)
-        records = self._records(job.unit, loaded)
+        records = self._records(job, loaded)
         root = root_of(job.unit, records)
         verdict = self._costs.sample(job.unit.trace_id, job.unit.key, root, records)
         saved = self._store.verdict(job.unit.trace_id, job.unit.key) if verdict is None else None
@@ -219,8 +225,16 @@ class JudgePool:
                 persist_verdict(self._store, job.unit.trace_id, job.unit.key, verdict, self._clock())
         return _Outcome(loaded, records, verdict, time.perf_counter() - started, called)
 
-    def _records(self, unit: Unit, loaded: Loaded) -> list[SpanRecord]:
-        """The conversation's spans as the judge and the signals read them. With a judge that reads no content,
+    def _records(self, job: _Job, loaded: Loaded) -> list[SpanRecord]:
+        """The conversation's spans as the judge and the signals read them: within the adapters' bounds (a value
+        nested too deep or too large is left out of this copy, whoever wrote it; the spans are exported as they
+        came), the values left out noted on the job."""
+        screened = screen(self._read(job.unit, loaded))
+        job.ignored = screened.ignored
+        return screened.spans
+
+    def _read(self, unit: Unit, loaded: Loaded) -> list[SpanRecord]:
+        """The conversation's spans, decoded. With a judge that reads no content,
         a mast-otel conversation's summaries (:mod:`.summaries`): kept at ingest, or made from the stored spans
         when ingest kept none; anything else (ingest found no mast-otel span, or the summaries show none) is
         decoded in full. Log records kept for the trace's spans join them as events (:mod:`.log_events`)."""
@@ -302,7 +316,7 @@ class JudgePool:
         try:
             if outcome is None:
                 loaded = Loaded.read(self._cache, unit.locations)
-                records = self._records(unit, loaded)
+                records = self._records(job, loaded)
             else:
                 loaded, records = outcome.loaded, outcome.records
             release = self._builder.build(unit, job.submitted, verdict, loaded, records)
@@ -418,6 +432,7 @@ class JudgePool:
         else:
             self._metrics.count_verdict(verdict, release.service, release.framework, release.version)
             self._metrics.count_signals(release.signals, release.service, release.framework)
+        self._count_ignored(job)
         with self._lock:
             self._assembler.finished(unit)
         if self._on_verdict is not None and not unlabelled:
@@ -425,6 +440,19 @@ class JudgePool:
                 self._on_verdict(verdict, unit.trace_id.hex(), unit.root_id.hex() if unit.root_id else None)
             except Exception:  # an optional sink must never fail a release that is already committed
                 _log.exception("verdict sink failed for trace %s", unit.trace_id.hex())
+
+    def _count_ignored(self, job: _Job) -> None:
+        """Each value the judge's copy left out, counted by reason; logged (where, never the value) at debug, and
+        once per reason at info, saying why."""
+        for item in job.ignored:
+            self._metrics.values_ignored.labels(item.reason).inc()
+            where = f"{item.key} of span {item.span_id}" + (f" (event {item.event})" if item.event else "")
+            _log.debug("trace %s: %s left out (%s)", job.unit.trace_id.hex(), where, item.reason)
+            if item.reason not in self._ignored_seen:
+                self._ignored_seen.add(item.reason)
+                _log.info("an attribute value %s is left out of the conversation the judge reads (first: %s, trace "
+                          "%s); counted in %s{reason=%s}", _BOUNDS[item.reason], where, job.unit.trace_id.hex(),
+                          MetricNames.VALUES_IGNORED, item.reason)  # fmt: skip
 
     def shutdown(self, grace: float) -> None:
         """Take no new work, cancel queued calls, give running ones ``grace`` seconds to finish and store.

@@ -27,6 +27,7 @@ from typing import Any
 
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
+from mast_otel.adapters import json_of
 from mast_otel.collector.store.api import LogRow
 from mast_otel.spans import SpanEvent, SpanRecord, any_value
 
@@ -100,10 +101,9 @@ def event_of(record: LogRecord) -> SpanEvent:
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: the text stays text
-        return None
+    """The JSON object a body holds; None when it holds none, or one past the adapters' bounds (nested too deep, too
+    large): the text stays text, and the judge's copy leaves it out (:func:`~mast_otel.adapters.screen`)."""
+    value = json_of(text)
     return value if isinstance(value, dict) else None
 
 
