@@ -446,11 +446,12 @@ CAPTURES: dict[str, dict[str, list[str]]] = {
     # missing, so Node 20+ and npm must be on PATH), driven by one Python recorder that serves the scripted model.
     # Nothing to pip-install beyond CAPTURE_TOOLS. vercel_ai_v7 (ai 7 with @ai-sdk/otel) is a node project of its
     # own, tests/captures/js7; langgraph_js_openllmetry is langgraph_js's run traced by OpenLLMetry JS. First sight
-    # (tests/data/first_sight/): strands_js, google_adk_js and voltagent, in the node project tests/captures/js_agents.
+    # (tests/data/first_sight/): strands_js, google_adk_js and voltagent, in the node project tests/captures/js_agents;
+    # mastra_network (Mastra's agent network) in tests/captures/js.
     **{
         name: {"install": [], "record": ["python", "-m", "tests.captures.record_js", name]}
         for name in ("openai_agents_js", "langgraph_js", "mastra", "vercel_ai", "vercel_ai_v7",
-                     "langgraph_js_openllmetry", "strands_js", "google_adk_js", "voltagent")
+                     "langgraph_js_openllmetry", "strands_js", "google_adk_js", "voltagent", "mastra_network")
     },
 }  # fmt: skip
 

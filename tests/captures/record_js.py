@@ -42,6 +42,8 @@ First sight (issue 46): pairs scored as the adapters read them before any rule f
   SequentialAgent), ``solo``.
 - ``voltagent`` (``@voltagent/core`` with ``VoltAgentObservability({spanProcessors})``, its own span schema):
   ``desk`` (a supervisor with sub-agents, ``delegate_task``), ``solo``.
+- ``mastra_network`` (Mastra's agent network, ``Agent.network()``, traced as ``mastra`` is; in ``tests/captures/js``):
+  ``network`` (a routing agent picks the researcher, then the writer, checking completion after each), ``solo``.
 """
 
 from __future__ import annotations
@@ -232,6 +234,35 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {
                     {"tool": "delegate_task", "args": {"task": "Write the refund note for order A17.",
                                                        "targetAgents": ["writer"]}},
                     "The duplicate 49.00 EUR charge on A17 is refunded; the customer has been told.",
+                ]},
+                CLERK,
+            ],
+            "default": NO_RULE,
+        },
+    },
+    # Mastra's agent network (Agent.network()), traced as mastra is; its node project is js/ (with @mastra/memory)
+    "mastra_network": {
+        "recorder": "mastra_network.mjs",
+        "first_sight": True,
+        "runs": ["network", "solo"],
+        "packages": ["@mastra/core", "@mastra/memory", "@mastra/observability", "@mastra/otel-exporter",
+                     "@opentelemetry/sdk-trace-base"],
+        "script": {
+            # the routing agent's instructions are the coordinator's (no ROLE_ marker): a decision and a completion
+            # check are told apart by the prompt each is sent
+            "rules": [
+                RESEARCHER,
+                WRITER,
+                {"match": "Please select the most appropriate primitive", "replies": [
+                    json.dumps({"primitiveId": "researcher", "primitiveType": "agent",
+                                "prompt": "Find the charges on order A17.", "selectionReason": "The facts first."}),
+                    json.dumps({"primitiveId": "writer", "primitiveType": "agent",
+                                "prompt": "Write the refund note for order A17.",
+                                "selectionReason": "The customer needs the note."}),
+                ]},
+                {"match": "You need to evaluate if the task is complete", "replies": [
+                    json.dumps({"isComplete": False, "completionReason": "The customer has not been written to."}),
+                    json.dumps({"isComplete": True, "completionReason": "Researched and written.", "finalResult": ""}),
                 ]},
                 CLERK,
             ],
