@@ -122,4 +122,5 @@ def structure(text: str) -> str:
 
 
 # Shipped window -> test window (scrape and evaluation every 1 s).
-TEST_WINDOWS = {"6h": "2m", "30m": "20s", "15m": "15s", "10m": "15s"}
+TEST_WINDOWS = {"3d": "4m", "1d": "3m", "6h": "2m", "2h": "40s", "1h": "30s", "30m": "20s", "15m": "15s", "10m": "15s",
+                "5m": "10s"}  # fmt: skip
