@@ -62,6 +62,7 @@ from ._grouping import (
     group,
     history_key,
     joined_root,
+    runs_of,
 )
 from ._tree import Tree
 
@@ -91,6 +92,7 @@ __all__ = [
     "history_key",
     "json_of",
     "root_candidate",
+    "runs_of",
     "screen",
 ]
 
@@ -186,7 +188,7 @@ def _adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation:
         if not roots:
             refused = refused or NotAConversation(source, "no agent or workflow span to root a conversation")
             continue
-        if len({r.trace_id for r in roots}) > 1:  # one run written as several traces: read under one root
+        if len(roots) > 1:  # one run in pieces (several traces, or sibling runs tied by evidence): under one root
             roots = sorted(roots, key=lambda r: (r.start_ns, r.span_id))  # the first labelled, as the collector does
             joined = joined_root(roots, _WORKFLOW_MARKERS[source])
             spans_under = [dataclasses.replace(s, parent_span_id=joined.span_id) if s in roots else s

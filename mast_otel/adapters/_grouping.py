@@ -45,6 +45,9 @@ from typing import TypeVar
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
+from ._bounds import json_of
+from ._tree import Tree
+
 __all__ = [
     "ANSWER_ATTRIBUTES",
     "ASSISTANT_MESSAGE_EVENT",
@@ -55,6 +58,7 @@ __all__ = [
     "group",
     "history_key",
     "joined_root",
+    "runs_of",
 ]
 
 # The attributes a shared history's answers are read from (with an agent's name): with no link, no declared run id
@@ -374,13 +378,34 @@ def evidence(span: SpanRecord, run_keys: Sequence[str] = ()) -> list[str]:
 
     keys = evidence_of(span.trace_id, (trace for trace, _ in span.links), get, start_ns=span.start_ns,
                        end_ns=span.end_ns, run_keys=run_keys)  # fmt: skip
-    given = (e for e in span.events if e.name == ASSISTANT_MESSAGE_EVENT)
-    for position, event in enumerate(given):
-        key = history_key(event.attributes.get("name"), event.attributes.get("content"), span.start_ns, span.span_id,
-                          position)  # fmt: skip
+    given = [(e.attributes.get("name"), e.attributes.get("content")) for e in span.events
+             if e.name == ASSISTANT_MESSAGE_EVENT] or _handed(span.get(sc.GEN_AI_INPUT_MESSAGES))  # fmt: skip
+    for position, (agent, text) in enumerate(given):
+        key = history_key(agent, text, span.start_ns, span.span_id, position)
         if key:
             keys.append(key)
     return keys
+
+
+def _handed(input_messages: object) -> list[tuple[object, object]]:
+    """The earlier agents' answers a model or an agent was handed in its ``gen_ai.input.messages``: each assistant
+    message that names its agent (``name``), with its text (a ``content`` string, or the parts format's text
+    parts). What an agent was handed ties it to the answer it quotes, wherever that sits (attributes, span events,
+    log records)."""
+    if not isinstance(input_messages, str) or '"name"' not in input_messages:
+        return []  # (the common case, at no parse: nothing handed on by name)
+    messages = json_of(input_messages)
+    out: list[tuple[object, object]] = []
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role") != "assistant" or not message.get("name"):
+            continue
+        content = message.get("content")
+        if not isinstance(content, str):
+            parts = message.get("parts")
+            content = "\n".join(str(p.get("content")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
+                                and isinstance(p.get("content"), str)) if isinstance(parts, list) else None  # fmt: skip
+        out.append((message["name"], content))
+    return out
 
 
 def evidence_of(
@@ -404,11 +429,27 @@ def evidence_of(
 def group(
     units: Sequence[list[SpanRecord]], spans: Iterable[SpanRecord], run_keys: Sequence[str] = ()
 ) -> list[list[SpanRecord]]:
-    """``units`` (each within one trace), with the units of the traces that the evidence on ``spans`` ties together
-    merged into one, in the order of each group's first unit. Evidence ties traces; a trace holding several units
-    (a later run left under a finished root) is tied to none, its units stay apart. A history ties only within its
-    service (the collector's scope is its tenant and service). Linear in the spans."""
-    index: dict[str, int] = {}  # a trace id or a run key -> its node
+    """``units`` (each within one trace), with the units that the evidence on ``spans`` ties together merged into
+    one, in the order of each group's first unit (:func:`runs_of`)."""
+    return [[s for n in run for s in units[n]] for run in runs_of(units, spans, run_keys)]
+
+
+def runs_of(
+    units: Sequence[list[SpanRecord]], spans: Iterable[SpanRecord], run_keys: Sequence[str] = ()
+) -> list[list[int]]:
+    """Which of ``units`` (each within one trace) the evidence on ``spans`` ties together: the units' positions,
+    each run in the order of its first unit. Linear in the spans.
+
+    Evidence ties **pieces**: a trace with at most one unit is one piece, every span of it (a run written as a trace
+    per message); in a trace holding several units (runs under one application span: a web handler, a batch job), a
+    span belongs to the unit it is in, or else to the one unit below its nearest ancestor that holds any (a runtime's
+    message span above an agent's turn), or to none when that ancestor holds several (the handler itself: it is a
+    boundary of nothing, and its evidence ties nothing). So sibling runs under one span are one run only when
+    evidence ties them, and stay apart when nothing does. A history ties only within its service (the collector's
+    scope is its tenant and service) and never to its own piece."""
+    spans = list(spans)
+    pieces = _pieces(units, spans)
+    index: dict[str, int] = {}  # a piece or a run key -> its node
     parent: list[int] = []
 
     def node(key: str) -> int:
@@ -424,25 +465,73 @@ def group(
             n = parent[n]
         return n
 
+    def piece(trace: str, span: str) -> str | None:
+        return pieces.get((trace, span), f"{LINK}{trace}" if (trace, span) not in pieces else None)
+
     ties = HistoryTies()
     for s in spans:
+        own = pieces.get((s.trace_id, s.span_id))
+        if own is None:
+            continue  # a span above several runs: a boundary of none of them
+        for trace, span in s.links:
+            other = piece(trace, span)
+            if other is not None and other != own:
+                parent[find(node(other))] = find(node(own))
         for key in evidence(s, run_keys):
-            if not ties.note(bytes.fromhex(s.trace_id), key, s.service_name or ""):
-                parent[find(node(key))] = find(node(f"{LINK}{s.trace_id}"))
-    for trace in {s.trace_id for s in spans}:
-        for other in ties.tied(bytes.fromhex(trace)):
-            parent[find(node(f"{LINK}{other.hex()}"))] = find(node(f"{LINK}{trace}"))
-    per_trace: dict[str, int] = {}
-    for unit in units:
-        if unit:
-            per_trace[unit[0].trace_id] = per_trace.get(unit[0].trace_id, 0) + 1
-    merged: dict[object, list[SpanRecord]] = {}
+            if key.startswith(LINK):
+                continue  # (read from the links themselves above: the span they name decides the piece)
+            if not ties.note(node(own).to_bytes(8, "big"), key, s.service_name or ""):
+                parent[find(node(key))] = find(node(own))
+    for n in range(len(parent)):
+        for tied in ties.tied(n.to_bytes(8, "big")):
+            parent[find(int.from_bytes(tied, "big"))] = find(n)
+    merged: dict[object, list[int]] = {}
     for position, unit in enumerate(units):
-        trace = unit[0].trace_id if unit else ""
-        key = f"{LINK}{trace}"
-        joined = per_trace.get(trace) == 1 and key in index
-        merged.setdefault(find(index[key]) if joined else ("apart", position), []).extend(unit)
+        found = pieces.get((unit[0].trace_id, unit[0].span_id)) if unit else None
+        merged.setdefault(find(index[found]) if found in index else ("apart", position), []).append(position)
     return list(merged.values())
+
+
+def _pieces(units: Sequence[list[SpanRecord]], spans: Sequence[SpanRecord]) -> dict[tuple[str, str], str | None]:
+    """Each span's piece (:func:`group`): ``trace:<id>`` in a trace with at most one unit, ``unit:<n>`` in one with
+    several, None for a span above several units."""
+    unit_of: dict[tuple[str, str], int] = {}
+    per_trace: dict[str, list[int]] = {}
+    for n, unit in enumerate(units):
+        for s in unit:
+            unit_of[(s.trace_id, s.span_id)] = n
+        if unit:
+            per_trace.setdefault(unit[0].trace_id, []).append(n)
+    by_trace: dict[str, dict[str, SpanRecord]] = {}
+    for s in (*spans, *(s for unit in units for s in unit)):
+        by_trace.setdefault(s.trace_id, {}).setdefault(s.span_id, s)
+    out: dict[tuple[str, str], str | None] = {}
+    for trace, trace_spans in by_trace.items():
+        if len(per_trace.get(trace, ())) <= 1:
+            out.update(dict.fromkeys(((trace, span) for span in trace_spans), f"{LINK}{trace}"))
+            continue
+        tree = Tree(trace_spans.values())
+        below: dict[str, set[int]] = {}  # span id -> the units below it or in it (at most two kept: one, or many)
+        for s in reversed(tree.top_down()):
+            found = below.setdefault(s.span_id, set())
+            own = unit_of.get((trace, s.span_id))
+            if own is not None:
+                found.add(own)
+            if s.parent_span_id in tree.by_id and len(below.setdefault(s.parent_span_id, set())) < 2:
+                below[s.parent_span_id].update(list(found)[:2])
+        for s in tree.top_down():
+            own = unit_of.get((trace, s.span_id))
+            if own is not None:
+                out[(trace, s.span_id)] = f"unit:{own}"
+                continue
+            held = below.get(s.span_id, set())
+            if len(held) == 1:
+                out[(trace, s.span_id)] = f"unit:{next(iter(held))}"
+            elif held:
+                out[(trace, s.span_id)] = None
+            else:  # nothing below: the piece of its nearest ancestor
+                out[(trace, s.span_id)] = out.get((trace, s.parent_span_id or ""))
+    return out
 
 
 def joined_root(roots: Sequence[SpanRecord], marker: Mapping[str, str]) -> SpanRecord:

@@ -21,12 +21,13 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from mast_otel.adapters import ANSWER_ATTRIBUTES
-from mast_otel.collector.assemble.assembler import Assembler, Root, Unit, Untouched
+from mast_otel.collector.assemble.assembler import Assembler, Location, Root, Unit, Untouched
+from mast_otel.collector.assemble.pieces import sibling_runs
 from mast_otel.collector.assemble.summaries import SpanSummaries
 from mast_otel.collector.assemble.trace_groups import RunJoiner, TraceGroups
 from mast_otel.collector.config import CollectorConfig, parse_hostport
@@ -35,6 +36,7 @@ from mast_otel.collector.history.schema import HistoryFileError
 from mast_otel.collector.history.writer import VerdictHistory, history_path
 from mast_otel.collector.judge.judges import build_judge, reads_span_content
 from mast_otel.collector.judge.judging import JudgePool
+from mast_otel.collector.judge.log_events import with_log_events
 from mast_otel.collector.limits import MemoryLimiter, memory_limit_of
 from mast_otel.collector.metrics import LOG_PROTOCOLS, CollectorMetrics, MetricsServer
 from mast_otel.collector.receive.ingest import (
@@ -56,6 +58,7 @@ from mast_otel.collector.release.commit import Loaded, SegmentCache, commit_rele
 from mast_otel.collector.release.exporter import Exporter, Sender, make_sender
 from mast_otel.collector.store.api import SpanStore, SQLiteStore, StoreError, Tomb
 from mast_otel.judge.model import Judge
+from mast_otel.spans import SpanRecord
 
 __all__ = ["CollectorService", "addresses_of", "build_receivers", "configured_limits"]
 
@@ -373,6 +376,7 @@ class CollectorService:
             # Grouping runs on this thread only, outside the lock: receivers never wait on it.
             self.trace_groups.apply(notes)
             self._count_evidence()
+            decisions = self._runs_side_by_side(decisions)
             decisions = [d for d in decisions if not isinstance(d, Unit) or self.joiner.offer(d) is d]
             runs = self.joiner.poll(now, release_all=release_all)
             if runs:
@@ -390,6 +394,24 @@ class CollectorService:
         if now - self._last_gc >= _GC_INTERVAL_S:
             self._gc(now)
         return len(decisions)
+
+    def _runs_side_by_side(self, decisions: list[Unit | Untouched]) -> list[Unit | Untouched]:
+        """The foreign units one trace releases together that evidence ties, joined (.pieces: runs under an
+        application span)."""
+        try:
+            found = sibling_runs(decisions, self._records_of, self.config.run_id_attributes)
+        except Exception:  # an unreadable segment: each unit as it is (release quarantines what cannot be read)
+            _log.exception("could not read the runs one trace released together; judging each on its own")
+            return decisions
+        if not any(isinstance(d, list) for d in found):
+            return decisions
+        with self.lock:
+            return [self.assembler.join(d) if isinstance(d, list) else d for d in found]
+
+    def _records_of(self, trace_id: bytes, locations: Sequence[Location]) -> list[SpanRecord]:
+        """Held spans of one trace as the judge reads them, their log records joined as events."""
+        records = Loaded.read(self.cache, locations).records(self.store)
+        return with_log_events(records, self.store.log_records(trace_id))
 
     def _count_evidence(self) -> None:
         groups, m = self.trace_groups, self.metrics

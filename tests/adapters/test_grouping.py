@@ -78,13 +78,14 @@ def test_traces_with_nothing_in_common_stay_apart() -> None:
     assert len(units) == 2 and all(adapt(u).__class__.__name__ == "NotAConversation" for u in units)
 
 
-def test_a_trace_holding_two_runs_is_joined_to_nothing() -> None:
+def test_runs_in_one_trace_are_one_only_when_evidence_ties_them() -> None:
     team = _agent_turn(1, "lead", "done", 0, **{"app.run_id": "s"})
     later = _agent_turn(1, "clerk", "later", 50, **{"app.run_id": "s"})  # after the first root ended
     later[0] = dataclasses.replace(later[0], parent_span_id=team[0].span_id)
-    elsewhere = _agent_turn(2, "writer", "w", 60, **{"app.run_id": "s"})
-    units = foreign_units([*team, *later, *elsewhere], run_keys=("app.run_id",))
-    assert sorted(len(u) for u in units) == [2, 2, 2]
+    elsewhere = _agent_turn(2, "writer", "w", 60, **{"app.run_id": "t"})
+    apart = foreign_units([*team, *later, *elsewhere], run_keys=("app.run_id",))
+    assert sorted(len(u) for u in apart) == [2, 4]  # the two runs of trace 1 declared one, trace 2's its own
+    assert sorted(len(u) for u in foreign_units([*team, *later, *elsewhere])) == [2, 2, 2]  # nothing declared
 
 
 def test_evidence_names_links_to_other_traces_and_declared_run_ids_only() -> None:
@@ -221,3 +222,58 @@ def test_a_history_ties_each_turn_to_its_own_run_or_to_nothing(starts: list[int]
         alone = all(abs(other - start) >= 60 for m, other in enumerate(starts) if m != n)
         if alone:  # (a run spans 0-50 of its start: researcher 0-10, writer 20-30, reviewer 40-50)
             assert sum(1 for o in owner if o == {n + 1}) == 1, (n, starts)
+
+
+def _wrapped(spans: list[SpanRecord], trace: int = 999) -> list[SpanRecord]:
+    """``spans`` moved into one trace under an application span (a web handler's, as server instrumentation makes
+    it): every parentless span under it, every link naming the new trace."""
+    new = f"{trace:032x}"
+    app = _span(trace, name="POST /chat", start=min(s.start_ns for s in spans) - 1, end=max(s.end_ns for s in spans))
+    moved = [dataclasses.replace(s, trace_id=new, parent_span_id=s.parent_span_id or app.span_id,
+                                 links=tuple((new, span) for _, span in s.links)) for s in spans]  # fmt: skip
+    return [app, *moved]
+
+
+def test_a_group_chat_under_an_application_span_is_one_conversation() -> None:
+    (unit,) = [u for u in foreign_units(_wrapped(_group_chat(10, 0))) if len(u) > 1]
+    adapted = adapt(unit)
+    assert isinstance(adapted, Adapted)
+    assert [m.get(sc.MESSAGE_SENDER) for m in adapted.messages] == ["researcher", "writer", "reviewer"]
+
+
+def test_two_runs_under_one_batch_span_stay_two() -> None:
+    first, second = _group_chat(10, 0), _group_chat(20, 100)
+    units = [u for u in foreign_units(_wrapped([*first, *second])) if len(u) > 1]
+    assert sorted(len(u) for u in units) == [len(first), len(second)]
+    assert sorted(len(adapt(u).messages) for u in units) == [3, 3]  # type: ignore[union-attr]
+
+
+def test_linked_turns_under_an_application_span_are_one_conversation_and_the_handler_ties_nothing() -> None:
+    researcher = _agent_turn(1, "researcher", "A17 was charged twice.", 0)
+    message = _span(2, name="agent_runtime publish", start=20, end=40, links=(researcher[1],))
+    writer = _agent_turn(2, "writer", "Refunded.", 21)
+    writer[0] = dataclasses.replace(writer[0], parent_span_id=message.span_id)
+    bystander = _agent_turn(3, "clerk", "Filed.", 50)  # a third agent the handler ran, tied to nothing
+    units = foreign_units(_wrapped([*researcher, message, *writer, *bystander]))
+    joined = [u for u in units if len(u) > 2]
+    (adapted,) = [adapt(u) for u in joined]
+    assert isinstance(adapted, Adapted)
+    assert [m.get(sc.MESSAGE_SENDER) for m in adapted.messages] == ["researcher", "writer"]
+    assert sorted(len(u) for u in units if u not in joined and len(u) > 1) == [2]  # the clerk alone
+
+
+def test_agents_a_program_calls_one_after_another_handing_on_answers_by_name_are_one_run() -> None:
+    # the program runs each agent itself under its handler's span, handing the next the last one's answer as an
+    # assistant message by name in gen_ai.input.messages (no link, no event, no log record)
+    output = '[{{"role": "assistant", "content": "{}"}}]'
+    handed = '[{{"role": "user", "content": "Refund A17."}}, {{"role": "assistant", "name": "{}", "content": "{}"}}]'
+    researcher = _agent_turn(1, "researcher", "x", 0, **{"gen_ai.output.messages": output.format(_FOUND)})
+    writer = _agent_turn(2, "writer", "y", 20, **{"gen_ai.output.messages": output.format(_WRITTEN),
+                                                 "gen_ai.input.messages": handed.format("researcher", _FOUND)})
+    reviewer = _agent_turn(3, "reviewer", "z", 40, **{"gen_ai.input.messages": handed.format("writer", _WRITTEN)})
+    runs = [u for u in foreign_units(_wrapped([*researcher, *writer, *reviewer])) if len(u) > 1]
+    assert [len(u) for u in runs] == [6]
+    anonymous = _agent_turn(3, "reviewer", "z", 40, **{"gen_ai.input.messages": handed.replace(
+        '"name": "{}", ', "").format(_WRITTEN)})  # fmt: skip
+    apart = [u for u in foreign_units(_wrapped([*researcher, *writer, *anonymous])) if len(u) > 1]
+    assert sorted(len(u) for u in apart) == [2, 4]  # handed on by no name: the answer names no agent

@@ -319,3 +319,75 @@ def test_two_group_chats_at_once_are_never_judged_as_one(sink: OtlpSink, make_co
     _calls_by_run(judge, [_traces(data["otlp"]), _traces(again_spans)])
     exposed = generate_latest(service.metrics.registry).decode()
     assert metric(exposed, "mast_collector_evidence_dropped_total", reason="ambiguous") >= 1
+
+
+def _under_app_span(data: dict[str, Any], trace: str, app_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A capture's spans and log records moved into one trace ``trace`` under an application span (a web handler's,
+    ``app_id``, as server instrumentation makes it): every parentless span under it, links and records naming the new
+    trace. The application span itself is in its own ResourceSpans, last (it ends after the run)."""
+    spans, logs = json.loads(json.dumps((data["otlp"], data.get("otlp_logs") or {"resourceLogs": []})))
+    every = [s for rs in spans["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    for s in every:
+        s["traceId"] = trace
+        s["parentSpanId"] = s.get("parentSpanId") or app_id
+        for link in s.get("links", ()):
+            link["traceId"] = trace
+    for rl in logs["resourceLogs"]:
+        for sl in rl["scopeLogs"]:
+            for r in sl["logRecords"]:
+                if r.get("traceId"):
+                    r["traceId"] = trace
+    app = {"traceId": trace, "spanId": app_id, "name": "POST /chat", "kind": 2,
+           "startTimeUnixNano": str(min(int(s["startTimeUnixNano"]) for s in every) - 1000),
+           "endTimeUnixNano": str(max(int(s["endTimeUnixNano"]) for s in every) + 1000),
+           "attributes": [{"key": "http.route", "value": {"stringValue": "/chat"}}]}  # fmt: skip
+    spans["resourceSpans"].append({"resource": {"attributes": []}, "scopeSpans": [
+        {"scope": {"name": "opentelemetry.instrumentation.fastapi"}, "spans": [app]}]})  # fmt: skip
+    return spans, logs
+
+
+def test_runs_under_an_application_span_are_judged_each_once_as_their_framework_recorded_them(
+    sink: OtlpSink, make_collector
+) -> None:
+    # prepare: each Semantic Kernel orchestration inside a web handler's span (one trace per request); in one more
+    # request, two AgentGroupChat runs one after the other under one span (a batch job)
+    names = ("agent-group-chat", "group-chat", "handoff")
+    clock = FakeClock()
+    judge = FakeJudge(on_judge=flag_messages("1.3"))
+    service = make_collector(sink, judge=judge, clock=clock)
+    service.start(pipeline=False)
+    sent, expected = 0, []
+    for n, name in enumerate(names):
+        data = json.loads((CAPTURES / "semantic_kernel" / f"{name}.json").read_text(encoding="utf-8"))
+        spans, logs = _under_app_span(data, f"{n + 1:032x}", f"{0xA0 + n:016x}")
+        post_json(service, logs, "/v1/logs")
+        post_json(service, spans)
+        sent += len(_keys(spans))
+        expected.append((data["expect"]["messages"], sorted({"user", *data["expect"]["agents"]})))
+    chat = json.loads((CAPTURES / "semantic_kernel" / "agent-group-chat.json").read_text(encoding="utf-8"))
+    later_spans, later_logs = _again(chat, 60 * 10**9)
+    for item in [s for rs in later_spans["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]] + [
+        r for rl in later_logs["resourceLogs"] for sl in rl["scopeLogs"] for r in sl["logRecords"]
+    ]:  # the second run's own span ids (one trace holds both)
+        for key in ("spanId", "parentSpanId"):
+            if item.get(key):
+                item[key] = f"{int(item[key], 16) ^ 0xFF00:016x}"
+    both = {"otlp": {"resourceSpans": chat["otlp"]["resourceSpans"] + later_spans["resourceSpans"]},
+            "otlp_logs": {"resourceLogs": chat["otlp_logs"]["resourceLogs"] + later_logs["resourceLogs"]}}
+    spans, logs = _under_app_span(both, f"{9:032x}", f"{0xB0:016x}")
+    post_json(service, logs, "/v1/logs")
+    post_json(service, spans)
+    sent += len(_keys(spans))
+    expected += [(chat["expect"]["messages"], sorted({"user", *chat["expect"]["agents"]}))] * 2
+    # test
+    judge_and_export(service, clock)
+    # verify: every span out once; one judge call per run with its framework's speakers and messages, the batch
+    # job's two runs two calls
+    got = sink.wait_count(sent)
+    assert len(got) == sent
+    calls = [[s for s in call[0] if s.span_type == sc.SPAN_TYPE_MESSAGE] for call in judge.calls]
+    got_calls = sorted((len(m), sorted({str(s.get(sc.MESSAGE_SENDER)) for s in m})) for m in calls)
+    assert got_calls == sorted(expected)
+    labelled = [s for s in got if sc.JUDGE_STATUS in s.attributes]
+    assert len(labelled) == len(expected)
+    assert all(s.attributes[sc.MAST_FRAMEWORK] == "semantic-kernel" for s in labelled)

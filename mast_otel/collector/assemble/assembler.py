@@ -268,8 +268,9 @@ class Assembler:
                 del self._inflight[trace_id]
 
     def join(self, units: list[Unit]) -> Unit:
-        """Units of several traces that are one run (a trace per message) as one unit to judge: the root is the
-        unit's whose root started first (a root candidate's window says), the rest are its ``others``."""
+        """Units that are one run as one unit to judge: the root is the unit's whose root started first (a root
+        candidate's window says); the units of other traces (a trace per message) are its ``others``, those of its
+        own trace (sibling runs under an application span that evidence ties) are part of it."""
         if len(units) == 1:
             return units[0]
         first = min(units, key=lambda u: (u.root_start is None, u.root_start or 0, u.first_received))
@@ -280,7 +281,8 @@ class Assembler:
             conv_ids=tuple(sorted({c for u in units for c in u.conv_ids})), partial=any(u.partial for u in units),
             parent_hint=first.parent_hint, first_received=min(u.first_received for u in units),
             last_received=max(u.last_received for u in units),
-            others=tuple((u.trace_id, u.span_ids) for u in rest), tenant=first.tenant,
+            others=tuple((u.trace_id, u.span_ids) for u in rest if u.trace_id != first.trace_id),
+            tenant=first.tenant,
         )  # fmt: skip
         for u in units:  # in flight as the joined unit in each of its traces
             entries = self._inflight.get(u.trace_id, [])

@@ -260,11 +260,9 @@ class RunJoiner:
         """``unit`` to judge now, or None: it waits for the rest of its run."""
         if unit.conv_ids:
             return unit
-        traces, noted = self._groups.run_of(unit.tenant, unit.trace_id)
-        if noted is None and len(traces) == 1:
-            return unit  # nothing ties it (or keys only this trace carries so far)
+        traces, _ = self._groups.run_of(unit.tenant, unit.trace_id)
         if len(traces) == 1:
-            return unit
+            return unit  # nothing ties it to another trace (or only keys no other trace carries so far)
         self._waiting.append(unit)
         return None
 
