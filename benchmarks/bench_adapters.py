@@ -22,6 +22,10 @@ Workloads (synthetic, in each source's real shapes, see tests/data/adapters and 
   records to their spans (``with_log_events``) plus the adapter; its baseline decodes the records too. Issue 41
   asks for 10,000 spans plus 10,000 log records adapted in under 0.5 s: ``--sizes 6666``.
 
+The ``screen s`` column is the part of the adapter's time spent checking every attribute value against the bounds
+on what is read (``mast_otel.adapters.screen``: nesting, size; issue 45); the collector runs it three times per
+conversation (its own copy, the verdict's adapt, the signals' adapt).
+
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_adapters.py [--sizes 1000 2000 4000] [--repeat 3]
@@ -37,7 +41,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-from mast_otel.adapters import Adapted, adapt
+from mast_otel.adapters import Adapted, adapt, screen
 from mast_otel.collector.judge.log_events import with_log_events
 from mast_otel.collector.store.api import LogRow
 from mast_otel.spans import SpanRecord, from_otlp_request
@@ -182,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "openllmetry+openinference": lambda n: openllmetry_trace(n, openinference_llm=True),
         "genai": genai_trace,
     }
-    print(f"{'workload':<28}{'spans':>8}{'decode s':>10}{'adapt s':>10}{'ratio':>8}  result")
+    print(f"{'workload':<28}{'spans':>8}{'decode s':>10}{'adapt s':>10}{'ratio':>8}{'screen s':>10}  result")
     ratios: dict[str, list[float]] = {}
     for name, build in workloads.items():
         for n in args.sizes:
@@ -191,7 +195,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             base = best_of(args.repeat, lambda raw=raw: baseline(raw))  # type: ignore[misc]
             result = adapt(spans)
             took = best_of(args.repeat, lambda spans=spans: adapt(spans))  # type: ignore[misc]
-            _row(name, len(spans), base, took, result, ratios)
+            screened = best_of(args.repeat, lambda spans=spans: screen(spans))  # type: ignore[misc]
+            _row(name, len(spans), base, took, result, ratios, screened=screened)
     for n in args.sizes:  # genai+logs: the content in log records, joined to the spans, then adapted
         spans = _stripped(genai_trace(n))
         rows = genai_logs(genai_trace(n))
@@ -199,7 +204,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         base = best_of(args.repeat, lambda raw=raw, rows=rows: baseline_logs(raw, rows))  # type: ignore[misc]
         result = adapt(with_log_events(spans, rows))
         took = best_of(args.repeat, lambda s=spans, r=rows: adapt(with_log_events(s, r)))  # type: ignore[misc]
-        _row("genai+logs", len(spans), base, took, result, ratios, records=len(rows))
+        joined = with_log_events(spans, rows)
+        screened = best_of(args.repeat, lambda joined=joined: screen(joined))  # type: ignore[misc]
+        _row("genai+logs", len(spans), base, took, result, ratios, records=len(rows), screened=screened)
     print("\nA linear adapter keeps its ratio as the trace grows; a quadratic one's ratio grows with the size.")
     for name, values in ratios.items():
         print(f"{name}: ratio at the largest size / at the smallest = {values[-1] / values[0]:.2f} "
@@ -207,13 +214,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _row(name: str, spans: int, base: float, took: float, result: object, ratios: dict[str, list[float]],
-         records: int = 0) -> None:  # fmt: skip
+         records: int = 0, screened: float = 0.0) -> None:  # fmt: skip
     ratio = took / base
     ratios.setdefault(name, []).append(ratio)
     what = f"{len(result.messages)} messages" if isinstance(result, Adapted) else repr(result)[:40]
     if records:
         what += f", {records} log records"
-    print(f"{name:<28}{spans:>8}{base:>10.3f}{took:>10.3f}{ratio:>8.2f}  {what}")
+    print(f"{name:<28}{spans:>8}{base:>10.3f}{took:>10.3f}{ratio:>8.2f}{screened:>10.3f}  {what}")
 
 
 if __name__ == "__main__":
