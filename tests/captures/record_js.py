@@ -31,7 +31,8 @@ First sight (issue 46): pairs scored as the adapters read them before any rule f
 ``tests/data/first_sight/<framework>/<run>.json`` (a spec's ``"first_sight"``), from the node project
 ``tests/captures/js_agents``. Their recorders also print the framework's own record the expectation was read from
 (``"record"``: each answer's agent, text and tool calls), kept in the file, and list what each answer says
-(``expect["said"]``).
+(``expect["said"]``). A re-recorded file has no score yet: ``python -m tests.adapters.test_first_sight FILE`` writes
+its ``"first_sight"`` entry (what the code reads of it).
 
 - ``strands_js`` (Strands Agents' TypeScript SDK, ``@strands-agents/sdk``, traced by its own telemetry on a
   registered NodeTracerProvider): ``swarm`` (a Swarm, routing by its structured-output tool), ``swarm-latest``

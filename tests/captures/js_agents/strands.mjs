@@ -15,8 +15,7 @@
 // is the SDK's OpenAIModel (chat completions, streamed) against the scripted server. The expectation is read from
 // the SDK's own record: each agent's ModelMessageEvent hooks (each message its model answered, as it answered), the
 // Swarm's MultiAgentHandoffEvent stream events and its MultiAgentResult; never from a span.
-import { Agent, Swarm, tool } from "@strands-agents/sdk";
-import { ModelMessageEvent } from "@strands-agents/sdk";
+import { Agent, ModelMessageEvent, Swarm, tool } from "@strands-agents/sdk";
 import { OpenAIModel } from "@strands-agents/sdk/models/openai";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
