@@ -139,7 +139,8 @@ def test_promtool_accepts_the_shipped_rules_and_config(tmp_path: Path) -> None:
 def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
     """Every dashboard query, with Grafana's variables filled in, parses (as recording rules for promtool)."""
     promtool = require_binary("promtool")
-    grafana = {"$__rate_interval": "1m", "$__range": "6h", "$service": ".*", "$framework": ".*", "$mode": ".*"}
+    grafana = {"$__rate_interval": "1m", "$__range": "6h", "$service": ".*", "$framework": ".*", "$mode": ".*",
+               "$version": ".*"}  # fmt: skip
     exprs = [t["expr"] for p in panels(dashboard()) for t in p.get("targets", ()) if "expr" in t]
     rules = []
     for i, expr in enumerate(exprs):
@@ -319,6 +320,19 @@ def test_dashboard_shows_what_the_issue_asks_for() -> None:
     for metric in ("mast_judge_duration_seconds_bucket", "mast_judge_tokens_total", "mast_collector_spans_pending",
                    "mast_collector_pending_bytes"):  # fmt: skip
         assert metric in exprs, metric
+    # rates among judged conversations, by version, the budget's burn against the alerts' factors, judge health
+    for recorded in ("mast:failure_mode:ratio_rate1h", "mast:failure_mode_by_version:ratio_rate1h",
+                     "/ on (mode) group_left mast:failure_objective:ratio", "mast:conversations_judged:increase1h",
+                     "mast:judge_error:ratio_rate15m", "mast:judge_skipped:ratio_rate15m", "mast:judge_unhealthy",
+                     "mast:judge_timeouts:increase15m"):  # fmt: skip
+        assert recorded in exprs, recorded
+    burn = next(p for p in panels(dashboard()) if p["title"].startswith("Budget burn"))
+    alerts = {r["alert"]: r["expr"] for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]
+              if "alert" in r}  # fmt: skip
+    factors = [float(re.search(r"group_left ([\d.]+) \* mast:failure_objective", alerts[name]).group(1))  # type: ignore[union-attr]
+               for name in ("MastFailureModeBurnSlow", "MastFailureModeBurnFast")]  # fmt: skip
+    assert [s["value"] for s in burn["fieldConfig"]["defaults"]["thresholds"]["steps"][1:]] == factors == [6, 14.4]
+    assert any(v["name"] == "version" for v in dashboard()["templating"]["list"])
     tempo = [t for p in panels(dashboard()) for t in p.get("targets", ()) if t.get("queryType") == "traceql"]
     assert tempo and "span.mast.failed = true" in tempo[0]["query"]
 
