@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mast_otel import semconv as sc
 from prometheus_client import generate_latest
 
+from mast_otel import semconv as sc
 from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export, metric
 from tests.collector.sink import OtlpSink
 from tests.collector.test_foreign_genai import post_json
@@ -179,6 +179,14 @@ def _again(data: dict[str, Any], shift_ns: int) -> tuple[dict[str, Any], dict[st
     return spans, logs
 
 
+def _post_records_then_spans(service: Any, *runs: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """Every run's log records, then every run's spans (OTel's log batch leaves before its span batch)."""
+    for _, logs in runs:
+        post_json(service, logs, "/v1/logs")
+    for spans, _ in runs:
+        post_json(service, spans)
+
+
 def test_turns_tied_only_by_their_history_are_one_conversation_per_run(sink: OtlpSink, make_collector) -> None:
     # prepare: Semantic Kernel's AgentGroupChat: each turn a trace of its own, tied to the others only by the chat
     # history its model is given (log records); two runs of the same script, so the same answers in both
@@ -189,10 +197,7 @@ def test_turns_tied_only_by_their_history_are_one_conversation_per_run(sink: Otl
     service = make_collector(sink, judge=judge, clock=clock)
     service.start(pipeline=False)
     # test: both runs' records and spans, the second run's records before the first run's spans
-    post_json(service, data["otlp_logs"], "/v1/logs")
-    post_json(service, again_logs, "/v1/logs")
-    post_json(service, data["otlp"])
-    post_json(service, again_spans)
+    _post_records_then_spans(service, (data["otlp"], data["otlp_logs"]), (again_spans, again_logs))
     judge_and_export(service, clock)
     # verify: one conversation per run, each with its three agents in order
     sink.wait_count(len(_keys(data["otlp"])) + len(_keys(again_spans)))
@@ -309,10 +314,7 @@ def test_two_group_chats_at_once_are_never_judged_as_one(sink: OtlpSink, make_co
     service = make_collector(sink, judge=judge, clock=clock)
     service.start(pipeline=False)
     # test
-    post_json(service, data["otlp_logs"], "/v1/logs")
-    post_json(service, again_logs, "/v1/logs")
-    post_json(service, data["otlp"])
-    post_json(service, again_spans)
+    _post_records_then_spans(service, (data["otlp"], data["otlp_logs"]), (again_spans, again_logs))
     judge_and_export(service, clock)
     # verify: every span out once; no judge call holds both runs' spans; what could not be told apart is counted
     sink.wait_count(len(_keys(data["otlp"])) + len(_keys(again_spans)))
