@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -92,10 +91,7 @@ def history_key(agent: object, text: object, at_ns: int, call: str = "", positio
 def answer_keys(agent: object, output_messages: object, start_ns: int, end_ns: int | None = None) -> list[str]:
     """The evidence of each answer in a turn's ``gen_ai.output.messages`` (the parts format, or a message's
     ``content`` string), given by the turn that ran from ``start_ns`` to ``end_ns`` (None: no end known)."""
-    try:
-        messages = json.loads(output_messages) if isinstance(output_messages, str) else None
-    except (ValueError, RecursionError):
-        return []
+    messages = json_of(output_messages)  # (past the bounds on what is read: no answer, as the judge reads none)
     end = start_ns if end_ns is None or end_ns < start_ns else end_ns
     keys = []
     for message in messages if isinstance(messages, list) else ():

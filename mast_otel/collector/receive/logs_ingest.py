@@ -45,7 +45,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 from opentelemetry.proto.logs.v1.logs_pb2 import ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from mast_otel.adapters import ASSISTANT_MESSAGE_EVENT, history_key
+from mast_otel.adapters import ASSISTANT_MESSAGE_EVENT, history_key, json_of
 from mast_otel.collector.assemble.trace_groups import Note, TraceGroups
 from mast_otel.collector.metrics import REFUSE_BACKPRESSURE, REFUSE_DISK_FULL, CollectorMetrics
 from mast_otel.collector.receive.ingest import (
@@ -265,10 +265,7 @@ def history_evidence(record: Any, positions: dict[bytes, int] | None = None) -> 
         return None
     body = any_value(record.body)
     if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except (ValueError, RecursionError):
-            return None
+        body = json_of(body)  # (nested too deep or too large: no history, as the judge reads none)
     if not isinstance(body, dict):
         return None
     call = record.trace_id + record.span_id
