@@ -141,12 +141,19 @@ def _foreign(spans: list[SpanRecord], limit: int | None) -> Iterator[Conversatio
 
 
 def _otlp_spans(text: str) -> list[SpanRecord]:
-    """OTLP JSON: one ``{"resourceSpans": ...}`` document, or one per line (the file exporter's JSON Lines)."""
+    """OTLP JSON: one ``{"resourceSpans": ...}`` document, or one per line (the file exporter's JSON Lines). A
+    document nested past what the JSON and protobuf parsers read (an attribute's array or map value about 50
+    levels deep) cannot be read at all, as the collector refuses it: ``ValueError`` saying so, not a traceback."""
+    from google.protobuf.json_format import ParseError
+
     try:
-        return from_otlp_json(text)
-    except json.JSONDecodeError:
-        out: list[SpanRecord] = []
-        for line in text.splitlines():
-            if line.strip():
-                out.extend(from_otlp_json(line))
-        return out
+        try:
+            return from_otlp_json(text)
+        except json.JSONDecodeError:
+            out: list[SpanRecord] = []
+            for line in text.splitlines():
+                if line.strip():
+                    out.extend(from_otlp_json(line))
+            return out
+    except (RecursionError, ParseError) as exc:
+        raise ValueError(f"not OTLP JSON that can be read: {type(exc).__name__}: {str(exc)[:200]}") from None

@@ -153,6 +153,21 @@ def test_judge_reads_a_file_with_a_value_too_deep_as_if_it_were_not_there(tmp_pa
     assert deep == without and "ignored" not in without
 
 
+@pytest.mark.parametrize("levels", [60, 50_000])
+def test_judge_refuses_a_file_nested_past_what_the_parsers_read(tmp_path, capsys, levels):
+    """An attribute whose OTLP array value nests 60 levels (past protobuf's limit) or 50,000 (past JSON's): the file
+    cannot be read at all, as the collector refuses such a request; the command says so and exits 2."""
+    capture = Path(__file__).parents[1] / "data" / "captures" / "pydantic_ai" / "desk.json"
+    otlp = json.loads(capture.read_text())["otlp"]
+    deep = '{"arrayValue": {"values": [' * levels + '{"stringValue": "x"}' + "]}}" * levels
+    text = json.dumps(otlp).replace('"attributes": [', '"attributes": [{"key": "deep", "value": ' + deep + "}, ", 1)
+    path = tmp_path / "run.json"
+    path.write_text(text)
+    code, out = run(["judge", str(path), "--dry-run"], capsys)
+    assert code == 2 and out.out == ""
+    assert out.err.startswith("mast-otel judge: not OTLP JSON that can be read")
+
+
 def test_eval_without_a_model_scores_signals_and_warns_about_the_old_labels(small_steplist, tmp_path, capsys):
     code, out = run(["eval", str(small_steplist), "--no-model", "--out", str(tmp_path), "--quiet"], capsys)
     assert code == 0
