@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.adapters.test_captures import read_points
@@ -77,6 +77,7 @@ _MISREAD = st.one_of(st.just(False), st.none(), st.integers(), st.text(), st.lis
 _POINTS = st.dictionaries(st.sampled_from(["agents", "task", "text"]), st.one_of(st.just(True), _MISREAD), min_size=1)
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow])  # (nested text, dicts and lists: slow to draw, cold)
 @given(st.lists(st.tuples(st.sampled_from(["a_pair", "b_pair"]), _POINTS), max_size=12))
 def test_a_run_scores_right_only_when_every_point_is_true(runs: list[tuple[str, dict[str, Any]]]) -> None:
     """What is read instead (a name, a list, a count, an object: all truthy) never counts as right."""
