@@ -15,7 +15,7 @@ from mast_otel.collector.assemble.assembler import Assembler, Unit
 from mast_otel.collector.assemble.trace_groups import Note, RunJoiner, TraceGroups
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 A, B, C, D = (bytes([n]) * 16 for n in range(1, 5))
@@ -83,6 +83,7 @@ def test_stale_groups_are_forgotten() -> None:
     assert groups.forgotten == 1
 
 
+@settings(deadline=None)  # (up to 300 notes an example)
 @given(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 3)), min_size=1, max_size=300),
        st.integers(2_000, 40_000))  # fmt: skip
 def test_the_index_stays_within_its_bytes_dropping_the_least_recently_noted(
