@@ -18,7 +18,10 @@ What it does, every server on 127.0.0.1 and free ports, every process stopped by
    judge ran, its MAST labels and the spans cited as evidence, and how to find it in Jaeger, Tempo and Phoenix;
    the collector's non-zero ``mast_signal_total`` / ``mast_failure_mode_total`` series; the report
    (``OUT/report.html`` too);
-6. exits 1 unless each signal the examples were built to raise was raised (and, with a judge, each failure mode
+6. prints the pattern report of its own runs from the collector's verdict history (each mode's rate among the
+   judged conversations, by service, version and decisive agent; ``OUT/patterns.html`` with the rates over time)
+   and keeps the history as ``OUT/collector.db.history`` for ``mast-otel report --history``;
+7. exits 1 unless each signal the examples were built to raise was raised (and, with a judge, each failure mode
    they were written to show was labelled) in that example's trace.
 
 The judge: with ``MAST_OTEL_JUDGE_BASE_URL`` or ``MAST_OTEL_JUDGE_MODEL`` set (any OpenAI-compatible server), or
@@ -55,6 +58,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from mast_otel import semconv as sc
+from mast_otel.collector.history import HistoryFile
 from mast_otel.collector.report import (
     Conversation,
     Report,
@@ -67,10 +71,14 @@ from mast_otel.collector.report import (
     spans_from_otlp_json,
     traceql,
 )
+from mast_otel.collector.report.pattern_html import render_patterns_html
+from mast_otel.collector.report.pattern_text import render_patterns_text
+from mast_otel.collector.report.patterns import Question, build_report
 from mast_otel.judge.signals import SIGNALS
 from mast_otel.taxonomy import mode
 
 ROOT = Path(__file__).resolve().parent.parent
+DEMO_VERSION = "demo-1"  # the examples' service.version: the pattern report and the metrics' version label show it
 
 
 @dataclass(frozen=True)
@@ -280,6 +288,7 @@ def run_example(example: Example, otlp_grpc: str, log_path: Path) -> None:
         OTEL_EXPORTER_OTLP_ENDPOINT=otlp_grpc,
         OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
         OTEL_SERVICE_NAME=example.service,
+        OTEL_RESOURCE_ATTRIBUTES=f"service.version={DEMO_VERSION}",
         PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p),
     )
     started = time.monotonic()
@@ -396,6 +405,18 @@ def check(conversations: Sequence[Conversation], examples: Sequence[Example] = E
     return missing
 
 
+def print_patterns(history: Path, started: float, out: Path) -> None:
+    """The pattern report of the demo's own runs, from the verdict history the collector kept (beside its store)."""
+    with HistoryFile(history) as f:
+        report = build_report([f], Question(started - 60, time.time() + 60))
+    print("Patterns across runs (mast-otel report, from the collector's verdict history)")
+    print("=" * 100)
+    print(render_patterns_text(report))
+    (out / "patterns.html").write_text(render_patterns_html(report, title="mast-otel demo: failure patterns"))
+    log(f"patterns: {out / 'patterns.html'} (also: .venv/bin/mast-otel report --history {history} --since 1d; "
+        "with a collector that runs for days: --since 7d --compare previous, or --compare version:NEW,OLD)")
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -408,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the verdicts")
     args = parser.parse_args(argv)
 
-    started = time.monotonic()
+    started, wall_started = time.monotonic(), time.time()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     jsonl = out / "spans.jsonl"
@@ -432,10 +453,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"all conversations labelled, {time.monotonic() - started:.1f} s after start")
             print_conversations(conversations)
             print_metrics(endpoints["metrics"])
+        # the collector has stopped and closed its history: keep it with the rest of the output
+        history = out / "collector.db.history"
+        history.unlink(missing_ok=True)
+        shutil.copy(Path(tmp) / "collector.db.history", history)
     report = Report(tuple(conversations))
     print(render_text(report))
     (out / "report.html").write_text(render_html(report, title="mast-otel demo: MAST failure modes"))
     log(f"report: {out / 'report.html'} (also: .venv/bin/mast-otel report {jsonl} --html report.html)")
+    print_patterns(history, wall_started, out)
     judged = "signals" not in flags
     missing = check_signals(conversations, ran)
     if judged:

@@ -62,6 +62,9 @@ def run_demo(tmp_path: Path, name: str, judge: str, extra_env: dict[str, str]) -
     (ARTIFACTS / f"demo-output-{name}.txt").write_text(done.stdout + done.stderr)
     assert done.returncode == 0, f"demo failed ({done.returncode}):\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
     assert (out / "spans.jsonl").stat().st_size > 0 and (out / "report.html").exists()
+    # the pattern report of its own runs, and the history it came from, kept for mast-otel report --history
+    assert "Patterns across runs" in done.stdout and (out / "patterns.html").read_text().startswith("<!doctype html>")
+    assert (out / "collector.db.history").stat().st_size > 0
     (pid,) = re.findall(r"collector stopped \(pid (\d+)", done.stdout)
     assert not Path(f"/proc/{pid}").exists(), "the collector outlived the demo"
     return done
@@ -75,6 +78,10 @@ def test_demo_without_a_model_shows_signals_and_no_labels(tmp_path: Path) -> Non
     assert "unchecked_approval (hints at 3.2" in done.stdout and "round_limit (hints at 1.5" in done.stdout
     assert re.search(r'mast_signal_total\{.*signal="round_limit".*\} 1\.0', done.stdout)
     assert "For MAST labels, give the collector a judge: set OPENAI_API_KEY" in done.stdout
+    # no judge: every verdict skipped, no pattern; the report says what it read
+    assert re.search(r": (\d+) verdicts, 0 judged \(ok, partial, truncated\); not judged: skipped \1 \(100%\)",
+                     done.stdout)  # fmt: skip
+    assert "No failure mode in this window." in done.stdout
 
 
 def test_demo_judge_path_against_a_scripted_openai_server(tmp_path: Path) -> None:
@@ -90,3 +97,7 @@ def test_demo_judge_path_against_a_scripted_openai_server(tmp_path: Path) -> Non
     assert "mast.failure_modes=[1.3, 1.5, 3.2]" in done.stdout
     assert re.search(r'mast_failure_mode_total\{.*mode="1\.3".*\} [1-9]', done.stdout)
     assert "every failure they were written to show was labelled" in done.stdout
+    # every judged conversation shows 1.3 (the scripted verdict): its rate is all of them, everywhere and per version
+    all_rows = re.search(r"1\.3\s+Step repetition\s+all\s+100\.0% \((\d+)/(\d+)\)", done.stdout)
+    assert all_rows and all_rows.group(1) == all_rows.group(2) and int(all_rows.group(1)) >= len(runnable(EXAMPLES))
+    assert re.search(r"1\.3\s+Step repetition\s+service=demo-ag2-group-chat version=demo-1\s+100\.0%", done.stdout)

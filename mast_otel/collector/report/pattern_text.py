@@ -65,8 +65,8 @@ def render_patterns_text(report: PatternReport, *, top: int = 25) -> str:
         if compared:
             row += [fmt_rate(p.before), fmt_change(p.change)]
         rows.append(row)
-    out.append("Patterns, worst first (rate = conversations with the mode / judged conversations, 95% interval; "
-               + ("a change whose 95% interval holds 0 is within noise):" if compared else "):"))  # fmt: skip
+    out.append("Patterns, worst first (rate = conversations with the mode / judged conversations, 95% interval"
+               + ("; a change whose 95% interval holds 0 is within noise):" if compared else "):"))  # fmt: skip
     table = _rows(header, rows)
     out += table[:2]
     for line, p in zip(table[2:], shown, strict=True):
