@@ -42,42 +42,26 @@ pytestmark = pytest.mark.integration  # real collector processes (and their shar
 
 # (transformation, "dir/run") -> why that run does not get exactly one verdict of its own yet. Strict: a pair listed
 # here that holds fails the test, so remove it when the code is fixed.
-_ID_TIES = "the copy carries the same {} and that id ties traces: one conversation of both runs, one verdict"
-_HISTORY_TIES = ("the copy's answers, {}, are the last given before this run's next turn: the shared history ties "
-                 "the next turn to the copy's run")  # fmt: skip
-_ONE_TRACE = ("in one trace under the app span each agent's turn is a unit of its own and units of one trace are "
+_ONE_TRACE = ("in one trace under the app span each agent's turn is a unit of its own, and units of one trace are "
               "never joined")  # fmt: skip
 _MIXED = ("a turn whose own giver is not beside it (in its own trace, or on another shard) is tied by its history to "
-          "the other Semantic Kernel capture's turn giving the same scripted answer")  # fmt: skip
+          "the other Semantic Kernel capture's turn that gave the same scripted answer")  # fmt: skip
 _SHARDS = "its traces are routed to shards by trace id, so no shard holds the whole run"
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("wrapped", "semantic_kernel/agent-group-chat"): f"{_ONE_TRACE}; {_MIXED}",
     ("wrapped", "semantic_kernel/group-chat"): _MIXED,
     ("wrapped", "semantic_kernel/handoff"): f"{_ONE_TRACE}: each one agent, no verdict",
-    ("twice", "agno/team"): _ID_TIES.format("session.id"),
-    ("twice", "agno/team-hidden"): _ID_TIES.format("session.id"),
-    ("twice", "google_adk/desk"): _ID_TIES.format("gen_ai.conversation.id"),
-    ("twice", "google_adk/desk-event-only"): _ID_TIES.format("gen_ai.conversation.id"),
-    ("twice", "google_adk_openinference/desk"): _ID_TIES.format("session.id and gen_ai.conversation.id"),
-    ("twice", "pydantic_ai/desk"): _ID_TIES.format("gen_ai.conversation.id"),
-    ("twice", "semantic_kernel/agent-group-chat"): _HISTORY_TIES.format("50 ms later"),
-    ("twice", "semantic_kernel/group-chat"): _HISTORY_TIES.format("50 ms later"),
-    ("tenants", "agno/team"): _ID_TIES.format("session.id") + " across tenants",
-    ("tenants", "agno/team-hidden"): _ID_TIES.format("session.id") + " across tenants",
-    ("tenants", "google_adk/desk"): _ID_TIES.format("gen_ai.conversation.id") + " across tenants",
-    ("tenants", "google_adk/desk-event-only"): _ID_TIES.format("gen_ai.conversation.id") + " across tenants",
-    ("tenants", "google_adk_openinference/desk"): _ID_TIES.format("session.id") + " across tenants",
-    ("tenants", "pydantic_ai/desk"): _ID_TIES.format("gen_ai.conversation.id") + " across tenants",
-    ("tenants", "semantic_kernel/agent-group-chat"): _HISTORY_TIES.format("at the same times in another tenant"),
-    ("tenants", "semantic_kernel/group-chat"): _HISTORY_TIES.format("at the same times in another tenant"),
-    ("restart", "semantic_kernel/agent-group-chat"): "the histories its log records gave are noted again after a "
-    "restart only for traces holding spans: sent before its spans, they are lost and its turns never tied: no verdict",
+    ("twice", "semantic_kernel/agent-group-chat"): "the copy gives the same answers 50 ms later, while this run's "
+    "turns run: every history is ambiguous (two runs at once) and ties nothing, so neither run gets a verdict",
     ("processes-2", "semantic_kernel/agent-group-chat"): f"{_SHARDS}; {_MIXED}",
     ("processes-2", "semantic_kernel/group-chat"): f"{_SHARDS}: two verdicts, each on part of the run; {_MIXED}",
     ("processes-2", "semantic_kernel/handoff"): f"{_SHARDS}: each turn one agent, no verdict",
     ("processes-3", "semantic_kernel/agent-group-chat"): f"{_SHARDS}; {_MIXED}",
     ("processes-3", "semantic_kernel/group-chat"): f"{_SHARDS}; {_MIXED}",
     ("processes-3", "semantic_kernel/handoff"): f"{_SHARDS}: each turn one agent, no verdict",
+    ("order", "semantic_kernel/agent-group-chat"): "one record per request, group-chat's run (the same scripted "
+    "answers, 0.8 s earlier) arrives after it: the Writer's answer there is not yet known read on, so the Reviewer's "
+    "history is found ambiguous and ties nothing: judged without the Reviewer",
 }
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -447,6 +431,12 @@ def _exported_logs(sink: OtlpSink) -> Counter[tuple[str, str, int, str]]:
     return out
 
 
+def _stopped(collector: CollectorProcess) -> None:
+    """SIGTERM, and the process exits 0 (a graceful stop: what it acknowledged is kept or sent)."""
+    code = collector.stop()
+    assert code == 0, f"the collector exited {code} on SIGTERM; its log ends:\n{collector.log.read_text()[-3000:]}"
+
+
 def _run_collector(tmp: Path, sending: Sending, *, processes: int = 1) -> Outcome:
     """``sending`` into one collector process (restarted between phases), until every span and log record sent is
     exported; then the process stopped, so whatever it would still send has arrived."""
@@ -460,14 +450,14 @@ def _run_collector(tmp: Path, sending: Sending, *, processes: int = 1) -> Outcom
     try:
         for number, phase in enumerate(sending.phases):
             if number:
-                assert collector.stop() == 0, collector.log.read_text()[-3000:]
+                _stopped(collector)
             collector.start()
             for request in phase:
                 _post(collector.http_port, request)
         want = set().union(*(run.keys for run in sending.runs))
         sink.wait_for(lambda spans: want <= {s.key for s in spans}, timeout=MAX_AGE + 90)
         sink.wait_logs(sum(_sent_logs(sending).values()), timeout=60)
-        assert collector.stop() == 0, collector.log.read_text()[-3000:]
+        _stopped(collector)
         calls = [json.loads(line) for line in judged.read_text().splitlines()] if judged.exists() else []
         return Outcome(sink.spans(), _exported_logs(sink), calls)
     finally:
