@@ -59,3 +59,41 @@ def test_the_outage_page_comes_from_the_judge_alert(tmp_path: Path) -> None:
     end = text.index("      - alert: MastJudgeTimeouts")
     done = promtool_test(text[:start] + text[end:], tmp_path)
     assert done.returncode != 0 and "alertname: MastJudgeOutage" in done.stderr, done.stdout + done.stderr
+
+
+def test_the_per_mode_objective_docs_patterns_md_shows_works(tmp_path: Path) -> None:
+    """The objective block docs/patterns.md tells users to write: each named mode gets its own, the rest the
+    default."""
+    doc = (DEPLOY.parents[2] / "docs" / "patterns.md").read_text()
+    block = re.search(r"```yaml\n(      - record: mast:failure_objective:ratio\n.*?)```", doc, re.DOTALL)
+    assert block, "docs/patterns.md no longer shows the objective rule"
+    text = RULES.read_text()
+    shipped = re.search(r"      - record: mast:failure_objective:ratio\n        expr: \|\n(          .*\n)+?", text)
+    assert shipped
+    rules = text.replace(shipped.group(0), block.group(1))
+    (tmp_path / RULES.name).write_text(rules)
+    (tmp_path / "objective.test.yml").write_text(f"""
+rule_files: [{RULES.name}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'mast_failure_mode_total{{mode="2.3",category="FC2",service="s",version="1",framework="f"}}'
+        values: '0+1x10'
+      - series: 'mast_failure_mode_total{{mode="1.3",category="FC1",service="s",version="1",framework="f"}}'
+        values: '0+1x10'
+    promql_expr_test:
+      - expr: mast:failure_objective:ratio
+        eval_time: 5m
+        exp_samples:
+          - labels: 'mast:failure_objective:ratio{{mode="2.3"}}'
+            value: 0.04
+          - labels: 'mast:failure_objective:ratio{{mode="3.3"}}'
+            value: 0.02
+          - labels: 'mast:failure_objective:ratio{{mode="1.3"}}'
+            value: 0.05
+""")
+    promtool = require_binary("promtool")
+    done = subprocess.run([promtool, "test", "rules", "objective.test.yml"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
