@@ -13,11 +13,13 @@ Environment variables:
     Characters kept per message, tool argument or result (default 8192; 0 disables the cap).
 ``MAST_OTEL_REDACT_PATTERNS``
     Extra regexes, one per line (or a JSON list of strings), redacted on top of the built-in secret patterns.
-    Each is compiled here. A bad one (a regex that does not compile) fails closed: it is counted and logged once
-    (kind ``config.MAST_OTEL_REDACT_PATTERNS``; the pattern itself is not logged), content capture is turned off,
-    and every text that still reaches a span (an exception's message, a termination detail) is replaced whole by
-    ``[REDACTED]``: what the pattern was meant to hide is never exported unredacted. ``instrument()`` does not
-    raise. A bad pattern given as ``redact_patterns=`` (code, not deployment) raises ``ValueError`` naming it.
+    Each is compiled here. A bad one (a regex that does not compile, or one Python warns about while compiling it,
+    such as ``[[a]``: "Possible nested set", whatever the warning filters, ``-W error`` included) fails closed: it
+    is counted and logged once (kind ``config.MAST_OTEL_REDACT_PATTERNS``; the pattern itself is not logged),
+    content capture is turned off, and every text that still reaches a span (an exception's message, a termination
+    detail) is replaced whole by ``[REDACTED]``: what the pattern was meant to hide is never exported unredacted.
+    ``instrument()`` does not raise. A bad pattern given as ``redact_patterns=`` (code, not deployment) raises
+    ``ValueError`` naming it (and the warning).
 ``MAST_OTEL_PROPOSED_SEMCONV``
     ``true`` adds attributes that exist only in open semantic-convention proposals (``gen_ai.transfer.*`` on
     handoffs, PR #447) next to the stable ``mast.handoff.*`` ones; default ``false``.
@@ -28,12 +30,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._safety import record_failure
-from .redaction import REDACTED, Redactor
+from .redaction import REDACTED, Redactor, compile_user_pattern
 
 _log = logging.getLogger(__name__)
 
@@ -79,8 +80,8 @@ class CaptureConfig:
         if not all(_compiles(p) for p in patterns):
             # Fail closed: without the pattern nothing can be redacted as asked, so nothing is captured, and text
             # that is written whatever the capture switch (exception messages) is withheld whole.
-            _bad_value(REDACT_PATTERNS_ENV, "holds a regex that does not compile; content capture is off and "
-                       "exception texts are withheld")  # fmt: skip
+            _bad_value(REDACT_PATTERNS_ENV, "holds a regex that does not compile, or that Python warns about; "
+                       "content capture is off and exception texts are withheld")  # fmt: skip
             patterns = [p for p in patterns if _compiles(p)]
             capture_content = False
             redact = _withhold
@@ -104,9 +105,11 @@ def _bad_value(name: str, problem: str) -> None:
 
 
 def _compiles(pattern: str) -> bool:
+    """Whether ``pattern`` can redact as written: it compiles, and Python warns nothing about it (see
+    :func:`~mast_otel.redaction.compile_user_pattern`)."""
     try:
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError, ValueError):
+        compile_user_pattern(pattern)
+    except ValueError:
         return False
     return True
 

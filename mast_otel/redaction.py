@@ -8,7 +8,9 @@ because the start (the intent) and the end (the conclusion) of a long message ar
 
 from __future__ import annotations
 
+import functools
 import re
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -61,13 +63,43 @@ def compile_user_pattern(pattern: str) -> re.Pattern[str]:
 
     User patterns are never joined into one alternation: a leading global flag (``(?i)...``) is only legal at the
     start of a whole regex, and a numbered backreference (``(a)\\1``) would point at another pattern's group.
+
+    A pattern Python warns about while compiling it (``[[a]``: "FutureWarning: Possible nested set") is refused like
+    one that does not compile, whatever the program's warning filters: its meaning is to change in a later Python,
+    so what it hides may change under the program; and under ``-W error`` the warning was an exception raised out
+    of ``instrument()``.
     """
     if not isinstance(pattern, str):
         raise ValueError(f"invalid redaction pattern {pattern!r}: not a string")
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        warned = _warning_of(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:  # (groups nested too deep, a repeat count too large)
         raise ValueError(f"invalid redaction pattern {pattern!r}: {exc}") from None
+    if warned:
+        raise ValueError(f"invalid redaction pattern {pattern!r}: {warned}")
+    return re.compile(pattern)
+
+
+class _Fresh(str):
+    """A pattern as a type of its own. ``re`` caches what it compiled by (type, text, flags) and warns only when it
+    parses, so a pattern the program compiled before would warn of nothing: compiled as this type, it is parsed."""
+
+
+# (the compile below, for the warnings attributed to it: a warning another thread raises meanwhile is not this one)
+_HERE = (lambda: None).__code__.co_filename
+
+
+@functools.lru_cache(maxsize=4096)
+def _warning_of(pattern: str) -> str | None:
+    """What Python warns when it compiles ``pattern`` ("FutureWarning: Possible nested set at position 1"), or None;
+    raises what compiling raises. Remembered, because ``re`` remembers the compile and does not warn again; ``re``'s
+    own cache holds far fewer patterns than this one, so a pattern this one forgot is parsed afresh. (The program's
+    warning filters are set aside for one compile, at configuration time: ``catch_warnings`` is process-wide.)"""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        re.compile(_Fresh(pattern))
+    found = [w for w in caught if w.filename == _HERE]
+    return f"{found[0].category.__name__}: {found[0].message}" if found else None
 
 
 @dataclass(frozen=True)

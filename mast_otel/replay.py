@@ -7,7 +7,7 @@ except by the ``mast.replay.*`` attributes. Uses: demos, load tests, judge evalu
     mast-otel replay ../shared/mast-data/parsers_output/ag2_output_mad.json --limit 20 --rate 2
     mast-otel replay FILE --endpoint http://127.0.0.1:4318/v1/traces     # OTLP/HTTP instead of OTLP/gRPC
     mast-otel replay ../shared/whowhen/algorithm-generated                # Who&When runs (mast_otel.whowhen)
-    mast-otel replay Who\&When/Hand-Crafted                               # Who&When's Magentic-One runs
+    mast-otel replay Who\\&When/Hand-Crafted                               # Who&When's Magentic-One runs
 
 Library use: :func:`replay_records` (records into any recorder) and :func:`spans_for_record` (one record as
 ``SpanRecord``\\ s, in memory, no network: what ``mast-otel judge`` reads step-list files with).

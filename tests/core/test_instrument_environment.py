@@ -165,7 +165,7 @@ def redaction_must_hold(value: str | None) -> bool:
     for pattern in patterns:
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # "possible nested set": a FutureWarning, not an error
+                warnings.simplefilter("error")  # "possible nested set": a FutureWarning, refused like an error
                 re.compile(pattern)
         except Exception:
             return True
