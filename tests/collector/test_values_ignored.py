@@ -44,7 +44,10 @@ def _records(logs: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for rl in logs["resourceLogs"] for sl in rl["scopeLogs"] for r in sl["logRecords"]]
 
 
-def _in_a_span(otlp: dict[str, Any], logs: dict[str, Any] | None, value: str | None) -> tuple[dict, dict | None]:
+Run = tuple[dict[str, Any], dict[str, Any] | None]  # (OTLP spans, OTLP log records or None)
+
+
+def _in_a_span(otlp: dict[str, Any], logs: dict[str, Any] | None, value: str | None) -> Run:
     """The run with the first model call's ``gen_ai.input.messages`` set to ``value`` (None: left out)."""
     otlp = json.loads(json.dumps(otlp))
     span = next(s for s in _spans(otlp) if any(a["key"] == sc.GEN_AI_INPUT_MESSAGES for a in s["attributes"]))
@@ -54,7 +57,7 @@ def _in_a_span(otlp: dict[str, Any], logs: dict[str, Any] | None, value: str | N
     return otlp, logs
 
 
-def _in_a_body(otlp: dict[str, Any], logs: dict[str, Any] | None, value: str | None) -> tuple[dict, dict | None]:
+def _in_a_body(otlp: dict[str, Any], logs: dict[str, Any] | None, value: str | None) -> Run:
     """The run with the first user message logged (Semantic Kernel's ``json.dumps`` of the message) given ``value``
     as its body (None: no body)."""
     assert logs is not None
@@ -85,9 +88,10 @@ def test_a_value_too_deep_is_judged_without_and_counted(
     service = make_collector(sink, judge=judge, clock=clock)
     service.start(pipeline=False)
     otlp, logs = _capture(capture)
-    bad = place(otlp, logs, DEEP)
+    bad: Run = place(otlp, logs, DEEP)
     traces = {s["traceId"] for s in _spans(otlp)}
-    without = [_retraced(d, traces) if d is not None else None for d in place(otlp, logs, None)]
+    spans_without, records_without = place(otlp, logs, None)
+    without: Run = (_retraced(spans_without, traces), records_without and _retraced(records_without, traces))
     # test
     caplog.set_level(logging.INFO, logger="mast_otel.collector.judge.judging")
     for spans, records in (bad, without):
