@@ -42,17 +42,15 @@ pytestmark = pytest.mark.integration  # real collector processes (and their shar
 
 # (transformation, "dir/run") -> why that run does not get exactly one verdict of its own yet. Strict: a pair listed
 # here that holds fails the test, so remove it when the code is fixed.
-_ONE_TRACE = ("in one trace under the app span each agent's turn is a unit of its own, and units of one trace are "
-              "never joined")  # fmt: skip
-_MIXED = ("a turn whose own giver is not beside it (in its own trace, or on another shard) is tied by its history to "
-          "the other Semantic Kernel capture's turn that gave the same scripted answer")  # fmt: skip
+_MIXED = ("one judge call reads it with the other Semantic Kernel group chat (the same scripted answers, 0.8 s "
+          "apart): a turn whose own giver is not beside it (another piece of its trace, or another shard) is tied by "
+          "its history to the other capture's turn")  # fmt: skip
 _SHARDS = "its traces are routed to shards by trace id, so no shard holds the whole run"
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("wrapped", "semantic_kernel/agent-group-chat"): f"{_ONE_TRACE}; {_MIXED}",
-    ("wrapped", "semantic_kernel/group-chat"): _MIXED,
-    ("wrapped", "semantic_kernel/handoff"): f"{_ONE_TRACE}: each one agent, no verdict",
+    ("wrapped", "semantic_kernel/agent-group-chat"): _MIXED,
+    ("wrapped", "semantic_kernel/group-chat"): f"{_MIXED}; the verdict on agent-group-chat's root, none on its own",
     ("twice", "semantic_kernel/agent-group-chat"): "the copy gives the same answers 50 ms later, while this run's "
-    "turns run: every history is ambiguous (two runs at once) and ties nothing, so neither run gets a verdict",
+    "turns run: its histories are found ambiguous (two runs at once) and tie nothing, so neither run gets a verdict",
     ("processes-2", "semantic_kernel/agent-group-chat"): f"{_SHARDS}; {_MIXED}",
     ("processes-2", "semantic_kernel/group-chat"): f"{_SHARDS}: two verdicts, each on part of the run; {_MIXED}",
     ("processes-2", "semantic_kernel/handoff"): f"{_SHARDS}: each turn one agent, no verdict",
