@@ -11,6 +11,7 @@ import os
 import sqlite3
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -213,12 +214,26 @@ def test_the_hourly_counts_are_the_rows_counts(tmp_path_factory: pytest.TempPath
             statuses[(hour, v.service, v.version, v.framework, v.status)] += 1
             for m in v.modes:
                 failed[(hour, v.service, v.version, v.agent, m)] += 1
-        first, end = 0, 10**9
-        assert Counter({(c.at, c.service, c.version, c.framework, c.status): c.n
-                        for c in f.status_counts(first, end, bucket_hours=1)}) == statuses  # fmt: skip
-        assert Counter({(c.at, c.service, c.version, c.agent, c.mode): c.n
-                        for c in f.failed_counts(first, end, bucket_hours=1)}) == failed  # fmt: skip
+        got_statuses: Counter[tuple[float, str, str, str, str]] = Counter()
+        got_failed: Counter[tuple[float, str, str, str | None, str]] = Counter()
+        first_hour = int(START // HOUR)
+        for h in range(first_hour, first_hour + 32):
+            got_statuses.update({(c.at, c.service, c.version, c.framework, c.status): c.n
+                                 for c in f.status_counts(h, h + 1)})  # fmt: skip
+            got_failed.update({(c.at, c.service, c.version, c.agent, c.mode): c.n for c in f.failed_counts(h, h + 1)})
+        assert got_statuses == statuses and got_failed == failed
+        by_status, by_mode = f.over_time(0, 10**9, bucket_hours=1)
+        assert Counter({(at, s): n for at, s, n in by_status}) == _sum_by(statuses, (0, 4))
+        assert Counter({(at, m): n for at, m, n in by_mode}) == _sum_by(failed, (0, 4))
         if expire_at is not None:
             cutoff = (int((START + expire_at) * 1e6) - int(10 * HOUR * 1e6)) // HOUR_US * HOUR
             assert all(v.at >= cutoff for v in rows)
             assert len(rows) + f.meta().get("expired", 0) == len(verdicts)
+
+
+def _sum_by(counts: Counter[Any], keep: tuple[int, ...]) -> Counter[tuple[Any, ...]]:
+    """The counts summed over every key part but those at ``keep``."""
+    out: Counter[tuple[Any, ...]] = Counter()
+    for key, n in counts.items():
+        out[tuple(key[i] for i in keep)] += n
+    return out

@@ -120,3 +120,16 @@ def test_a_crash_between_history_and_release_keeps_each_verdict_once(
             second.send(runs(1))  # and a new conversation after the restart is recorded as usual
             second.release()
     assert Counter(Counter(r.trace_id for r in history_rows(tmp_path / "in-process.db")).values()) == {1: 5}
+
+
+def test_report_on_the_store_points_at_the_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mast_otel.cli import main as cli_main
+
+    with in_process(tmp_path, judge=FakeJudge(on_judge=blames_the_coder)) as c:
+        c.send(runs(3))
+        c.release()
+    assert cli_main(["report", "--store", str(c.store)]) == 0
+    out = capsys.readouterr().out
+    assert f"The verdict history beside this store holds 3 verdicts: mast-otel report --store {c.store}" in out
+    assert cli_main(["report", "--store", str(c.store), "--from", "2023-11-01", "--to", "2023-12-01"]) == 0
+    assert "2.3   Task derailment" in capsys.readouterr().out  # (the tests' clock starts on 2023-11-14)

@@ -186,10 +186,11 @@ def test_trace_links_for_each_backend() -> None:
 @given(
     times=st.lists(st.floats(min_value=0, max_value=9.99 * HOUR), min_size=1, max_size=40),
     window=st.tuples(st.floats(min_value=0, max_value=10 * HOUR), st.floats(min_value=0, max_value=10 * HOUR)),
+    bucket_hours=st.sampled_from([1, 2, 3, 6]),
 )
 def test_windows_cutting_hours_count_exactly_the_verdicts_inside(tmp_path_factory: pytest.TempPathFactory,
-                                                                   times: list[float],
-                                                                   window: tuple[float, float]) -> None:  # fmt: skip
+                                                                   times: list[float], window: tuple[float, float],
+                                                                   bucket_hours: int) -> None:  # fmt: skip
     start, end = sorted(window)
     if end - start < 1e-3:
         end = start + 1
@@ -201,11 +202,18 @@ def test_windows_cutting_hours_count_exactly_the_verdicts_inside(tmp_path_factor
     history.close()
     with HistoryFile(path) as f:
         inside = [v for v in f.verdicts(0, 2**40) if WEEK_START + start <= v.at < WEEK_START + end]
-        (counts,) = tally([f], [Side("w", WEEK_START + start, WEEK_START + end, lambda s, v, fw: True)], bucket_hours=1)
-    assert counts.judged[ALL] == len(inside) == sum(counts.judged_over_time.values())
-    failed = sum(1 for v in inside if v.modes)
-    assert counts.failed[("1.1", ALL)] == counts.failed[("1.1", (("agent", "a"),))] == failed
-    assert sum(n for (m, _), n in counts.failed_over_time.items() if m == "1.1") == failed
+        (counts,) = tally([f], [Side("w", WEEK_START + start, WEEK_START + end)], bucket_hours=bucket_hours)
+    assert counts.judged[ALL] == len(inside)
+    failed = [v for v in inside if v.modes]
+    assert counts.failed[("1.1", ALL)] == counts.failed[("1.1", (("agent", "a"),))] == len(failed)
+    # over time: each verdict in the bucket of bucket_hours hours (aligned to the epoch) that holds it
+    size = bucket_hours * HOUR
+
+    def bucket(at: float) -> float:
+        return (int(at * 1e6) // HOUR_US // bucket_hours) * size
+
+    assert counts.judged_over_time == Counter(bucket(v.at) for v in inside)
+    assert counts.failed_over_time == Counter(("1.1", bucket(v.at)) for v in failed)
 
 
 # -- the command line ----------------------------------------------------------------------------------------------

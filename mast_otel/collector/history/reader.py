@@ -108,36 +108,69 @@ class HistoryFile:
         return {str(k): int(v) for k, v in self._db.execute("SELECT key, value FROM meta")}
 
     # -- counts over whole hours -----------------------------------------------------------------------------------
-    def status_counts(self, first_hour: int, end_hour: int, bucket_hours: int = 0) -> list[StatusCount]:
-        """Verdicts of the hours [first_hour, end_hour) by (service, version, framework, status); with
-        ``bucket_hours``, also by bucket (``at`` = the bucket's start; 0: one bucket, ``at`` = the first hour)."""
-        bucket = f"hour / {int(bucket_hours)}" if bucket_hours else "0"
-        rows = self._db.execute(
-            f"SELECT {bucket} AS b, service, version, framework, status, sum(n) FROM status_hour "
-            "WHERE hour >= ? AND hour < ? GROUP BY b, service, version, framework, status",
-            (first_hour, end_hour),
-        )
-        t = self._text
-        return [StatusCount(_bucket_start(b, bucket_hours, first_hour), t[s], t[v], t[f], t[st], int(n))
-                for b, s, v, f, st, n in rows]  # fmt: skip
+    def _filter(self, where: Mapping[str, str]) -> tuple[str, list[int]] | None:
+        """SQL conditions for ``where`` (service, version, framework, agent names); None: a name this file lacks."""
+        clauses, params = [], []
+        for key, value in where.items():
+            kind, column = _WHERE[key]
+            nid = self._ids.get((kind, value))
+            if nid is None:
+                return None
+            clauses.append(f" AND {column} = ?")
+            params.append(nid)
+        return "".join(clauses), params
 
-    def failed_counts(self, first_hour: int, end_hour: int, bucket_hours: int = 0, *, by_agent: bool = True) -> (
-            list[FailedCount]):  # fmt: skip
-        """Conversations with each mode in the hours [first_hour, end_hour), by (service, version, framework,
-        decisive agent unless ``by_agent`` is False); ``bucket_hours`` as for :meth:`status_counts`."""
-        bucket = f"hour / {int(bucket_hours)}" if bucket_hours else "0"
-        agent = "agent" if by_agent else str(NO_AGENT)
+    def status_counts(self, first_hour: int, end_hour: int, where: Mapping[str, str] | None = None) -> (
+            list[StatusCount]):  # fmt: skip
+        """Verdicts of the hours [first_hour, end_hour) matching ``where``, by (service, version, framework,
+        status); ``at`` is the first hour's start."""
+        found = self._filter(where or {})
+        if found is None:
+            return []
+        sql, params = found
         rows = self._db.execute(
-            f"SELECT {bucket} AS b, service, version, framework, {agent} AS a, mode, sum(n) "
-            "FROM failed_hour WHERE hour >= ? AND hour < ? GROUP BY b, service, version, framework, a, mode",
-            (first_hour, end_hour),
+            f"SELECT service, version, framework, status, sum(n) FROM status_hour WHERE hour >= ? AND hour < ?{sql} "
+            "GROUP BY service, version, framework, status",
+            (first_hour, end_hour, *params),
         )
-        t, modes = self._text, self._modes
-        return [
-            FailedCount(_bucket_start(b, bucket_hours, first_hour), t[s], t[v], t[f], t[a] if a != NO_AGENT else None,
-                        modes[m], int(n))
-            for b, s, v, f, a, m, n in rows
-        ]  # fmt: skip
+        t, at = self._text, first_hour * HOUR_US / 1e6
+        return [StatusCount(at, t[s], t[v], t[f], t[st], int(n)) for s, v, f, st, n in rows]
+
+    def failed_counts(self, first_hour: int, end_hour: int, where: Mapping[str, str] | None = None) -> (
+            list[FailedCount]):  # fmt: skip
+        """Conversations with each mode in the hours [first_hour, end_hour) matching ``where``, by (service,
+        version, framework, decisive agent)."""
+        found = self._filter(where or {})
+        if found is None:
+            return []
+        sql, params = found
+        rows = self._db.execute(
+            f"SELECT service, version, framework, agent, mode, sum(n) FROM failed_hour WHERE hour >= ? AND hour < ?"
+            f"{sql} GROUP BY service, version, framework, agent, mode",
+            (first_hour, end_hour, *params),
+        )
+        t, modes, at = self._text, self._modes, first_hour * HOUR_US / 1e6
+        return [FailedCount(at, t[s], t[v], t[f], t[a] if a != NO_AGENT else None, modes[m], int(n))
+                for s, v, f, a, m, n in rows]  # fmt: skip
+
+    def over_time(self, first_hour: int, end_hour: int, bucket_hours: int, where: Mapping[str, str] | None = None) -> (
+            tuple[list[tuple[float, str, int]], list[tuple[float, str, int]]]):  # fmt: skip
+        """Per bucket of ``bucket_hours`` (its start, aligned to the epoch): verdicts by status, and conversations
+        by mode, in the hours [first_hour, end_hour) matching ``where``."""
+        found = self._filter(where or {})
+        if found is None:
+            return [], []
+        sql, params = found
+        size = int(bucket_hours)
+        out: list[list[tuple[float, str, int]]] = []
+        for table, column, names in (("status_hour", "status", self._text), ("failed_hour", "mode", self._modes)):
+            rows = self._db.execute(
+                f"SELECT hour / {size} AS b, {column}, sum(n) FROM {table} WHERE hour >= ? AND hour < ?{sql} "
+                f"GROUP BY b, {column}",
+                (first_hour, end_hour, *params),
+            )
+            out.append([(b * size * HOUR_US / 1e6, names[c], int(n)) for b, c, n in rows])
+        return out[0], out[1]
 
     # -- single verdicts -------------------------------------------------------------------------------------------
     def verdicts(self, start: float, end: float) -> Iterator[StoredVerdict]:
@@ -163,18 +196,14 @@ class HistoryFile:
         bit = next((b for b, m in self._modes.items() if m == mode), None)
         if bit is None:
             return []
-        conditions, params = [], []
-        for key, value in where.items():
-            kind, column = _WHERE[key]
-            nid = self._ids.get((kind, value))
-            if nid is None:
-                return []
-            conditions.append(f"{column} = ?")
-            params.append(nid)
+        found_filter = self._filter(where)
+        if found_filter is None:
+            return []
+        sql, params = found_filter
         first, last = to_us(start) // HOUR_US, (to_us(end) - 1) // HOUR_US
         hours = [h for (h,) in self._db.execute(
-            "SELECT DISTINCT hour FROM failed_hour WHERE hour >= ? AND hour <= ? AND mode = ?"
-            + "".join(f" AND {c}" for c in conditions) + " ORDER BY hour DESC LIMIT ?",
+            f"SELECT DISTINCT hour FROM failed_hour WHERE hour >= ? AND hour <= ? AND mode = ?{sql} "
+            "ORDER BY hour DESC LIMIT ?",
             (first, last, bit, *params, limit + 2),  # the first and last hour may hold them outside the window only
         )]  # fmt: skip
         judged = [self._ids[(KIND_STATUS, s)] for s in JUDGED if (KIND_STATUS, s) in self._ids]
@@ -183,16 +212,10 @@ class HistoryFile:
             lo, hi = max(to_us(start), hour * HOUR_US), min(to_us(end), (hour + 1) * HOUR_US)
             rows = self._db.execute(
                 f"SELECT trace_id, at FROM verdict WHERE at >= ? AND at < ? AND modes & ? != 0 "
-                f"AND status IN ({', '.join('?' * len(judged))})" + "".join(f" AND {c}" for c in conditions)
-                + " ORDER BY at DESC LIMIT ?",
+                f"AND status IN ({', '.join('?' * len(judged))}){sql} ORDER BY at DESC LIMIT ?",
                 (lo, hi, 1 << bit, *judged, *params, limit - len(found)),
             )  # fmt: skip
             found.extend((bytes(trace_id).hex(), at / 1e6) for trace_id, at in rows)
             if len(found) >= limit:
                 break
         return found
-
-
-def _bucket_start(bucket: int, bucket_hours: int, first_hour: int) -> float:
-    hour = bucket * bucket_hours if bucket_hours else first_hour
-    return hour * HOUR_US / 1e6

@@ -42,7 +42,7 @@ from mast_otel.collector.report.aggregate import Report
 from mast_otel.collector.report.conversations import Conversation, conversations_from_spans
 from mast_otel.collector.report.html import jaeger_tag, render_html, traceql
 from mast_otel.collector.report.otlp import Span, load_otlp_json, request_to_otlp_json, spans_from_otlp_json
-from mast_otel.collector.report.pattern_cli import add_pattern_arguments, run_patterns, wants_patterns
+from mast_otel.collector.report.pattern_cli import add_pattern_arguments, history_hint, run_patterns, wants_patterns
 from mast_otel.collector.report.picture import pictures_in_trace, render_svg
 from mast_otel.collector.report.store import load_store
 from mast_otel.collector.report.text import render_text
@@ -144,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
     if args.conversation:
         return _draw(spans, args.conversation, args.out)
     sys.stdout.write(render_text(report))
+    if args.store:
+        sys.stdout.write(history_hint(args.store))
     if args.html:
         failed = {c.trace_id for c in report.failed}
         pictures = [render_svg(p) for t in dict.fromkeys(s.trace_id for s in spans) if t in failed

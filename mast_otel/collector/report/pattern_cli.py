@@ -31,7 +31,7 @@ from mast_otel.collector.report.pattern_html import render_patterns_html
 from mast_otel.collector.report.pattern_text import render_patterns_text
 from mast_otel.collector.report.patterns import Comparison, Question, build_report
 
-__all__ = ["add_pattern_arguments", "parse_time", "run_patterns", "wants_patterns"]
+__all__ = ["add_pattern_arguments", "history_hint", "parse_time", "run_patterns", "wants_patterns"]
 
 DEFAULT_SINCE = "7d"
 
@@ -108,6 +108,21 @@ def _paths(args: argparse.Namespace) -> list[Path]:
         raise ValueError("patterns need the verdict history: give --store PATH (the collector's store) or "
                          "--history FILE")  # fmt: skip
     return list(dict.fromkeys(paths))
+
+
+def history_hint(store: str) -> str:
+    """One line after the store's recent verdicts: how many the verdict history holds, and how to read them."""
+    total = 0
+    for path in history_files(store):
+        try:
+            with HistoryFile(path) as f:
+                total += f.extent()[0]
+        except (OSError, HistoryFileError):
+            continue
+    if not total:
+        return ""
+    return (f"\nThe verdict history beside this store holds {total} verdicts: mast-otel report --store {store} "
+            "--since 7d --compare previous\n")
 
 
 def run_patterns(args: argparse.Namespace, *, now: float | None = None) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from mast_otel.collector.report.patterns import PatternReport, describe_slice, fmt_change, fmt_rate
 from mast_otel.collector.report.rates import wilson
@@ -23,6 +24,11 @@ def _mode_name(mode_id: str) -> str:
         return mode(mode_id).name
     except KeyError:
         return "unknown mode"
+
+
+def _day(t: float) -> str:
+    """A chart's axis end: month, day and hour (UTC)."""
+    return datetime.fromtimestamp(t, UTC).strftime("%m-%d %H:%M")
 
 
 def _series(t: Tally, mode_id: str) -> list[tuple[float, float, float, float]]:
@@ -55,7 +61,9 @@ def _chart(report: PatternReport, mode_id: str) -> str:
              f'aria-label="rate of mode {html.escape(mode_id)} over time" data-mode="{html.escape(mode_id)}">',
              f'<text x="{_PAD}" y="14">{html.escape(mode_id)} {html.escape(_mode_name(mode_id))}</text>',
              f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#999"/>',
-             f'<text x="2" y="{y(top) + 4:.0f}">{100 * top:.0f}%</text><text x="2" y="{_H - _PAD + 4}">0%</text>']
+             f'<text x="2" y="{y(top) + 4:.0f}">{100 * top:.0f}%</text><text x="2" y="{_H - _PAD + 4}">0%</text>',
+             f'<text x="{_PAD}" y="{_H - _PAD + 14}">{_day(start)}</text>',
+             f'<text x="{_W - _PAD}" y="{_H - _PAD + 14}" text-anchor="end">{_day(end)}</text>']
     for colour, points in zip(SIDE_COLOURS, series, strict=False):
         if not points:
             continue

@@ -170,21 +170,16 @@ def bucket_hours_for(seconds: float) -> int:
 
 
 def _sides(q: Question) -> list[Side]:
-    def only(service: str) -> bool:
-        return q.service is None or service == q.service
-
+    only: tuple[tuple[str, str], ...] = (("service", q.service),) if q.service is not None else ()
     now_label = f"{_iso(q.start)} to {_iso(q.end)}"
     if q.compare is None:
-        return [Side(now_label, q.start, q.end, lambda s, v, f: only(s))]
+        return [Side(now_label, q.start, q.end, only)]
     c = q.compare
     if c.dimension is None:
         length = q.end - q.start
-        return [Side(now_label, q.start, q.end, lambda s, v, f: only(s)),
-                Side(f"{_iso(q.start - length)} to {_iso(q.start)}", q.start - length, q.start,
-                     lambda s, v, f: only(s))]  # fmt: skip
-    index = {"service": 0, "version": 1, "framework": 2}[c.dimension]
-    return [Side(f"{c.dimension} {value}", q.start, q.end,
-                 (lambda want: lambda s, v, f: only(s) and (s, v, f)[index] == want)(value))
+        return [Side(now_label, q.start, q.end, only),
+                Side(f"{_iso(q.start - length)} to {_iso(q.start)}", q.start - length, q.start, only)]  # fmt: skip
+    return [Side(f"{c.dimension} {value}", q.start, q.end, (*only, (c.dimension, value)))
             for value in (c.now, c.before)]  # fmt: skip
 
 
@@ -276,23 +271,19 @@ def build_report(
                                 change(rate_now, rate_before) if rate_before else None))  # fmt: skip
     patterns.sort(key=_order)
     if examples:
-        patterns = [_with_examples(p, files, sides, link, examples, q) for p in patterns]
+        patterns = [_with_examples(p, files, sides, link, examples) for p in patterns]
     return PatternReport(q, tuple(sides), tuple(tallies), patterns, bucket_hours, folded, _sources(files))
 
 
 def _with_examples(p: Pattern, files: Sequence[HistoryFile], sides: Sequence[Side],
-                   link: Callable[[str, float], str | None], limit: int, q: Question) -> Pattern:  # fmt: skip
+                   link: Callable[[str, float], str | None], limit: int) -> Pattern:  # fmt: skip
     """The latest conversations of the pattern: in the current side, else (none there) the one before."""
     if any(v == OTHER for _, v in p.where):
         return p  # folded values have no single name to search for
     for side, rate in zip(sides, (p.now, p.before), strict=False):
         if rate is None or not rate.failed:
             continue
-        where = dict(p.where)
-        if q.service is not None:
-            where["service"] = q.service
-        if q.compare is not None and q.compare.dimension is not None:
-            where[q.compare.dimension] = q.compare.now if side is sides[0] else q.compare.before
+        where = {**dict(side.where), **dict(p.where)}
         found = [e for f in files for e in f.examples(side.start, side.end, p.mode, where, limit)]
         found.sort(key=lambda e: -e[1])
         return Pattern(p.mode, p.where, p.now, p.before, p.change,

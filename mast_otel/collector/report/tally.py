@@ -9,7 +9,7 @@ verdict, so the cost follows the number of hours and services, not the number of
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mast_otel.collector.history.reader import JUDGED, FailedCount, HistoryFile, StatusCount
@@ -26,12 +26,17 @@ ALL: Slice = ()
 
 @dataclass(frozen=True, slots=True)
 class Side:
-    """One side of a comparison: a time window [start, end) and which conversations in it count."""
+    """One side of a comparison: a time window [start, end) and which conversations in it count (``where``:
+    service, version or framework names they must have; empty: all)."""
 
     label: str
     start: float
     end: float
-    accepts: Callable[[str, str, str], bool]  # (service, version, framework) -> counted?
+    where: tuple[tuple[str, str], ...] = ()
+
+    def accepts(self, service: str, version: str, framework: str) -> bool:
+        have = {"service": service, "version": version, "framework": framework}
+        return all(have[k] == v for k, v in self.where)
 
 
 @dataclass
@@ -93,39 +98,31 @@ def _bucket(at: float, bucket_hours: int) -> float:
 def tally(files: Iterable[HistoryFile], sides: Sequence[Side], bucket_hours: int) -> list[Tally]:
     """Each side's counts over every file (one file per collector process: the sums are the collector's)."""
     out = [Tally() for _ in sides]
-    windows = sorted({(s.start, s.end) for s in sides})
     for f in files:
-        for start, end in windows:
-            on = [(t, s) for t, s in zip(out, sides, strict=True) if (s.start, s.end) == (start, end)]
-            first, last = _hours(start, end)
+        for t, side in zip(out, sides, strict=True):
+            where = dict(side.where)
+            first, last = _hours(side.start, side.end)
             if first < last:
-                for row in f.status_counts(first, last):
-                    for t, s in on:
-                        if s.accepts(row.service, row.version, row.framework):
-                            _add_status(t, row)
-                for frow in f.failed_counts(first, last):
-                    for t, s in on:
-                        if s.accepts(frow.service, frow.version, frow.framework):
-                            _add_failed(t, frow)
-                for row in f.status_counts(first, last, bucket_hours):
-                    for t, s in on:
-                        if row.status in JUDGED and s.accepts(row.service, row.version, row.framework):
-                            t.judged_over_time[row.at] += row.n
-                for frow in f.failed_counts(first, last, bucket_hours, by_agent=False):
-                    for t, s in on:
-                        if s.accepts(frow.service, frow.version, frow.framework):
-                            t.failed_over_time[(frow.mode, frow.at)] += frow.n
-            for edge_start, edge_end in _edges(start, end):
+                for row in f.status_counts(first, last, where):
+                    _add_status(t, row)
+                for frow in f.failed_counts(first, last, where):
+                    _add_failed(t, frow)
+                statuses, modes = f.over_time(first, last, bucket_hours, where)
+                for at, status, n in statuses:
+                    if status in JUDGED:
+                        t.judged_over_time[at] += n
+                for at, mode, n in modes:
+                    t.failed_over_time[(mode, at)] += n
+            for edge_start, edge_end in _edges(side.start, side.end):
                 for v in f.verdicts(edge_start, edge_end):
+                    if not side.accepts(v.service, v.version, v.framework):
+                        continue
+                    _add_status(t, StatusCount(v.at, v.service, v.version, v.framework, v.status, 1))
+                    if v.status not in JUDGED:
+                        continue
                     bucket = _bucket(v.at, bucket_hours)
-                    for t, s in on:
-                        if not s.accepts(v.service, v.version, v.framework):
-                            continue
-                        _add_status(t, StatusCount(v.at, v.service, v.version, v.framework, v.status, 1))
-                        if v.status not in JUDGED:
-                            continue
-                        t.judged_over_time[bucket] += 1
-                        for mode in v.modes:
-                            _add_failed(t, FailedCount(v.at, v.service, v.version, v.framework, v.agent, mode, 1))
-                            t.failed_over_time[(mode, bucket)] += 1
+                    t.judged_over_time[bucket] += 1
+                    for mode in v.modes:
+                        _add_failed(t, FailedCount(v.at, v.service, v.version, v.framework, v.agent, mode, 1))
+                        t.failed_over_time[(mode, bucket)] += 1
     return out
