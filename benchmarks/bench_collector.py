@@ -26,7 +26,9 @@
    arrives, and the wall rate from the first request to the last span delivered. A round runs otelcol, the two
    mast-otel runs back to back (in turn first), otelcol again; each mast-otel run is set against otelcol's two
    figures interpolated at its time, so that a drift of the machine's speed through the round falls on neither side.
-   ``--rounds`` (default 3) repeats it and prints the median of each ratio.
+   ``--rounds`` (default 3) repeats it and prints the median of each ratio. ``--conversation-spans N`` sends,
+   in place of the mixed load, conversations of N spans each as sections 1-4 make them (6 attributes, 200-byte
+   messages; 8 spans: the load where the cost per conversation dominates).
 """
 
 from __future__ import annotations
@@ -581,6 +583,18 @@ def make_mixed_load(n_spans: int, seed: int = LOAD_SEED, concurrent: int = 4) ->
                      sum(map(len, requests)), maker.kinds)  # fmt: skip
 
 
+def make_uniform_load(n_spans: int, spans_per_trace: int) -> MixedLoad:
+    """About ``n_spans`` spans in conversations of ``spans_per_trace`` spans each (:func:`make_batch`'s: 6 attributes,
+    200-byte messages), in requests of ``SPANS_PER_BATCH`` spans."""
+    per_request = SPANS_PER_BATCH // spans_per_trace * spans_per_trace
+    requests = [make_batch(per_request, spans_per_trace) for _ in range(max(1, n_spans // per_request))]
+    spans = per_request * len(requests)
+    traces = spans // spans_per_trace
+    kinds = {"conversation": traces, "message": spans - traces}
+    return MixedLoad(requests, spans, traces, [spans_per_trace] * traces, [6] * spans, len(TEXT) * spans,
+                     sum(map(len, requests)), kinds)  # fmt: skip
+
+
 class CountingSink(BareReceiver):
     """The downstream of section 6: counts the spans it receives (decode only), when the last one came, and the
     collector's CPU time at that moment (``arm``), so that nothing the collector does after delivering is counted.
@@ -792,8 +806,12 @@ def _vs_otelcol_round(tmp: Path, tag: str, load: MixedLoad, sink: CountingSink, 
     return round_
 
 
-def bench_vs_otelcol(tmp: Path, n_spans: int, clients: int = 2, rounds: int = 3, seed: int = LOAD_SEED) -> None:
-    load = make_mixed_load(n_spans, seed)
+def bench_vs_otelcol(tmp: Path, n_spans: int, clients: int = 2, rounds: int = 3, seed: int = LOAD_SEED,
+                     conversation_spans: int | None = None) -> None:  # fmt: skip
+    if conversation_spans is None:
+        load = make_mixed_load(n_spans, seed)
+    else:
+        load = make_uniform_load(n_spans, conversation_spans)
     cores = len(os.sched_getaffinity(0))
     print(f"== 6. spans per collector CPU-second vs the OpenTelemetry Collector as deployed, {rounds} round(s), "
           f"{clients} senders, {cores} cores, seed {seed}, load average {os.getloadavg()[0]:.2f}")  # fmt: skip
@@ -833,6 +851,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=LOAD_SEED, help="seed of section 6's load")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of section 6, each running every collector")
     parser.add_argument("--only", type=int, nargs="*", help="run only these sections (1-6)")
+    parser.add_argument("--conversation-spans", type=int, metavar="N",
+                        help="section 6 on conversations of N spans each (the load of sections 1-4), not the mixed "
+                             "load")  # fmt: skip
     args = parser.parse_args()
     only = set(args.only or range(1, 7))
     with tempfile.TemporaryDirectory() as d:
@@ -849,7 +870,7 @@ def main() -> None:
             bench_hostile_rss(tmp)
         if 6 in only:
             bench_vs_otelcol(tmp, 10_000 if args.quick else args.spans, rounds=1 if args.quick else args.rounds,
-                             seed=args.seed)  # fmt: skip
+                             seed=args.seed, conversation_spans=args.conversation_spans)  # fmt: skip
 
 
 if __name__ == "__main__":
