@@ -118,8 +118,8 @@ _AMBIGUOUS = b""  # a history whose source cannot be told (two turns giving its 
 class HistoryTies:
     """Answers, the histories that repeat them, and which trace each history continues.
 
-    A history's source is the turn that gave its answer last at or before the history was written, never the
-    history's own trace; a turn's end is no guide to that (a giver's span can end after the next agent read its
+    A history's source is the turn that gave its answer last at or before the history was written; when that is a
+    turn of the history's own trace (one holding several runs' pieces), it ties nothing elsewhere. A turn's end is no guide to that (a giver's span can end after the next agent read its
     answer: its runtime hands the answer on before the turn returns). That is sure only if every earlier turn giving
     the same answer had been read on (a history of it was written) before the last one gave it: in a batch, run 1's
     answer is read by run 1's next turn before run 2 repeats it. If an earlier turn's answer was still unread when
@@ -277,14 +277,14 @@ class HistoryTies:
         best: _Giver | None = None
         rivals: dict[bytes, int] = {}  # other traces that gave it before: trace -> its latest start
         for giver in reversed(givers[:at]):
-            if giver[2] == reader:
-                continue
             if best is None:
                 best = giver
             elif giver[2] != best[2] and giver[2] not in rivals:
                 rivals[giver[2]] = giver[0]
         if best is None:
             return None, 0, 0
+        if best[2] == reader:
+            return None, len(rivals) + 1, best[0]  # its own trace (or piece) gave it last: nothing to tie elsewhere
         unread = sorted((s for t, s in rivals.items() if not self._read_on(answer, t, s, best[0])), reverse=True)
         if unread and not self._read_by_some(answer, unread, best[0]):
             return _AMBIGUOUS, len(rivals) + 1, best[0]  # an earlier answer still unread: two runs at once

@@ -43,12 +43,9 @@ pytestmark = pytest.mark.integration  # real collector processes (and their shar
 # (transformation, "dir/run") -> why that run does not get exactly one verdict of its own yet. Strict: a pair listed
 # here that holds fails the test, so remove it when the code is fixed.
 _MIXED = ("one judge call reads it with the other Semantic Kernel group chat (the same scripted answers, 0.8 s "
-          "apart): a turn whose own giver is not beside it (another piece of its trace, or another shard) is tied by "
-          "its history to the other capture's turn")  # fmt: skip
+          "apart): a turn whose own giver is on another shard is tied by its history to the other capture's turn")
 _SHARDS = "its traces are routed to shards by trace id, so no shard holds the whole run"
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("wrapped", "semantic_kernel/agent-group-chat"): _MIXED,
-    ("wrapped", "semantic_kernel/group-chat"): f"{_MIXED}; the verdict on agent-group-chat's root, none on its own",
     ("twice", "semantic_kernel/agent-group-chat"): "the copy gives the same answers 50 ms later, while this run's "
     "turns run: its histories are found ambiguous (two runs at once) and tie nothing, so neither run gets a verdict",
     ("processes-2", "semantic_kernel/agent-group-chat"): f"{_SHARDS}; {_MIXED}",

@@ -212,3 +212,15 @@ def test_a_history_two_runs_at_once_could_have_given_ties_nothing_and_is_counted
     groups.note(C, answer_keys("researcher", answer, 105, 115), 0)  # run 2's, 5 ns later, before anyone read run 1's
     groups.note(B, [history_key("researcher", said, 120) or ""], 0)  # a writer: of run 1 or of run 2?
     assert groups.traces_with(B) == {B} and groups.ambiguous == 1
+
+
+def test_a_history_its_own_trace_answered_last_ties_nothing_elsewhere() -> None:
+    # two requests, each a group chat under its handler's span (one trace each, pieces inside); the same script,
+    # so the same answer: request A's writer quotes A's own researcher, never request B's
+    groups = TraceGroups()
+    said = "Order A17 was charged 49.00 EUR twice on 2026-11-02."
+    answer = f'[{{"content": "{said}"}}]'
+    groups.note(B, answer_keys("researcher", answer, 90, 95), 0)  # request B's researcher, earlier
+    groups.note(A, answer_keys("researcher", answer, 100, 105), 0)  # request A's own, the last before its writer
+    groups.note(A, [history_key("researcher", said, 120) or ""], 0)
+    assert groups.traces_with(A) == {A} and groups.traces_with(B) == {B}
