@@ -119,12 +119,12 @@ class HistoryTies:
     """Answers, the histories that repeat them, and which trace each history continues.
 
     A history's source is the turn that gave its answer last at or before the history was written; when that is a
-    turn of the history's own trace (one holding several runs' pieces), it ties nothing elsewhere. A turn's end is no guide to that (a giver's span can end after the next agent read its
-    answer: its runtime hands the answer on before the turn returns). That is sure only if every earlier turn giving
-    the same answer had been read on (a history of it was written) before the last one gave it: in a batch, run 1's
-    answer is read by run 1's next turn before run 2 repeats it. If an earlier turn's answer was still unread when
-    another trace gave it too, two runs gave it at once: the history is ambiguous and ties nothing (counted in
-    :attr:`ambiguous`).
+    turn of the history's own trace (one holding several runs' pieces), it ties nothing elsewhere. A turn's end is
+    no guide to that (a giver's span can end after the next agent read its answer: its runtime hands the answer on
+    before the turn returns). The source is sure only if every earlier turn giving the same answer had been read on
+    (a history known to continue it was written) before the last one gave it: in a batch, run 1's answer is read by
+    run 1's next turn before run 2 repeats it. If an earlier turn's answer was still unread when another trace gave
+    it too, two runs gave it at once: the history is ambiguous and ties nothing (counted in :attr:`ambiguous`).
 
     Each history is resolved when it is noted and again when an answer it may come from arrives (spans are often
     exported after the log records of the next turn), so asking what a trace is tied to costs only its ties. Per
