@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from mast_otel.collector.history import HistoryFile, HistoryFileError, VerdictEntry, VerdictHistory, history_files
 from mast_otel.collector.history.reader import JUDGED
-from mast_otel.collector.history.schema import HOUR_US
+from mast_otel.collector.history.schema import HOUR_US, HistoryUnavailable
 from mast_otel.collector.history.writer import MAX_WAITING
 
 HOUR = HOUR_US / 1e6
@@ -142,6 +142,39 @@ def test_past_the_wait_bound_the_oldest_waiting_verdicts_are_dropped_and_counted
     history.record([entry(i) for i in range(MAX_WAITING + 5)], at=START)
     assert history.waiting == MAX_WAITING
     assert sample(registry, "mast_history_verdicts_dropped_total", reason="write_failed") == 5
+
+
+def test_a_file_that_cannot_be_opened_at_start_is_tried_again_and_nothing_waiting_is_lost(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A full disk when the collector starts: the collector starts anyway, verdicts wait, the file opens later."""
+    from mast_otel.collector.history import writer
+
+    path = tmp_path / "h"
+    history, _ = open_history(path)
+    history.record([entry(1)], at=START)
+    history.close()
+    real = writer.open_for_writing
+    full = True
+
+    def opening(p: str, sync: str) -> sqlite3.Connection:
+        if full:
+            raise HistoryUnavailable(f"cannot open the verdict history {p}: database or disk is full")
+        return real(p, sync)
+
+    monkeypatch.setattr(writer, "open_for_writing", opening)
+    again, registry = open_history(path)  # no exception: the collector starts
+    assert again.recover(since=START - 60) == 0  # nothing readable yet: asked again once the file opens
+    again.record([entry(1), entry(2)], at=START + 10)  # 1 was released before the restart: recorded once
+    assert again.waiting == 2
+    again.maintain(now=START + 20)
+    assert again.waiting == 2  # still full
+    full = False
+    again.maintain(now=START + 100)
+    assert again.waiting == 0
+    again.close()
+    with HistoryFile(path) as f:
+        assert Counter(v.trace_id[-2:] for v in f.verdicts(0, START + HOUR)) == {"01": 1, "02": 1}
+    assert sample(registry, "mast_history_verdicts_dropped_total", reason="write_failed") == 0
 
 
 def test_a_conversation_released_again_after_a_crash_is_recorded_once(tmp_path: Path) -> None:

@@ -30,7 +30,8 @@ from mast_otel.taxonomy import MODES
 
 __all__ = [
     "HOUR_US", "KIND_AGENT", "KIND_FRAMEWORK", "KIND_JUDGE", "KIND_SERVICE", "KIND_STATUS", "KIND_VERSION", "MAX_MODES",
-    "NO_AGENT", "SCHEMA_VERSION", "HistoryFileError", "open_for_reading", "open_for_writing", "to_us",
+    "NO_AGENT", "SCHEMA_VERSION", "HistoryFileError", "HistoryUnavailable", "open_for_reading", "open_for_writing",
+    "to_us",
 ]  # fmt: skip
 
 SCHEMA_VERSION = 1
@@ -70,6 +71,10 @@ class HistoryFileError(Exception):
     """A file that is not a verdict history (or one written by a newer mast-otel): one line for the operator."""
 
 
+class HistoryUnavailable(HistoryFileError):
+    """The file cannot be opened now (a full disk, a lock, permissions): a later try may succeed."""
+
+
 def open_for_writing(path: str, sync: str) -> sqlite3.Connection:
     """The collector's one connection to its history (WAL, autocommit: transactions begun by hand), tables made.
 
@@ -95,7 +100,7 @@ def open_for_writing(path: str, sync: str) -> sqlite3.Connection:
             db.execute("COMMIT")
     except sqlite3.OperationalError as exc:  # locked, read-only, a full disk: the file may be fine
         db.close()
-        raise HistoryFileError(f"cannot open the verdict history {path}: {exc}") from None
+        raise HistoryUnavailable(f"cannot open the verdict history {path}: {exc}") from None
     except sqlite3.DatabaseError as exc:
         db.close()
         raise HistoryFileError(f"{path}: not a verdict history ({exc}); move it away to start a new one") from None

@@ -39,6 +39,7 @@ from mast_otel.collector.history.schema import (
     KIND_VERSION,
     MAX_MODES,
     NO_AGENT,
+    HistoryUnavailable,
     open_for_writing,
 )
 
@@ -116,29 +117,60 @@ class VerdictHistory:
         self._max_bytes = max(max_bytes, MIN_MAX_BYTES)
         self._max_names = max_names
         self._clock = clock
+        self._sync = sync
         self._lock = threading.Lock()
         self._metrics = _Metrics(registry)
-        self._db = open_for_writing(path, sync)
-        self._names: dict[tuple[int, str], int] = {
-            (kind, text): nid for nid, kind, text in self._db.execute("SELECT id, kind, text FROM name")
-        }
-        self._per_kind = Counter(kind for kind, _ in self._names)
-        self._modes = {mode_id: bit for bit, mode_id in self._db.execute("SELECT bit, id FROM mode")}
-        self._last_at = self._db.execute("SELECT max(at) FROM verdict").fetchone()[0] or 0
+        self._db: sqlite3.Connection | None = None
+        self._names: dict[tuple[int, str], int] = {}
+        self._per_kind: Counter[int] = Counter()
+        self._modes: dict[str, int] = {}
+        self._last_at = 0
+        self._bytes = 0
         self._waiting: list[tuple[VerdictEntry, float]] = []
         self._recovered: set[tuple[bytes, int]] = set()
+        self._recover_since: float | None = None  # asked before the file could be opened
         self._next_maintain = 0.0
-        self._bytes = self._size()
+        try:
+            self._open()
+        except HistoryUnavailable as exc:  # a full disk at the first start: verdicts wait, the file is tried again
+            _log.warning("%s; verdicts wait in memory and the file is tried again every minute", exc)
         self._metrics.bytes.set_function(lambda: self._bytes)
         self._metrics.waiting.set_function(lambda: len(self._waiting))
+
+    def _open(self) -> None:
+        """(Under the lock, or from __init__.) Open the file and read what the writer keeps of it in memory.
+        Raises HistoryUnavailable when it cannot be opened now, HistoryFileError when it is not a history."""
+        db = open_for_writing(self.path, self._sync)
+        try:
+            self._names = {(kind, text): nid for nid, kind, text in db.execute("SELECT id, kind, text FROM name")}
+            self._modes = {mode_id: bit for bit, mode_id in db.execute("SELECT bit, id FROM mode")}
+            self._last_at = db.execute("SELECT max(at) FROM verdict").fetchone()[0] or 0
+        except sqlite3.Error as exc:
+            db.close()
+            raise HistoryUnavailable(f"cannot read the verdict history {self.path}: {exc}") from None
+        self._per_kind = Counter(kind for kind, _ in self._names)
+        self._db = db
+        self._bytes = self._size()
+        if self._recover_since is not None:
+            self._recovered = self._keys_since(self._recover_since)
+            self._recover_since = None
+            # what waited for the file may be a conversation the file already has (released before a crash)
+            self._waiting = [(e, at) for e, at in self._waiting if not self._recorded_before(e)]
+
+    def _keys_since(self, since: float) -> set[tuple[bytes, int]]:
+        assert self._db is not None
+        rows = self._db.execute("SELECT trace_id, unit FROM verdict WHERE at >= ?", (int(since * 1e6),))
+        return {(bytes(t), int(u)) for t, u in rows}
 
     # -- writing -----------------------------------------------------------------------------------------------
     def recover(self, since: float) -> int:
         """Remember the conversations written since ``since`` (the oldest span the store still holds arrived then):
         a restart may release them again, and each is recorded once. Returns how many were read."""
         with self._lock:
-            rows = self._db.execute("SELECT trace_id, unit FROM verdict WHERE at >= ?", (int(since * 1e6),))
-            self._recovered = {(bytes(t), int(u)) for t, u in rows}
+            if self._db is None:
+                self._recover_since = since  # read once the file opens
+                return 0
+            self._recovered = self._keys_since(since)
             return len(self._recovered)
 
     def record(self, entries: Sequence[VerdictEntry], at: float | None = None) -> None:
@@ -148,6 +180,9 @@ class VerdictHistory:
         with self._lock:
             fresh = [e for e in entries if not self._recorded_before(e)]
             if not fresh:
+                return
+            if self._db is None:
+                self._wait([(e, now) for e in fresh], None)
                 return
             try:
                 self._write([(e, now) for e in fresh])
@@ -167,8 +202,8 @@ class VerdictHistory:
             return True
         return False
 
-    def _wait(self, entries: list[tuple[VerdictEntry, float]], exc: sqlite3.Error) -> None:
-        if not self._waiting:
+    def _wait(self, entries: list[tuple[VerdictEntry, float]], exc: sqlite3.Error | None) -> None:
+        if not self._waiting and exc is not None:
             _log.warning("could not write %d verdicts to the history %s (%s); they wait in memory and are tried "
                          "again every minute", len(entries), self.path, exc)  # fmt: skip
         self._waiting.extend(entries)
@@ -181,18 +216,21 @@ class VerdictHistory:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
-        cur = self._db.cursor()
+        db = self._db
+        assert db is not None
+        cur = db.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
             yield cur
             cur.execute("COMMIT")
         except BaseException:
-            if self._db.in_transaction:
+            if db.in_transaction:
                 cur.execute("ROLLBACK")
             raise
 
     def _write(self, entries: list[tuple[VerdictEntry, float]]) -> None:
         """(Under the lock.) One transaction: the verdict rows and the hourly counts they add to."""
+        assert self._db is not None
         new_names: dict[tuple[int, str], int] = {}
         new_modes: dict[str, int] = {}
         overflowed = 0
@@ -268,6 +306,12 @@ class VerdictHistory:
             return
         self._next_maintain = now + _MAINTAIN_EVERY_S
         with self._lock:
+            if self._db is None:
+                try:
+                    self._open()
+                except HistoryUnavailable as exc:
+                    _log.warning("%s; %d verdicts wait", exc, len(self._waiting))
+                    return
             try:
                 if self._waiting:
                     waiting, self._waiting = self._waiting, []
@@ -294,6 +338,7 @@ class VerdictHistory:
 
     def _shrink(self) -> None:
         """(Under the lock.) Drop the oldest hours until the rows take at most 90% of the byte bound."""
+        assert self._db is not None
         for _ in range(8):  # each pass drops at least one hour; the bound is met in one or two
             page_size, pages, free = (self._db.execute(f"PRAGMA {p}").fetchone()[0]
                                       for p in ("page_size", "page_count", "freelist_count"))  # fmt: skip
@@ -313,6 +358,7 @@ class VerdictHistory:
 
     def _drop_before(self, hour: int, counted_as: str) -> int:
         """(Under the lock.) Delete every row of the hours before ``hour``, in every table; returns the verdicts."""
+        assert self._db is not None
         with self._transaction() as cur:
             gone = cur.execute("DELETE FROM verdict WHERE at < ?", (hour * HOUR_US,)).rowcount
             if gone <= 0:
@@ -327,6 +373,7 @@ class VerdictHistory:
         return int(gone)
 
     def _size(self) -> int:
+        assert self._db is not None
         page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
         return int(self._db.execute("PRAGMA page_count").fetchone()[0]) * int(page_size)
 
@@ -339,10 +386,14 @@ class VerdictHistory:
         with self._lock:
             if self._waiting:
                 try:
+                    if self._db is None:
+                        self._open()
                     self._write(self._waiting)
                     self._waiting = []
-                except sqlite3.Error as exc:
+                except (sqlite3.Error, HistoryUnavailable) as exc:
                     self._metrics.dropped.labels("write_failed").inc(len(self._waiting))
                     _log.error("closing the history %s with %d verdicts it could not take (%s)", self.path,
                                len(self._waiting), exc)  # fmt: skip
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
