@@ -133,3 +133,12 @@ def test_report_on_the_store_points_at_the_history(tmp_path: Path, capsys: pytes
     assert f"The verdict history beside this store holds 3 verdicts: mast-otel report --store {c.store}" in out
     assert cli_main(["report", "--store", str(c.store), "--from", "2023-11-01", "--to", "2023-12-01"]) == 0
     assert "2.3   Task derailment" in capsys.readouterr().out  # (the tests' clock starts on 2023-11-14)
+
+
+def test_a_damaged_history_stops_the_start_with_what_to_do(tmp_path: Path) -> None:
+    from mast_otel.collector.store.api import StoreError
+
+    (tmp_path / "in-process.db.history").write_bytes(b"not a database" * 1000)
+    with pytest.raises(StoreError, match=r"not a verdict history .*move it away"):
+        with in_process(tmp_path):
+            pass
