@@ -76,7 +76,8 @@ def test_each_released_verdict_is_kept_with_version_and_decisive_agent(tmp_path:
         assert row.agent == root.attributes.get(sc.DECISIVE_AGENT)
         assert row.step == root.attributes.get(sc.DECISIVE_MESSAGE_INDEX)
         assert (row.service, row.version, row.framework) == (
-            (root.service, "1.4", "custom") if root.service == "shop" else ("desk", "unknown", "custom"))
+            (root.service, "1.4", "custom") if root.service == "shop" else ("desk", "unknown", "custom")
+        )
     assert Counter((r.service, r.agent) for r in rows) == {("shop", "coder"): 2, ("shop", None): 2,
                                                            ("desk", "coder"): 1, ("desk", None): 1}  # fmt: skip
 

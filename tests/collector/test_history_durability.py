@@ -88,8 +88,10 @@ def test_the_history_keeps_every_delivered_verdict_across_kill_9_and_processes_c
     # A batch the client sent again after a kill (its answer never came) may reach another shard when --processes
     # changed: that shard judges it too, and its verdict is kept as the metrics count it (at-least-once delivery).
     resent = [t for t, n in kept.items() if n > 1]
-    print(f"\n{N_CONVERSATIONS} conversations, {len(RESTARTS)} kill -9s with --processes 2 -> 1 -> 3: all in the "
-          f"history of {len(files)} processes, {len(resent)} judged again by another shard after a restart")
+    print(
+        f"\n{N_CONVERSATIONS} conversations, {len(RESTARTS)} kill -9s with --processes 2 -> 1 -> 3: all in the "
+        f"history of {len(files)} processes, {len(resent)} judged again by another shard after a restart"
+    )
     assert len(resent) <= BATCH * len(RESTARTS)
     # and the report counts them all, whichever process judged them
     cmd = [sys.executable, "-m", "mast_otel.cli", "report", "--store", str(store), "--since", "1d", "--json",

@@ -237,7 +237,7 @@ def test_cli_prints_and_writes_the_pattern_report(tmp_path: Path, capsys: pytest
         == (20, 50, 4, "rose")  # fmt: skip
     assert len(derail["examples"]) == 3 and derail["examples"][0]["url"].startswith("http://localhost:16686/trace/")
     page = out_html.read_text()
-    assert page.startswith("<!doctype html>") and '<svg' in page and 'data-mode="2.3"' in page
+    assert page.startswith("<!doctype html>") and "<svg" in page and 'data-mode="2.3"' in page
     assert "http" + "s://" not in page.replace("http://localhost:16686", "")  # nothing fetched from the network
 
 

@@ -121,8 +121,10 @@ def history_hint(store: str) -> str:
             continue
     if not total:
         return ""
-    return (f"\nThe verdict history beside this store holds {total} verdicts: mast-otel report --store {store} "
-            "--since 7d --compare previous\n")
+    return (
+        f"\nThe verdict history beside this store holds {total} verdicts: mast-otel report --store {store} "
+        "--since 7d --compare previous\n"
+    )
 
 
 def run_patterns(args: argparse.Namespace, *, now: float | None = None) -> int:

@@ -57,18 +57,21 @@ def _chart(report: PatternReport, mode_id: str) -> str:
     def y(rate: float) -> float:
         return _H - _PAD + (2 * _PAD - _H) * rate / top
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" role="img" '
-             f'aria-label="rate of mode {html.escape(mode_id)} over time" data-mode="{html.escape(mode_id)}">',
-             f'<text x="{_PAD}" y="14">{html.escape(mode_id)} {html.escape(_mode_name(mode_id))}</text>',
-             f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#999"/>',
-             f'<text x="2" y="{y(top) + 4:.0f}">{100 * top:.0f}%</text><text x="2" y="{_H - _PAD + 4}">0%</text>',
-             f'<text x="{_PAD}" y="{_H - _PAD + 14}">{_day(start)}</text>',
-             f'<text x="{_W - _PAD}" y="{_H - _PAD + 14}" text-anchor="end">{_day(end)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" role="img" '
+        f'aria-label="rate of mode {html.escape(mode_id)} over time" data-mode="{html.escape(mode_id)}">',
+        f'<text x="{_PAD}" y="14">{html.escape(mode_id)} {html.escape(_mode_name(mode_id))}</text>',
+        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#999"/>',
+        f'<text x="2" y="{y(top) + 4:.0f}">{100 * top:.0f}%</text><text x="2" y="{_H - _PAD + 4}">0%</text>',
+        f'<text x="{_PAD}" y="{_H - _PAD + 14}">{_day(start)}</text>',
+        f'<text x="{_W - _PAD}" y="{_H - _PAD + 14}" text-anchor="end">{_day(end)}</text>',
+    ]
     for colour, points in zip(SIDE_COLOURS, series, strict=False):
         if not points:
             continue
-        band = [f"{x(a):.1f},{y(h):.1f}" for a, _, _, h in points] + [f"{x(a):.1f},{y(lo):.1f}"
-                                                                       for a, _, lo, _ in reversed(points)]
+        band = [f"{x(a):.1f},{y(h):.1f}" for a, _, _, h in points] + [
+            f"{x(a):.1f},{y(lo):.1f}" for a, _, lo, _ in reversed(points)
+        ]
         parts.append(f'<polygon points="{" ".join(band)}" fill="{colour}" fill-opacity="0.15" stroke="none"/>')
         line = " ".join(f"{x(a):.1f},{y(r):.1f}" for a, r, _, _ in points)
         parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
