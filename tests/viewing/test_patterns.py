@@ -184,36 +184,37 @@ def test_trace_links_for_each_backend() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    times=st.lists(st.floats(min_value=0, max_value=9.99 * HOUR), min_size=1, max_size=40),
-    window=st.tuples(st.floats(min_value=0, max_value=10 * HOUR), st.floats(min_value=0, max_value=10 * HOUR)),
+    times=st.lists(st.integers(min_value=0, max_value=36_000_000), min_size=1, max_size=40),  # ms after a midnight
+    window=st.tuples(st.integers(min_value=0, max_value=36_000_000), st.integers(min_value=0, max_value=36_000_000)),
     bucket_hours=st.sampled_from([1, 2, 3, 6]),
 )
 def test_windows_cutting_hours_count_exactly_the_verdicts_inside(tmp_path_factory: pytest.TempPathFactory,
-                                                                   times: list[float], window: tuple[float, float],
+                                                                   times: list[int], window: tuple[int, int],
                                                                    bucket_hours: int) -> None:  # fmt: skip
     start, end = sorted(window)
-    if end - start < 1e-3:
-        end = start + 1
+    end = max(end, start + 1)
     path = tmp_path_factory.mktemp("w") / "h"
     history = VerdictHistory(str(path), retention=60 * DAY, max_bytes=1 << 30)
-    for i, t in enumerate(sorted(times)):
+    ordered = sorted(times)
+    for i, t in enumerate(ordered):
         history.record([VerdictEntry(i.to_bytes(16, "big"), f"u{i}", "ok", ("1.1",) if i % 2 else (), "s", "v", "f",
-                                     "a" if i % 2 else None)], at=WEEK_START + t)  # fmt: skip
+                                     "a" if i % 2 else None)], at=WEEK_START + t / 1000)  # fmt: skip
     history.close()
     with HistoryFile(path) as f:
-        inside = [v for v in f.verdicts(0, 2**40) if WEEK_START + start <= v.at < WEEK_START + end]
-        (counts,) = tally([f], [Side("w", WEEK_START + start, WEEK_START + end)], bucket_hours=bucket_hours)
+        (counts,) = tally([f], [Side("w", WEEK_START + start / 1000, WEEK_START + end / 1000)], bucket_hours)
+    # the oracle: the times the verdicts were given (several in one millisecond stay within it: a microsecond apart)
+    inside = [(t, i) for i, t in enumerate(ordered) if start <= t < end]
     assert counts.judged[ALL] == len(inside)
-    failed = [v for v in inside if v.modes]
+    failed = [(t, i) for t, i in inside if i % 2]
     assert counts.failed[("1.1", ALL)] == counts.failed[("1.1", (("agent", "a"),))] == len(failed)
+
     # over time: each verdict in the bucket of bucket_hours hours (aligned to the epoch) that holds it
-    size = bucket_hours * HOUR
+    def bucket(t: int) -> float:
+        hour = int(WEEK_START // HOUR) + t // 3_600_000
+        return (hour // bucket_hours) * bucket_hours * HOUR
 
-    def bucket(at: float) -> float:
-        return (int(at * 1e6) // HOUR_US // bucket_hours) * size
-
-    assert counts.judged_over_time == Counter(bucket(v.at) for v in inside)
-    assert counts.failed_over_time == Counter(("1.1", bucket(v.at)) for v in failed)
+    assert counts.judged_over_time == Counter(bucket(t) for t, _ in inside)
+    assert counts.failed_over_time == Counter(("1.1", bucket(t)) for t, _ in failed)
 
 
 # -- the command line ----------------------------------------------------------------------------------------------

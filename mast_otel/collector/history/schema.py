@@ -21,7 +21,6 @@ count exactly the rows ``verdict`` holds.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
@@ -62,9 +61,10 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 
 
 def to_us(t: float) -> int:
-    """A time (seconds) as the first whole microsecond at or after it: ``at >= to_us(start)`` and
-    ``at < to_us(end)`` are exactly "start <= time < end" for the microsecond times the file keeps."""
-    return math.ceil(t * 1e6)
+    """A time (seconds) as the file keeps it: the nearest whole microsecond (a double holds an epoch time to a
+    quarter of a microsecond, so rounding, not truncating, keeps a time and the same time as a window's edge equal).
+    The writer stores every verdict's time so, and a window is ``to_us(start) <= at < to_us(end)``."""
+    return round(t * 1e6)
 
 
 class HistoryFileError(Exception):

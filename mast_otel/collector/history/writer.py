@@ -41,6 +41,7 @@ from mast_otel.collector.history.schema import (
     NO_AGENT,
     HistoryUnavailable,
     open_for_writing,
+    to_us,
 )
 
 __all__ = [
@@ -159,7 +160,7 @@ class VerdictHistory:
 
     def _keys_since(self, since: float) -> set[tuple[bytes, int]]:
         assert self._db is not None
-        rows = self._db.execute("SELECT trace_id, unit FROM verdict WHERE at >= ?", (int(since * 1e6),))
+        rows = self._db.execute("SELECT trace_id, unit FROM verdict WHERE at >= ?", (to_us(since) - 1,))
         return {(bytes(t), int(u)) for t, u in rows}
 
     # -- writing -----------------------------------------------------------------------------------------------
@@ -270,7 +271,7 @@ class VerdictHistory:
             status_hours: Counter[tuple[int, int, int, int, int]] = Counter()
             failed_hours: Counter[tuple[int, int, int, int, int, int]] = Counter()
             for entry, at in entries:
-                at_us = max(int(at * 1e6), last_at + 1)
+                at_us = max(to_us(at), last_at + 1)
                 last_at = at_us
                 hour = at_us // HOUR_US
                 service, version = name(KIND_SERVICE, entry.service), name(KIND_VERSION, entry.version)
@@ -331,7 +332,7 @@ class VerdictHistory:
                 _log.warning("history upkeep failed on %s: %s", self.path, exc)
 
     def _expire(self, now: float) -> None:
-        cutoff = (int(now * 1e6) - self._retention_us) // HOUR_US  # whole hours only: the hourly tables stay exact
+        cutoff = (to_us(now) - self._retention_us) // HOUR_US  # whole hours only: the hourly tables stay exact
         gone = self._drop_before(cutoff, "expired")
         if gone:
             self._metrics.expired.inc(gone)
