@@ -322,9 +322,3 @@ def verdicts_per_run(runs: list[Run], labelled: Iterable[tuple[str, str]]) -> di
         if trace in run_of:
             count[run_of[trace]] += 1
     return count
-
-
-def runs_per_call(runs: list[Run], calls: Iterable[Iterable[str]]) -> list[set[int]]:
-    """The runs whose traces each judge call held (its trace ids)."""
-    run_of = {trace: run.index for run in runs for trace in run.traces}
-    return [{run_of[t] for t in traces if t in run_of} for traces in calls]
