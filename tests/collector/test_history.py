@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from mast_otel.collector.history import HistoryFile, HistoryFileError, VerdictEntry, VerdictHistory, history_files
 from mast_otel.collector.history.reader import JUDGED
-from mast_otel.collector.history.schema import HOUR_US, HistoryUnavailable
+from mast_otel.collector.history.schema import HOUR_US, HistoryUnavailable, open_for_writing
 from mast_otel.collector.history.writer import MAX_WAITING
 
 HOUR = HOUR_US / 1e6
@@ -153,7 +153,7 @@ def test_a_file_that_cannot_be_opened_at_start_is_tried_again_and_nothing_waitin
     history, _ = open_history(path)
     history.record([entry(1)], at=START)
     history.close()
-    real = writer.open_for_writing
+    real = open_for_writing
     full = True
 
     def opening(p: str, sync: str) -> sqlite3.Connection:

@@ -22,6 +22,7 @@ from mast_otel import semconv as sc
 from mast_otel.collector.history import HistoryFile
 from mast_otel.collector.history.reader import StoredVerdict
 from mast_otel.collector.judge import judging
+from mast_otel.collector.release.commit import commit_releases
 from mast_otel.judge.model import DecisiveStep, ModeLabel, Verdict
 from mast_otel.recorder import Recorder
 from mast_otel.spans import SpanRecord
@@ -101,7 +102,7 @@ def test_a_crash_between_history_and_release_keeps_each_verdict_once(
 
     The first collector stands for the killed one: none of its release transactions ever commits (its judge pool
     keeps retrying them and is never ticked again), so its store holds the spans as a kill -9 would leave them."""
-    real = judging.commit_releases
+    real = commit_releases
 
     class Killed(Exception):
         """This collector's release transaction never commits."""
