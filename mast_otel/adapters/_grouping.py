@@ -113,6 +113,7 @@ def answer_keys(agent: object, output_messages: object, start_ns: int, end_ns: i
 _Giver = tuple[int, int, bytes]  # (turn start ns, turn end ns, trace)
 _K = TypeVar("_K")
 _AMBIGUOUS = b""  # a history whose source cannot be told (two turns giving its answer ran at once)
+_RESOLUTIONS_PER_NOTE = 1024  # histories resolved again at most, per note (a constant: ~64 per answer, a few answers)
 
 
 class HistoryTies:
@@ -144,7 +145,8 @@ class HistoryTies:
         self._source: dict[tuple[bytes, bytes, int], bytes] = {}  # (reader, answer, ns) -> giver or _AMBIGUOUS
         self._ties: dict[bytes, Counter[bytes]] = {}  # trace -> the traces it is tied to, by histories making it
         self._read_from: dict[tuple[bytes, bytes], list[int]] = {}  # (answer, giver) -> when histories tied to it
-        self._unsure: dict[bytes, list[int]] = {}  # answer -> when histories whose source could not be told
+        self._pending: dict[bytes, int] = {}  # answer -> the earliest of its histories to resolve again
+        self._resolving = False
         self._reads_on: set[tuple[bytes, bytes, int]] = set()  # (reader, answer, ns) indexed in the two above
         self._entries = 0  # givers and histories kept
         self.ambiguous = 0  # histories found ambiguous (each time one becomes so)
@@ -232,12 +234,34 @@ class HistoryTies:
 
     def _resolve_readers(self, answer: bytes, since: int) -> None:
         """Resolve again the histories of ``answer`` written at or after ``since`` (a giver that started then may be
-        their source now)."""
-        readers = self._readers.get(answer, ())
-        for ns, reader in readers[bisect.bisect_left(readers, (since, b"")) :]:
-            self._resolve_history(reader, ns)
+        their source now), and, in turn, the later histories of any answer whose reading that changed.
 
-    def _resolve_history(self, reader: bytes, ns: int) -> None:
+        A worklist, never a recursion: a history's source depends only on readings written before it, so one
+        forward pass over an answer's histories settles them, and a change queues only another answer's later
+        histories. Bounded (each answer's histories are at most ``readers``; a pass is cut after a fixed number of
+        resolutions, the rest left as they were: never more work per note than a constant)."""
+        pending = self._pending
+        pending[answer] = min(since, pending.get(answer, since))
+        if self._resolving:
+            return  # the pass under way takes it
+        self._resolving = True
+        budget = _RESOLUTIONS_PER_NOTE
+        try:
+            while pending and budget > 0:
+                answer, since = pending.popitem()
+                readers = self._readers.get(answer, ())
+                for ns, reader in list(readers[bisect.bisect_left(readers, (since, b"")) :]):
+                    budget -= 1
+                    for other, at in self._resolve_history(reader, ns):
+                        if other != answer:  # (this answer's later histories come next in this pass)
+                            pending[other] = min(at + 1, pending.get(other, at + 1))
+                    if budget <= 0:
+                        break
+            pending.clear()
+        finally:
+            self._resolving = False
+
+    def _resolve_history(self, reader: bytes, ns: int) -> list[tuple[bytes, int]]:
         """One history (the answers ``reader``'s model was given at ``ns``), resolved as a whole: the answers only
         one turn could have given tie it; if none is such, the answers' sources by the batch rule (:meth:`_resolve`),
         unless one of them is ambiguous: then the history ties nothing. (A group chat's later turn holds every
@@ -263,11 +287,10 @@ class HistoryTies:
             if unique and (answer, at) not in unique:
                 source = None
             elif unsure and source is not None:
-                source = _AMBIGUOUS  # read, by one of several runs: it counts as read on, ties nothing
+                source = _AMBIGUOUS  # one of its answers could be two runs': the history ties nothing
             if self._set_source(reader, answer, at, source, reads_on=(answer, at) == newest):
                 changed.append((answer, at))
-        for answer, at in changed:  # whether this history read its giver on may settle later histories' sources
-            self._resolve_readers(answer, at + 1)
+        return changed  # whether this history read its giver on may settle later histories' sources
 
     def _resolve(self, answer: bytes, ns: int, reader: bytes) -> tuple[bytes | None, int, int]:
         """(the source of a history of ``answer`` at ``ns``, or None, or _AMBIGUOUS; how many traces could be; when
@@ -285,8 +308,7 @@ class HistoryTies:
             return None, 0, 0
         if best[2] == reader:
             return None, len(rivals) + 1, best[0]  # its own trace (or piece) gave it last: nothing to tie elsewhere
-        unread = sorted((s for t, s in rivals.items() if not self._read_on(answer, t, s, best[0])), reverse=True)
-        if unread and not self._read_by_some(answer, unread, best[0]):
+        if any(not self._read_on(answer, trace, start, best[0]) for trace, start in rivals.items()):
             return _AMBIGUOUS, len(rivals) + 1, best[0]  # an earlier answer still unread: two runs at once
         return best[2], len(rivals) + 1, best[0]
 
@@ -297,17 +319,6 @@ class HistoryTies:
         at = bisect.bisect_left(times, start)
         return at < len(times) and times[at] < before
 
-    def _read_by_some(self, answer: bytes, starts: list[int], before: int) -> bool:
-        """Whether the earlier turns giving ``answer`` (their ``starts``, latest first) had each been read on by a
-        history of its own whose source could not be told (runs at once, each read on by one of them) before
-        ``before``: Hall's condition over intervals [start, before) that share their end."""
-        times = self._unsure.get(answer, [])
-        stop = bisect.bisect_left(times, before)
-        for needed, start in enumerate(starts, 1):
-            if stop - bisect.bisect_left(times, start, 0, stop) < needed:
-                return False
-        return True
-
     def _set_source(
         self, reader: bytes, answer: bytes, ns: int, source: bytes | None, *, reads_on: bool = False
     ) -> bool:
@@ -315,6 +326,7 @@ class HistoryTies:
         this turn is the one that read its giver's answer on (the later turns of a group chat read it again)."""
         key = (reader, answer, ns)
         old = self._source.get(key)
+        reads_on = reads_on and bool(source)  # (an ambiguous history reads on no turn in particular)
         if old == source and (key in self._reads_on) == reads_on:
             return False
         if old is not None:
@@ -324,17 +336,13 @@ class HistoryTies:
                 self._reads_on.discard(key)
                 if old:
                     _remove(self._read_from, (answer, old), ns)
-                else:
-                    _remove(self._unsure, answer, ns)
         if source is None:
             self._source.pop(key, None)
             return True
         self._source[key] = source
         if reads_on:
             self._reads_on.add(key)
-            index = self._unsure.setdefault(answer, []) if source == _AMBIGUOUS else self._read_from.setdefault(
-                (answer, source), [])  # fmt: skip
-            bisect.insort(index, ns)
+            bisect.insort(self._read_from.setdefault((answer, source), []), ns)
         if source == _AMBIGUOUS:
             self.ambiguous += 1
             return True

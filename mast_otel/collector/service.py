@@ -195,7 +195,7 @@ class CollectorService:
         m.memory_in_flight.set_function(lambda: self.limiter.in_flight)
         m.store_disk_full.set_function(lambda: float(self.store.disk_full))
         m.log_records_queued.set_function(lambda: self.store.log_queued)
-        m.evidence_bytes.set_function(lambda: self.trace_groups.held_bytes)
+        m.evidence_bytes.set_function(lambda: self.trace_groups.settled_bytes)
         m.set_limits(configured_limits(c, self.limiter.limit))
 
     def _recover(self) -> None:

@@ -125,20 +125,6 @@ def _nothing_lost(outcome: Outcome) -> None:
     assert outcome.logs_exported == outcome.logs_sent
 
 
-# Strict: each marker says what does not hold yet; a test that passes fails, so remove its marker with the fix.
-_CASCADE = ("a shared history's resolution re-resolves the later histories of its answer recursively, once per path "
-            "(HistoryTies._resolve_readers): exponential in the runs that give an answer at once, so the pipeline "
-            "thread stalls for minutes and nothing is judged or exported (benchmarks/results/"
-            "2026-12-07-runs-at-once.md)")  # fmt: skip
-_MERGED = (
-    "an AgentGroupChat turn's history is tied to a group chat's turn that gave the same answers (one judge "
-    "call read 4 GroupChatOrchestration runs and 1 AgentGroupChat run; test_run_identity's _MIXED)"
-)
-_BOUND = ("TraceGroups.apply trims the index after a whole batch of notes: under a burst the gauge read 1.0 MB with "
-          "a 256 KiB bound")  # fmt: skip
-
-
-@pytest.mark.xfail(strict=True, reason=_CASCADE)
 def test_each_linked_run_of_hundreds_at_once_gets_one_verdict_of_its_own(tmp_path: Path) -> None:
     # prepare / test: 200 runs tied by links, the same answers, all at once
     outcome = _run(tmp_path, "64MiB", group_chats=0)
@@ -159,7 +145,6 @@ def test_each_linked_run_of_hundreds_at_once_gets_one_verdict_of_its_own(tmp_pat
     assert peak <= 64 << 20
 
 
-@pytest.mark.xfail(strict=True, reason=f"{_CASCADE}; {_MERGED}")
 def test_group_chats_tied_only_by_history_are_never_judged_with_another_run(tmp_path: Path) -> None:
     # prepare / test: 200 linked runs and 20 AgentGroupChat runs (tied only by history), the same answers, at once
     outcome = _run(tmp_path, "64MiB", group_chats=GROUP_CHATS)
@@ -169,7 +154,6 @@ def test_group_chats_tied_only_by_history_are_never_judged_with_another_run(tmp_
     assert outcome.dropped["ambiguous"] > 0
 
 
-@pytest.mark.xfail(strict=True, reason=f"{_CASCADE}; {_BOUND}")
 def test_an_evidence_index_too_small_for_the_load_stays_within_its_bound_and_loses_nothing(tmp_path: Path) -> None:
     # prepare / test: 200 linked runs at once, the index given 256 KiB (they need more: groups are forgotten)
     bound = 256 << 10

@@ -80,6 +80,9 @@ class TraceGroups:
         self._bytes = 0  # nodes, traces and groups; the ties' entries are counted apart
         self.evicted = 0  # groups dropped to stay within ``memory``
         self.forgotten = 0  # groups dropped after ``forget_after`` unnoted
+        # What the index held once the last note was applied and the bound kept (what /metrics shows: within the
+        # bound; while one note is applied it may hold that note's entries more).
+        self.settled_bytes = 0
 
     # -- the receivers' side: constant time, no lock ----------------------------------------------------------
     def submit(self, note: Note) -> None:
@@ -99,6 +102,7 @@ class TraceGroups:
     def apply(self, notes: Iterable[Note]) -> None:
         for note in notes:
             self.note(note.trace, note.keys, note.at, tenant=note.tenant, service=note.service)
+            self._bound()  # (after each note: a batch of many notes never holds more than ``memory`` either)
         self._bound()
 
     def note(self, trace_id: bytes, keys: Sequence[str], now: float, *, tenant: str = "", service: str = "") -> None:
@@ -181,6 +185,7 @@ class TraceGroups:
             self._drop(gid)
             gone += 1
         self.forgotten += gone
+        self.settled_bytes = self.held_bytes
         return gone
 
     def __len__(self) -> int:
@@ -192,6 +197,7 @@ class TraceGroups:
         while self._groups and self.held_bytes > self._memory:
             self._drop(next(iter(self._groups)))
             self.evicted += 1
+        self.settled_bytes = self.held_bytes
 
     def _group(self, node: bytes, now: float) -> int:
         gid = self._group_of.get(node)
