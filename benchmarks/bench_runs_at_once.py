@@ -63,6 +63,7 @@ from tests.servers import free_port, wait_http  # noqa: E402
 
 WINDOW_S = 5.0
 PROBE_EVERY_S = 0.25
+PROBE_TIMEOUT_S = 30.0  # a probe not answered by then counts as unanswered (infinite latency)
 EVIDENCE = "mast_collector_evidence_bytes"
 DROPPED = "mast_collector_evidence_dropped_total"
 
@@ -125,7 +126,7 @@ class Monitor:
             self._thread.join()
 
     def _loop(self) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", self.collector.http_port, timeout=30)
+        conn = http.client.HTTPConnection("127.0.0.1", self.collector.http_port, timeout=PROBE_TIMEOUT_S)
         while not self._stop.wait(PROBE_EVERY_S):
             at = time.perf_counter()
             try:
@@ -135,7 +136,7 @@ class Monitor:
             except (OSError, http.client.HTTPException):
                 self.probes.append((at, float("inf")))
                 conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", self.collector.http_port, timeout=30)
+                conn = http.client.HTTPConnection("127.0.0.1", self.collector.http_port, timeout=PROBE_TIMEOUT_S)
             try:
                 self.evidence.append(metric(self.collector.metrics(), EVIDENCE))
                 self.rss_kib.append(self.collector.status_kib("VmRSS"))
@@ -201,6 +202,8 @@ class Outcome:
 
 
 def size_bytes(text: str) -> int:
+    if text == "none":
+        return 0
     units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
     for unit, factor in units.items():
         if text.endswith(unit):
@@ -213,7 +216,8 @@ def measure(
 ) -> Outcome:
     with tempfile.TemporaryDirectory() as d:
         sink = OtlpSink().start()
-        collector = Collector(code, Path(d), sink, "--evidence-memory", bound)
+        extra = () if bound == "none" else ("--evidence-memory", bound)  # none: a collector without the option
+        collector = Collector(code, Path(d), sink, *extra)
         try:
             idle = idle_probes(collector)
             monitor = Monitor(collector).start()
@@ -271,12 +275,13 @@ def report(o: Outcome) -> None:
         f"   one-span probe, idle (baseline): p50 {pct(o.idle, 0.5) * 1000:,.1f} ms, p99 {idle99 * 1000:,.1f} ms; "
         f"meanwhile (sending and draining): p50 {pct(o.probes, 0.5) * 1000:,.0f} ms, p99 "
         f"{pct(o.probes, 0.99) * 1000:,.0f} ms, max "
-        f"{max(o.probes, default=float('nan')) * 1000:,.0f} ms ({len(o.probes)} probes), worst window p99 "
+        f"{max(o.probes, default=float('nan')) * 1000:,.0f} ms ({len(o.probes)} probes, "
+        f"{sum(1 for x in o.probes if x == float('inf'))} unanswered within {PROBE_TIMEOUT_S:g} s), worst window p99 "
         f"{o.probe_window_p99 * 1000:,.0f} ms"
     )
     print(
         f"   ratios to the idle probe's p99: requests' p99 {pct(lat, 0.99) / idle99:,.1f}x, probes' p99 meanwhile "
-        f"load {pct(o.probes, 0.99) / idle99:,.1f}x"
+        f"{pct(o.probes, 0.99) / idle99:,.1f}x"
     )
     drain = f"{o.drain_s:.1f} s" if o.drain_s is not None else "not drained"
     print(
@@ -288,9 +293,10 @@ def report(o: Outcome) -> None:
         if runs:
             shown = ", ".join(f"{n} verdict{'s' if n != 1 else ''}: {c}" for n, c in sorted(counts.items()))
             print(f"   {kind} ({runs} runs): {shown}; exactly one: {counts[1] / runs:.1%}")
-    print(f"   evidence gauge max {o.evidence_max / 2**20:,.2f} MiB of {o.evidence_bound / 2**20:,.2f} MiB "
-          f"({o.evidence_max / o.evidence_bound:.0%}); dropped: " + ", ".join(f"{k} {v:,.0f}" for k, v in
-                                                                             o.dropped.items()))  # fmt: skip
+    if o.evidence_bound:  # (a collector without the option has neither the gauge nor the counter)
+        print(f"   evidence gauge max {o.evidence_max / 2**20:,.2f} MiB of {o.evidence_bound / 2**20:,.2f} MiB "
+              f"({o.evidence_max / o.evidence_bound:.0%}); dropped: " + ", ".join(f"{k} {v:,.0f}" for k, v in
+                                                                                 o.dropped.items()))  # fmt: skip
     print(f"   collector RSS: peak {o.peak_rss_mib:,.0f} MiB, at the end {o.rss_end_mib:,.0f} MiB", flush=True)
 
 
@@ -300,7 +306,13 @@ def main() -> None:
     parser.add_argument("--group-chats", type=int, default=100, help="AgentGroupChat runs (tied by history only)")
     parser.add_argument("--clients", type=int, default=8, help="senders at once")
     parser.add_argument("--spread", type=float, default=0.05, help="seconds within which every run starts")
-    parser.add_argument("--evidence-memory", nargs="+", default=["64MiB", "1MiB"], metavar="SIZE")
+    parser.add_argument(
+        "--evidence-memory",
+        nargs="+",
+        default=["64MiB", "1MiB"],
+        metavar="SIZE",
+        help="a collector per size; none: without the option (a collector older than it)",
+    )
     parser.add_argument(
         "--code",
         nargs="+",
