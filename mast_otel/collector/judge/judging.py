@@ -424,6 +424,8 @@ class JudgePool:
     def _released(self, ready: _Ready) -> None:
         """Bookkeeping once a release is committed: metrics, the assembler forgets the unit, the verdict sink."""
         job, verdict, release, unit = ready.job, ready.verdict, ready.release, ready.job.unit
+        with self._lock:  # (before the job leaves the count in flight: whoever waits for none sees it forgotten)
+            self._assembler.finished(unit)
         with self._jobs_lock:
             self._jobs.pop(id(job), None)
         unlabelled = not_a_conversation(verdict)
@@ -433,8 +435,6 @@ class JudgePool:
             self._metrics.count_verdict(verdict, release.service, release.framework, release.version)
             self._metrics.count_signals(release.signals, release.service, release.framework)
         self._count_ignored(job)
-        with self._lock:
-            self._assembler.finished(unit)
         if self._on_verdict is not None and not unlabelled:
             try:
                 self._on_verdict(verdict, unit.trace_id.hex(), unit.root_id.hex() if unit.root_id else None)
