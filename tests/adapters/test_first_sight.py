@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("hypothesis", reason="hypothesis is in the dev extra: the scores are checked in the main tier")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
