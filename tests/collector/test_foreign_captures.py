@@ -187,18 +187,25 @@ def _post_records_then_spans(service: Any, *runs: tuple[dict[str, Any], dict[str
         post_json(service, spans)
 
 
-def test_turns_tied_only_by_their_history_are_one_conversation_per_run(sink: OtlpSink, make_collector) -> None:
-    # prepare: Semantic Kernel's AgentGroupChat: each turn a trace of its own, tied to the others only by the chat
-    # history its model is given (log records); two runs of the same script, so the same answers in both
+def _two_group_chats(sink: OtlpSink, make_collector: Any, shift_ns: int) -> tuple[FakeJudge, Any, Any, Any]:
+    """AgentGroupChat's capture and a copy of it ``shift_ns`` later (another run of the same script) sent to a fresh
+    collector, records first, then judged and exported: (the judge, the capture, the copy's spans, the collector)."""
     data = json.loads((CAPTURES / "semantic_kernel" / "agent-group-chat.json").read_text(encoding="utf-8"))
-    again_spans, again_logs = _again(data, 60 * 10**9)
+    again_spans, again_logs = _again(data, shift_ns)
     clock = FakeClock()
     judge = FakeJudge(on_judge=flag_messages("1.3"))
     service = make_collector(sink, judge=judge, clock=clock)
     service.start(pipeline=False)
-    # test: both runs' records and spans, the second run's records before the first run's spans
     _post_records_then_spans(service, (data["otlp"], data["otlp_logs"]), (again_spans, again_logs))
     judge_and_export(service, clock)
+    return judge, data, again_spans, service
+
+
+def test_turns_tied_only_by_their_history_are_one_conversation_per_run(sink: OtlpSink, make_collector) -> None:
+    # prepare: Semantic Kernel's AgentGroupChat: each turn a trace of its own, tied to the others only by the chat
+    # history its model is given (log records); two runs of the same script, so the same answers in both
+    # test: both runs' records and spans, the second run's records before the first run's spans
+    judge, data, again_spans, _ = _two_group_chats(sink, make_collector, 60 * 10**9)
     # verify: one conversation per run, each with its three agents in order
     sink.wait_count(len(_keys(data["otlp"])) + len(_keys(again_spans)))
     assert len(judge.calls) == 2
@@ -307,15 +314,8 @@ def test_a_restart_between_a_runs_log_records_and_its_spans_loses_no_tie(sink: O
 
 def test_two_group_chats_at_once_are_never_judged_as_one(sink: OtlpSink, make_collector) -> None:
     # prepare: AgentGroupChat twice, 1 ms apart (two users at once): the same answers, interleaved turns
-    data = json.loads((CAPTURES / "semantic_kernel" / "agent-group-chat.json").read_text(encoding="utf-8"))
-    again_spans, again_logs = _again(data, 1_000_000)
-    clock = FakeClock()
-    judge = FakeJudge(on_judge=flag_messages("1.3"))
-    service = make_collector(sink, judge=judge, clock=clock)
-    service.start(pipeline=False)
     # test
-    _post_records_then_spans(service, (data["otlp"], data["otlp_logs"]), (again_spans, again_logs))
-    judge_and_export(service, clock)
+    judge, data, again_spans, service = _two_group_chats(sink, make_collector, 1_000_000)
     # verify: every span out once; no judge call holds both runs' spans; what could not be told apart is counted
     sink.wait_count(len(_keys(data["otlp"])) + len(_keys(again_spans)))
     _calls_by_run(judge, [_traces(data["otlp"]), _traces(again_spans)])
