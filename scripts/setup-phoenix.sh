@@ -12,6 +12,10 @@ PY=${PYTHON:-python3}
 PHOENIX_SPEC=${PHOENIX_SPEC:-arize-phoenix==20.26.1}
 PLAYWRIGHT_SPEC=${PLAYWRIGHT_SPEC:-playwright==1.65.2}
 
+# One installer at a time (scripts/test.sh starts this in the background; a second run waits, then finds it done).
+mkdir -p "$VENV"
+exec 9>"$VENV/.mast-otel.lock"
+flock 9
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup-phoenix] creating $VENV"
   "$PY" -m venv "$VENV"

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: installs what it needs, then lint, type-check and every test tier.
+# The whole test suite, as CI runs it: installs what it needs, then lint, type-check and every test tier, side by
+# side on every core (scripts/tiers.py says which job needs which and which must run alone):
 #   main tier     .venv: unit tests, AG2, collector, judge, replay, examples, and the integration tests that start
-#                 real servers (llama.cpp + Gemma 3 270M, Prometheus + Alertmanager, Phoenix + Chromium)
-#   fresh clone   the fast tier again in a `git clone` of HEAD in a temporary folder with no ../shared beside it
-#                 (what a new user gets), reusing .venv: the repository must carry every file its tests need
+#                 real servers (llama.cpp + Gemma 3 270M, Prometheus + Alertmanager, Phoenix + Chromium, Jaeger, the
+#                 Collector); the tests marked `alone` (they measure time or memory) run after, with nothing beside
+#   fresh clone   a `git clone` of HEAD in a temporary folder with no ../shared beside it (what a new user gets),
+#                 reusing .venv: the repository must carry every file its tests need (scripts/fresh-clone.sh)
 #   framework tiers  one nox session per framework whose pins clash with the main environment's (noxfile.py)
-# Extra arguments go to the main tier's pytest (e.g. `-m "not integration"` for the fast tiers only).
+#   mutation sample  a seeded sample of mutants of the modules users rely on must be killed
+# Each job's log is test-artifacts/tiers/<job>.log. Extra arguments go to the main tier's pytest (e.g.
+# `-m "not integration"` for the fast tiers only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run_start=$(date +%s)
@@ -16,62 +20,30 @@ step() {  # step NAME: closes the previous step with its time, so a cold run's l
   echo "[test] (previous step: $((now - step_start)) s; total $((now - run_start)) s) $1"
   step_start=$now
 }
-step "setup-env (.venv; llama-cpp-python built once per machine)"
-bash scripts/setup-env.sh
+# Set-up that only the tests need runs beside the rest: the Go build and Phoenix start now, in the background, and
+# the jobs of the same names in scripts/tiers.py wait for them (each script takes a lock: a second run waits for
+# the first, then finds everything built). apt-get first and alone (one dpkg lock).
 step "setup-system"
 bash scripts/setup-system.sh
-step "setup-phoenix"
-bash scripts/setup-phoenix.sh
-step "setup-go-tools"
-bash scripts/setup-go-tools.sh  # Jaeger + the front-tier OpenTelemetry Collector, built once per machine
+mkdir -p test-artifacts/tiers
+background=()
+bash scripts/setup-go-tools.sh >test-artifacts/tiers/setup-go-tools.background.log 2>&1 &
+background+=($!)
+bash scripts/setup-phoenix.sh >test-artifacts/tiers/setup-phoenix.background.log 2>&1 &
+background+=($!)
+trap 'kill "${background[@]}" 2>/dev/null || true' EXIT
+step "setup-env (.venv; llama-cpp-python built once per machine)"
+bash scripts/setup-env.sh
 VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
 if [ "${CI:-}" = "true" ]; then
   # CI has ../shared: the tests on the full MAST data must run there, not skip.
   export MAST_OTEL_REQUIRE_FULL_DATA=1
 fi
-
-step "ruff"
-"$VENV/bin/ruff" check .
-step "mypy"
-"$VENV/bin/mypy" mast_otel
-step "lint-imports (the layer contracts in pyproject.toml: no import runs up a layer, no cycles)"
-"$VENV/bin/lint-imports"
-step "framework environments (nox --install-only: the demo test runs examples in them)"
-"$VENV/bin/nox" --no-color -f noxfile.py --install-only
-# The integration tests talk to llama.cpp: one completion first, so a server that cannot run here is one clear
-# failure naming the cause, not a connection error in each of them.
-step "local model server: one completion"
-"$VENV/bin/python" -m tests.llama_preflight
-step "pytest (main tier)"
-set +e
-"$VENV/bin/pytest" -q -rs "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "[test] pytest collected no tests: failing on purpose" >&2
-  exit 1
+# Before any test writes a file: is this checkout exactly HEAD? Then the main tier runs on the files a fresh clone
+# gets, and the fresh-clone job runs only what differs (scripts/fresh-clone.sh).
+if [ -z "$(git status --porcelain --untracked-files=all)" ]; then
+  export MAST_OTEL_TREE_CLEAN=1
 fi
-if [ "$rc" -ne 0 ]; then
-  exit "$rc"
-fi
-step "fresh clone of HEAD, no ../shared beside it: fast tier"
-clone_parent=$(mktemp -d)
-trap 'rm -rf "$clone_parent"' EXIT
-git -c advice.detachedHead=false clone -q --no-local "$(pwd)" "$clone_parent/mast-otel"
-(
-  cd "$clone_parent/mast-otel"
-  # The clone's code, not this checkout's (.venv holds an editable install of this one); no full-data paths.
-  env -u MAST_OTEL_MAST_DATA -u MAST_OTEL_REQUIRE_FULL_DATA PYTHONPATH="$clone_parent/mast-otel" \
-    "$VENV/bin/python" -c 'import mast_otel, sys; sys.exit(not mast_otel.__file__.startswith(sys.argv[1]))' \
-    "$clone_parent/mast-otel/" || { echo "[test] the clone does not import its own mast_otel" >&2; exit 1; }
-  env -u MAST_OTEL_MAST_DATA -u MAST_OTEL_REQUIRE_FULL_DATA PYTHONPATH="$clone_parent/mast-otel" \
-    "$VENV/bin/pytest" -q -rs -p no:cacheprovider -m "not integration"
-)
-step "framework tiers (nox)"
-export MAST_OTEL_MAIN_PYTHON="$VENV/bin/python"
-"$VENV/bin/nox" --no-color -f noxfile.py
-# A seeded sample of the mutation run (the whole run takes about an hour: docs/benchmarks.md, "Mutation testing"):
-# the drawn mutants must be killed as often as the threshold says, or the tests stopped pinning what they did.
-step "mutation sample (nox -s mutation -- --sample ${MAST_OTEL_MUTATION_SAMPLE:-10})"
-"$VENV/bin/nox" --no-color -f noxfile.py -s mutation -- --sample "${MAST_OTEL_MUTATION_SAMPLE:-10}"
+step "every job side by side (scripts/tiers.py): lint, the main tier, the fresh clone, the frameworks, mutation"
+python3 scripts/tiers.py "$@"
 step "done"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,7 +35,8 @@ def spans(span_exporter: InMemorySpanExporter) -> Callable[[], Spans]:
 
 @pytest.fixture(scope="session")
 def llama() -> Iterator[LlamaServer]:
-    """A real OpenAI-compatible server (llama.cpp + Gemma 3 270M), one per test session."""
+    """A real OpenAI-compatible server (llama.cpp + Gemma 3 270M), one per test session (per pytest-xdist worker)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    with llama_server(log_path=ARTIFACTS / "llama-server.log") as server:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    with llama_server(log_path=ARTIFACTS / f"llama-server{'-' + worker if worker else ''}.log") as server:
         yield server

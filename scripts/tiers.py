@@ -1,0 +1,211 @@
+"""The test command's jobs, run side by side on every core: ``python3 scripts/tiers.py [PYTEST ARGS...]``.
+
+scripts/test.sh calls this once the shared set-up is done. Each job is a command with the jobs it needs first; a
+small pool starts every job whose needs have finished, longest first, as long as a slot is free (one slot per core
+by default: ``MAST_OTEL_TEST_JOBS``). A job marked ``alone`` waits until nothing else runs and holds every slot: the
+tests in it measure time or memory, and another job beside them would be what they measure.
+
+Each job's output goes to ``test-artifacts/tiers/<job>.log``; the step log says when each job started and how long
+it took, and a failed job's log tail is printed at the end. Every job runs even when another has failed (one run
+tells every failure), unless ``MAST_OTEL_TEST_FAIL_FAST=1``. Only the standard library: this runs before any
+environment exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "test-artifacts" / "tiers"
+# How long each job took last time on this machine: the pool starts the longest first, so the two slots finish
+# together instead of one long job starting last.
+DURATIONS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mast-otel" / "test-durations.json"
+
+
+@dataclass
+class Job:
+    name: str
+    argv: list[str]
+    needs: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    alone: bool = False
+    cwd: Path = ROOT
+    guess: float = 60.0  # seconds, when this machine has no timing of it yet
+    ok: tuple[int, ...] = (0,)  # exit codes that pass (pytest's 5, no test collected, fails unless named here)
+
+
+@dataclass
+class Run:
+    job: Job
+    proc: subprocess.Popen[bytes]
+    started: float
+    log: Path
+
+
+def plan(pytest_args: Sequence[str]) -> list[Job]:
+    """Every job of the test command after set-up (scripts/test.sh does the set-up first)."""
+    venv = Path(os.environ.get("MAST_OTEL_VENV", ROOT / ".venv"))
+    py, nox = str(venv / "bin" / "python"), str(venv / "bin" / "nox")
+    pytest = [str(venv / "bin" / "pytest"), "-q", "-rs"]
+    marks, rest = split_marks(pytest_args)
+    demo = sorted(set(re.findall(r"\.nox/(\w+)/bin/python", (ROOT / "examples" / "demo.py").read_text())))
+    servers = ("llama-preflight", "setup-go-tools", "setup-phoenix")
+    jobs = [
+        # Started in the background by scripts/test.sh; these wait for that run (its lock), then check and link.
+        Job("setup-go-tools", ["bash", "scripts/setup-go-tools.sh"], guess=300),
+        Job("setup-phoenix", ["bash", "scripts/setup-phoenix.sh"], guess=100),
+        Job("ruff", [str(venv / "bin" / "ruff"), "check", "."], guess=5),
+        Job("mypy", [str(venv / "bin" / "mypy"), "mast_otel"], guess=60),
+        Job("lint-imports", [str(venv / "bin" / "lint-imports")], guess=15),
+        # The integration tests talk to llama.cpp: one completion first, so a server that cannot run here is one
+        # clear failure naming the cause, not a connection error in each of them.
+        Job("llama-preflight", [py, "-m", "tests.llama_preflight"], guess=15),
+        # The demo test runs examples in their frameworks' nox environments: those exist before the main tier
+        # starts (every other session installs its own environment in its job, beside the rest).
+        Job("nox-install-demo", [nox, "--no-color", "-f", "noxfile.py", "--install-only", "-s", *demo], guess=150),
+        Job("main", [*pytest, "-m", both("not alone", marks), *rest], needs=(*servers, "nox-install-demo"),
+            guess=700),
+        # A selection of the caller's (``-m "not integration"``) may leave no test that must run alone.
+        Job("main-alone", [*pytest, "-m", both("alone", marks), *rest], needs=servers, alone=True,
+            ok=(0, 5) if marks else (0,), guess=60),
+        Job("fresh-clone", ["bash", "scripts/fresh-clone.sh"], guess=60),
+        Job("mutation", [nox, "--no-color", "-f", "noxfile.py", "-s", "mutation", "--", "--sample",
+                         os.environ.get("MAST_OTEL_MUTATION_SAMPLE", "10")], guess=340),
+    ]  # fmt: skip
+    for session in nox_sessions(nox):
+        needs = ("nox-install-demo",) if session in demo else ()  # one installer per environment at a time
+        if session == "metagpt":  # its tests start the llama.cpp server from the main environment
+            needs += ("llama-preflight",)
+        jobs.append(Job(f"nox:{session}", [nox, "--no-color", "-f", "noxfile.py", "-s", session], needs=needs,
+                        env={"MAST_OTEL_MAIN_PYTHON": py}, guess=80))  # fmt: skip
+    return jobs
+
+
+def split_marks(args: Sequence[str]) -> tuple[str, list[str]]:
+    """The caller's ``-m EXPR`` (joined with ``and`` when given twice) and the other pytest arguments."""
+    marks: list[str] = []
+    rest: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg == "-m":
+            marks.append(next(it, ""))
+        elif arg.startswith("-m") and len(arg) > 2:
+            marks.append(arg[2:])
+        else:
+            rest.append(arg)
+    return " and ".join(f"({m})" for m in marks if m), rest
+
+
+def both(mine: str, theirs: str) -> str:
+    return f"({mine}) and {theirs}" if theirs else mine
+
+
+def nox_sessions(nox: str) -> list[str]:
+    """The default sessions of noxfile.py, as ``nox -l`` lists them (``*`` marks a default one)."""
+    out = subprocess.run([nox, "--no-color", "-f", "noxfile.py", "-l"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    return [line[2:].split(" -> ")[0].strip() for line in out.splitlines() if line.startswith("* ")]
+
+
+def order(jobs: list[Job], known: dict[str, float]) -> list[Job]:
+    """Longest first, by this machine's last timing or the job's guess."""
+    return sorted(jobs, key=lambda j: -known.get(j.name, j.guess))
+
+
+def main(argv: Sequence[str]) -> int:
+    slots = int(os.environ.get("MAST_OTEL_TEST_JOBS") or os.cpu_count() or 1)
+    fail_fast = os.environ.get("MAST_OTEL_TEST_FAIL_FAST") == "1"
+    known: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    jobs = plan(argv)
+    names = {j.name for j in jobs}
+    for job in jobs:
+        missing = set(job.needs) - names
+        if missing:
+            raise SystemExit(f"[tiers] {job.name} needs unknown jobs {sorted(missing)}")
+    waiting = order(jobs, known)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    running: list[Run] = []
+    done: dict[str, tuple[str, float, float]] = {}  # name -> ("ok" | "failed (exit N)" | "not run", started, seconds)
+    t0 = time.monotonic()
+
+    def say(text: str) -> None:
+        print(f"[tiers] {time.monotonic() - t0:6.0f} s  {text}", flush=True)
+
+    say(f"{len(jobs)} jobs, {slots} at a time: {', '.join(j.name for j in waiting)}")
+    stopping = False
+    while waiting or running:
+        for run in list(running):
+            rc = run.proc.poll()
+            if rc is None:
+                continue
+            running.remove(run)
+            seconds = time.monotonic() - run.started
+            result = "ok" if rc in run.job.ok else f"FAILED (exit {rc})"
+            done[run.job.name] = (result, run.started - t0, seconds)
+            say(f"{run.job.name}: {result} in {seconds:.0f} s")
+            if result != "ok" and fail_fast:
+                stopping = True
+        if stopping:
+            for run in running:
+                os.killpg(run.proc.pid, signal.SIGTERM)
+            waiting = []
+        for job in list(waiting):
+            if any(n not in done for n in job.needs):
+                continue
+            if any(done[n][0] != "ok" for n in job.needs):  # what it needs failed: it cannot run
+                waiting.remove(job)
+                done[job.name] = ("not run", time.monotonic() - t0, 0.0)
+                say(f"{job.name}: not run ({', '.join(n for n in job.needs if done[n][0] != 'ok')} did not pass)")
+                continue
+            busy = sum(slots if r.job.alone else 1 for r in running)
+            if (job.alone and busy) or busy >= slots:
+                if job.alone:
+                    break  # nothing shorter jumps ahead of a job waiting for the machine to itself
+                continue
+            waiting.remove(job)
+            running.append(start(job))
+            say(f"{job.name}: started ({' '.join(job.argv[-3:])})")
+        time.sleep(0.2)
+
+    known.update({name: seconds for name, (result, _, seconds) in done.items() if result == "ok"})
+    DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+    DURATIONS.write_text(json.dumps(known, indent=1, sort_keys=True))
+    print("[tiers] job                            start   seconds  result")
+    for name, (result, started, seconds) in sorted(done.items(), key=lambda kv: kv[1][1]):
+        print(f"[tiers] {name:30s} {started:6.0f} {seconds:9.0f}  {result}")
+    failed = [name for name, (result, _, _) in done.items() if result.startswith("FAILED")]
+    for name in failed:
+        tail = (LOGS / f"{safe(name)}.log").read_text(errors="replace").splitlines()[-60:]
+        print(f"\n[tiers] ---- {name}: the last {len(tail)} lines of {LOGS / safe(name)}.log ----", flush=True)
+        print("\n".join(tail), flush=True)
+    passed = sum(result == "ok" for result, _, _ in done.values())
+    print(f"[tiers] {passed} of {len(jobs)} jobs passed in {time.monotonic() - t0:.0f} s", flush=True)
+    return 0 if passed == len(jobs) else 1
+
+
+def safe(name: str) -> str:
+    return name.replace(":", "-").replace("/", "-").replace("(", "-").replace(")", "").replace("'", "")
+
+
+def start(job: Job) -> Run:
+    log = LOGS / f"{safe(job.name)}.log"
+    out = log.open("wb")
+    env = {**os.environ, **job.env}
+    # Its own process group, so that a fail-fast stop ends the job's servers and children too.
+    proc = subprocess.Popen(job.argv, cwd=job.cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # fmt: skip
+    out.close()
+    return Run(job, proc, time.monotonic(), log)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
