@@ -262,8 +262,16 @@ def sample(modules: list[str], n: int, seed: int, config: Settings) -> int:
     threshold of them are killed, or when a module's tests fail with no mutant on."""
     equivalent = equivalents(config.equivalents)
     # One staging folder mutating every module: generating the mutants is one copy of the tree, not one a module.
-    folder = stage(modules, [], config, WORK / "sample")
+    folder = WORK / "sample"
+    generated = folder / "generated"  # written once mutmut's generation has finished
+    if folder.is_dir() and not generated.is_file():
+        # A generation stopped halfway leaves mutant files that the next one takes as done (their sources' mtimes
+        # match the record): start the folder over.
+        shutil.rmtree(folder)
+    generated.unlink(missing_ok=True)
+    stage(modules, [], config, folder)
     subprocess.run([sys.executable, "-c", _GENERATE], cwd=folder, check=True, capture_output=True)
+    generated.touch()
     pool = [(module, name) for module in modules for name in sorted(statuses(folder, module)) if name not in equivalent]
     picked = sorted(random.Random(seed).sample(pool, min(n, len(pool))))
     scores = []

@@ -57,8 +57,11 @@ def plan(pytest_args: Sequence[str]) -> list[Job]:
     py, nox = str(venv / "bin" / "python"), str(venv / "bin" / "nox")
     pytest = [str(venv / "bin" / "pytest"), "-q", "-rs"]
     marks, rest = split_marks(pytest_args)
-    demo = sorted(set(re.findall(r"\.nox/(\w+)/bin/python", (ROOT / "examples" / "demo.py").read_text())))
+    sessions = nox_sessions(nox)
+    named = set(re.findall(r"\.nox/(\w+)/bin/python", (ROOT / "examples" / "demo.py").read_text()))
+    demo = [s for s in sessions if s in named]
     servers = ("llama-preflight", "setup-go-tools", "setup-phoenix")
+    workers = os.environ.get("MAST_OTEL_MAIN_WORKERS", str(os.cpu_count() or 1))
     jobs = [
         # Started in the background by scripts/test.sh; these wait for that run (its lock), then check and link.
         Job("setup-go-tools", ["bash", "scripts/setup-go-tools.sh"], guess=300),
@@ -72,7 +75,10 @@ def plan(pytest_args: Sequence[str]) -> list[Job]:
         # The demo test runs examples in their frameworks' nox environments: those exist before the main tier
         # starts (every other session installs its own environment in its job, beside the rest).
         Job("nox-install-demo", [nox, "--no-color", "-f", "noxfile.py", "--install-only", "-s", *demo], guess=150),
-        Job("main", [*pytest, "-m", both("not alone", marks), *rest], needs=(*servers, "nox-install-demo"),
+        # pytest-xdist: the main tier is the longest job, so it takes a worker per core itself; a module's tests stay
+        # in one worker (--dist loadfile: their module fixtures start a server once).
+        Job("main", [*pytest, "-n", workers, "--dist", "loadfile", "-m", both("not alone", marks), *rest],
+            needs=(*servers, "nox-install-demo"),
             guess=700),
         # A selection of the caller's (``-m "not integration"``) may leave no test that must run alone.
         Job("main-alone", [*pytest, "-m", both("alone", marks), *rest], needs=servers, alone=True,
@@ -81,7 +87,7 @@ def plan(pytest_args: Sequence[str]) -> list[Job]:
         Job("mutation", [nox, "--no-color", "-f", "noxfile.py", "-s", "mutation", "--", "--sample",
                          os.environ.get("MAST_OTEL_MUTATION_SAMPLE", "10")], guess=340),
     ]  # fmt: skip
-    for session in nox_sessions(nox):
+    for session in sessions:
         needs = ("nox-install-demo",) if session in demo else ()  # one installer per environment at a time
         if session == "metagpt":  # its tests start the llama.cpp server from the main environment
             needs += ("llama-preflight",)
@@ -117,8 +123,21 @@ def nox_sessions(nox: str) -> list[str]:
 
 
 def order(jobs: list[Job], known: dict[str, float]) -> list[Job]:
-    """Longest first, by this machine's last timing or the job's guess."""
-    return sorted(jobs, key=lambda j: -known.get(j.name, j.guess))
+    """Longest path first: a job's own time (this machine's last timing, or its guess) plus the longest chain of
+    jobs that wait for it, so that a short job others need (the preflight before the main tier) starts early."""
+    needed_by: dict[str, list[Job]] = {}
+    for job in jobs:
+        for name in job.needs:
+            needed_by.setdefault(name, []).append(job)
+    rank: dict[str, float] = {}
+
+    def path(job: Job) -> float:
+        if job.name not in rank:
+            after = max((path(j) for j in needed_by.get(job.name, ())), default=0.0)
+            rank[job.name] = known.get(job.name, job.guess) + after
+        return rank[job.name]
+
+    return sorted(jobs, key=lambda j: -path(j))
 
 
 def main(argv: Sequence[str]) -> int:
@@ -152,6 +171,10 @@ def main(argv: Sequence[str]) -> int:
             result = "ok" if rc in run.job.ok else f"FAILED (exit {rc})"
             done[run.job.name] = (result, run.started - t0, seconds)
             say(f"{run.job.name}: {result} in {seconds:.0f} s")
+            if result == "ok":  # kept as each job ends: a run stopped halfway still teaches the next one
+                known[run.job.name] = seconds
+                DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+                DURATIONS.write_text(json.dumps(known, indent=1, sort_keys=True))
             if result != "ok" and fail_fast:
                 stopping = True
         if stopping:
@@ -176,9 +199,6 @@ def main(argv: Sequence[str]) -> int:
             say(f"{job.name}: started ({' '.join(job.argv[-3:])})")
         time.sleep(0.2)
 
-    known.update({name: seconds for name, (result, _, seconds) in done.items() if result == "ok"})
-    DURATIONS.parent.mkdir(parents=True, exist_ok=True)
-    DURATIONS.write_text(json.dumps(known, indent=1, sort_keys=True))
     print("[tiers] job                            start   seconds  result")
     for name, (result, started, seconds) in sorted(done.items(), key=lambda kv: kv[1][1]):
         print(f"[tiers] {name:30s} {started:6.0f} {seconds:9.0f}  {result}")
