@@ -55,11 +55,14 @@ def plan(pytest_args: Sequence[str]) -> list[Job]:
     """Every job of the test command after set-up (scripts/test.sh does the set-up first)."""
     venv = Path(os.environ.get("MAST_OTEL_VENV", ROOT / ".venv"))
     py, nox = str(venv / "bin" / "python"), str(venv / "bin" / "nox")
-    pytest = [str(venv / "bin" / "pytest"), "-q", "-rs"]
+    pytest = [str(venv / "bin" / "pytest"), "-q", "-rs", "--durations=20"]
     marks, rest = split_marks(pytest_args)
     sessions = nox_sessions(nox)
-    named = set(re.findall(r"\.nox/(\w+)/bin/python", (ROOT / "examples" / "demo.py").read_text()))
-    demo = [s for s in sessions if s in named]
+    # The sessions whose environments main-tier tests run programs in (the demo's examples, the evaluation suite's
+    # MetaGPT cases): named as ``.nox/<session>/bin/python`` in the code those tests run.
+    sources = [ROOT / "examples" / "demo.py", *sorted((ROOT / "mast_otel").rglob("*.py"))]
+    named = {n for path in sources for n in re.findall(r"\.nox/(\w+)/bin/python", path.read_text())}
+    main_uses = [s for s in sessions if s in named]
     servers = ("llama-preflight", "setup-go-tools", "setup-phoenix")
     workers = os.environ.get("MAST_OTEL_MAIN_WORKERS", str(os.cpu_count() or 1))
     jobs = [
@@ -72,13 +75,14 @@ def plan(pytest_args: Sequence[str]) -> list[Job]:
         # The integration tests talk to llama.cpp: one completion first, so a server that cannot run here is one
         # clear failure naming the cause, not a connection error in each of them.
         Job("llama-preflight", [py, "-m", "tests.llama_preflight"], guess=15),
-        # The demo test runs examples in their frameworks' nox environments: those exist before the main tier
-        # starts (every other session installs its own environment in its job, beside the rest).
-        Job("nox-install-demo", [nox, "--no-color", "-f", "noxfile.py", "--install-only", "-s", *demo], guess=150),
+        # Those environments exist before the main tier starts (every other session installs its own environment
+        # in its job, beside the rest).
+        Job("nox-install-main", [nox, "--no-color", "-f", "noxfile.py", "--install-only", "-s", *main_uses],
+            guess=150),
         # pytest-xdist: the main tier is the longest job, so it takes a worker per core itself; a module's tests stay
         # in one worker (--dist loadfile: their module fixtures start a server once).
         Job("main", [*pytest, "-n", workers, "--dist", "loadfile", "-m", both("not alone", marks), *rest],
-            needs=(*servers, "nox-install-demo"),
+            needs=(*servers, "nox-install-main"),
             guess=700),
         # A selection of the caller's (``-m "not integration"``) may leave no test that must run alone.
         Job("main-alone", [*pytest, "-m", both("alone", marks), *rest], needs=servers, alone=True,
@@ -88,7 +92,7 @@ def plan(pytest_args: Sequence[str]) -> list[Job]:
                          os.environ.get("MAST_OTEL_MUTATION_SAMPLE", "10")], guess=340),
     ]  # fmt: skip
     for session in sessions:
-        needs = ("nox-install-demo",) if session in demo else ()  # one installer per environment at a time
+        needs = ("nox-install-main",) if session in main_uses else ()  # one installer per environment at a time
         if session == "metagpt":  # its tests start the llama.cpp server from the main environment
             needs += ("llama-preflight",)
         jobs.append(Job(f"nox:{session}", [nox, "--no-color", "-f", "noxfile.py", "-s", session], needs=needs,
@@ -123,8 +127,9 @@ def nox_sessions(nox: str) -> list[str]:
 
 
 def order(jobs: list[Job], known: dict[str, float]) -> list[Job]:
-    """Longest path first: a job's own time (this machine's last timing, or its guess) plus the longest chain of
-    jobs that wait for it, so that a short job others need (the preflight before the main tier) starts early."""
+    """Longest path first (jobs that run alone last): a job's own time (this machine's last timing, or its guess)
+    plus the longest chain of jobs that wait for it, so that a short job others need (the preflight before the main
+    tier) starts early."""
     needed_by: dict[str, list[Job]] = {}
     for job in jobs:
         for name in job.needs:
@@ -137,7 +142,8 @@ def order(jobs: list[Job], known: dict[str, float]) -> list[Job]:
             rank[job.name] = known.get(job.name, job.guess) + after
         return rank[job.name]
 
-    return sorted(jobs, key=lambda j: -path(j))
+    # A job that runs alone goes last: waiting for an idle machine, it would hold back every job behind it.
+    return sorted(jobs, key=lambda j: (j.alone, -path(j)))
 
 
 def main(argv: Sequence[str]) -> int:
