@@ -63,7 +63,7 @@ def run_tests(session: nox.Session, framework: str, *paths: str) -> None:
 RANDOMNESS = "tests/core/test_program_randomness.py"
 
 
-@nox.session(python="3.11", venv_backend="venv")
+@nox.session(python="3.11", venv_backend="uv")
 def metagpt(session: nox.Session) -> None:
     """MetaGPT 0.8.2 (needs Python < 3.12; its exact pins clash with AG2's, and a plain install does not resolve).
 
