@@ -13,6 +13,7 @@ environment exists.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -92,7 +93,8 @@ def plan(pytest_args: Sequence[str]) -> list[Job]:
                          os.environ.get("MAST_OTEL_MUTATION_SAMPLE", "10")], guess=340),
     ]  # fmt: skip
     for session in sessions:
-        needs = ("nox-install-main",) if session in main_uses else ()  # one installer per environment at a time
+        # one installer per environment at a time
+        needs: tuple[str, ...] = ("nox-install-main",) if session in main_uses else ()
         if session == "metagpt":  # its tests start the llama.cpp server from the main environment
             needs += ("llama-preflight",)
         jobs.append(Job(f"nox:{session}", [nox, "--no-color", "-f", "noxfile.py", "-s", session], needs=needs,
@@ -146,9 +148,89 @@ def order(jobs: list[Job], known: dict[str, float]) -> list[Job]:
     return sorted(jobs, key=lambda j: (j.alone, -path(j)))
 
 
+class Pool:
+    """Runs ``jobs`` ``slots`` at a time; :meth:`run` returns each job's result, start and length."""
+
+    def __init__(self, jobs: list[Job], known: dict[str, float], *, slots: int, fail_fast: bool, timeout: float):
+        self.waiting = order(jobs, known)
+        self.known = known
+        self.slots = slots
+        self.fail_fast = fail_fast
+        self.timeout = timeout
+        self.running: list[Run] = []
+        self.done: dict[str, tuple[str, float, float]] = {}  # name -> ("ok" | "FAILED ..." | "not run", start, s)
+        self.t0 = time.monotonic()
+
+    def say(self, text: str) -> None:
+        print(f"[tiers] {time.monotonic() - self.t0:6.0f} s  {text}", flush=True)
+
+    def run(self) -> dict[str, tuple[str, float, float]]:
+        self.say(f"{len(self.waiting)} jobs, {self.slots} at a time: {', '.join(j.name for j in self.waiting)}")
+        try:
+            while self.waiting or self.running:
+                self._reap()
+                self._start_ready()
+                time.sleep(0.2)
+        finally:  # stopped (Ctrl-C, SIGTERM) or failed: no job's servers outlive the run
+            self._stop(self.running)
+        return self.done
+
+    def _reap(self) -> None:
+        for run in list(self.running):
+            rc = run.proc.poll()
+            seconds = time.monotonic() - run.started
+            if rc is None:
+                if seconds > self.timeout:  # a hung job fails with its log, instead of holding the run forever
+                    self.say(f"{run.job.name}: still running after {self.timeout:.0f} s: stopping it")
+                    self._stop([run])
+                continue
+            self.running.remove(run)
+            result = "ok" if rc in run.job.ok else f"FAILED (exit {rc})"
+            self.done[run.job.name] = (result, run.started - self.t0, seconds)
+            self.say(f"{run.job.name}: {result} in {seconds:.0f} s")
+            if result == "ok":  # kept as each job ends: a run stopped halfway still teaches the next one
+                self.known[run.job.name] = seconds
+                DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+                DURATIONS.write_text(json.dumps(self.known, indent=1, sort_keys=True))
+            elif self.fail_fast:
+                for job in self.waiting:
+                    self.done[job.name] = ("not run", time.monotonic() - self.t0, 0.0)
+                self.waiting = []
+                self._stop(self.running)
+
+    def _start_ready(self) -> None:
+        for job in list(self.waiting):
+            if any(n not in self.done for n in job.needs):
+                continue
+            failed = [n for n in job.needs if self.done[n][0] != "ok"]
+            if failed:  # what it needs did not pass: it cannot run
+                self.waiting.remove(job)
+                self.done[job.name] = ("not run", time.monotonic() - self.t0, 0.0)
+                self.say(f"{job.name}: not run ({', '.join(failed)} did not pass)")
+                continue
+            busy = sum(self.slots if r.job.alone else 1 for r in self.running)
+            if job.alone and busy:
+                break  # nothing jumps ahead of a job waiting for the machine to itself
+            if busy >= self.slots:
+                continue
+            self.waiting.remove(job)
+            self.running.append(start(job))
+            self.say(f"{job.name}: started ({' '.join(job.argv[-3:])})")
+
+    @staticmethod
+    def _stop(runs: list[Run]) -> None:
+        """SIGTERM to each job's process group, SIGKILL to what is left after 10 s."""
+        for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 0.0)):
+            live = [r for r in runs if r.proc.poll() is None]
+            for r in live:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(r.proc.pid, sig)
+            deadline = time.monotonic() + grace
+            while grace and any(r.proc.poll() is None for r in live) and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+
 def main(argv: Sequence[str]) -> int:
-    slots = int(os.environ.get("MAST_OTEL_TEST_JOBS") or os.cpu_count() or 1)
-    fail_fast = os.environ.get("MAST_OTEL_TEST_FAIL_FAST") == "1"
     known: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
     jobs = plan(argv)
     names = {j.name for j in jobs}
@@ -156,55 +238,13 @@ def main(argv: Sequence[str]) -> int:
         missing = set(job.needs) - names
         if missing:
             raise SystemExit(f"[tiers] {job.name} needs unknown jobs {sorted(missing)}")
-    waiting = order(jobs, known)
     LOGS.mkdir(parents=True, exist_ok=True)
-    running: list[Run] = []
-    done: dict[str, tuple[str, float, float]] = {}  # name -> ("ok" | "failed (exit N)" | "not run", started, seconds)
-    t0 = time.monotonic()
-
-    def say(text: str) -> None:
-        print(f"[tiers] {time.monotonic() - t0:6.0f} s  {text}", flush=True)
-
-    say(f"{len(jobs)} jobs, {slots} at a time: {', '.join(j.name for j in waiting)}")
-    stopping = False
-    while waiting or running:
-        for run in list(running):
-            rc = run.proc.poll()
-            if rc is None:
-                continue
-            running.remove(run)
-            seconds = time.monotonic() - run.started
-            result = "ok" if rc in run.job.ok else f"FAILED (exit {rc})"
-            done[run.job.name] = (result, run.started - t0, seconds)
-            say(f"{run.job.name}: {result} in {seconds:.0f} s")
-            if result == "ok":  # kept as each job ends: a run stopped halfway still teaches the next one
-                known[run.job.name] = seconds
-                DURATIONS.parent.mkdir(parents=True, exist_ok=True)
-                DURATIONS.write_text(json.dumps(known, indent=1, sort_keys=True))
-            if result != "ok" and fail_fast:
-                stopping = True
-        if stopping:
-            for run in running:
-                os.killpg(run.proc.pid, signal.SIGTERM)
-            waiting = []
-        for job in list(waiting):
-            if any(n not in done for n in job.needs):
-                continue
-            if any(done[n][0] != "ok" for n in job.needs):  # what it needs failed: it cannot run
-                waiting.remove(job)
-                done[job.name] = ("not run", time.monotonic() - t0, 0.0)
-                say(f"{job.name}: not run ({', '.join(n for n in job.needs if done[n][0] != 'ok')} did not pass)")
-                continue
-            busy = sum(slots if r.job.alone else 1 for r in running)
-            if (job.alone and busy) or busy >= slots:
-                if job.alone:
-                    break  # nothing shorter jumps ahead of a job waiting for the machine to itself
-                continue
-            waiting.remove(job)
-            running.append(start(job))
-            say(f"{job.name}: started ({' '.join(job.argv[-3:])})")
-        time.sleep(0.2)
-
+    # SIGTERM (a CI timeout, test.sh stopped) unwinds like Ctrl-C, so the pool stops its jobs' process groups.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    pool = Pool(jobs, known, slots=int(os.environ.get("MAST_OTEL_TEST_JOBS") or os.cpu_count() or 1),
+                fail_fast=os.environ.get("MAST_OTEL_TEST_FAIL_FAST") == "1",
+                timeout=float(os.environ.get("MAST_OTEL_TEST_JOB_TIMEOUT", 3600)))  # fmt: skip
+    done = pool.run()
     print("[tiers] job                            start   seconds  result")
     for name, (result, started, seconds) in sorted(done.items(), key=lambda kv: kv[1][1]):
         print(f"[tiers] {name:30s} {started:6.0f} {seconds:9.0f}  {result}")
@@ -214,7 +254,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"\n[tiers] ---- {name}: the last {len(tail)} lines of {LOGS / safe(name)}.log ----", flush=True)
         print("\n".join(tail), flush=True)
     passed = sum(result == "ok" for result, _, _ in done.values())
-    print(f"[tiers] {passed} of {len(jobs)} jobs passed in {time.monotonic() - t0:.0f} s", flush=True)
+    print(f"[tiers] {passed} of {len(jobs)} jobs passed in {time.monotonic() - pool.t0:.0f} s", flush=True)
     return 0 if passed == len(jobs) else 1
 
 
@@ -226,7 +266,8 @@ def start(job: Job) -> Run:
     log = LOGS / f"{safe(job.name)}.log"
     out = log.open("wb")
     env = {**os.environ, **job.env}
-    # Its own process group, so that a fail-fast stop ends the job's servers and children too.
+    # Its own process group, so that stopping the job (fail-fast, a timeout, the run stopped) ends its servers and
+    # children too.
     proc = subprocess.Popen(job.argv, cwd=job.cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)  # fmt: skip
     out.close()
