@@ -55,10 +55,11 @@ _NOT_FRAMEWORKS = frozenset({
     "urllib", "urllib3", "aiohttp-client", "asyncio", "threading", "sqlalchemy", "instructor", "dspy",
     "http", "undici", "fetch",
 })  # fmt: skip
-# Scopes named for a semantic convention, not for whoever writes it: any framework may write the GenAI conventions
-# under the tracer ``gen_ai`` (the default integration of the Vercel AI SDK 7's ``@ai-sdk/otel`` does).
-# (compared as the scope's name is read: instrumentation prefixes stripped, the first dotted part, dashes)
-_CONVENTIONS = frozenset({"gen-ai"})
+# Parts of a scope's name that name a semantic convention, not whoever writes it: any framework may write the GenAI
+# conventions under the tracer ``gen_ai`` (the default integration of the Vercel AI SDK 7's ``@ai-sdk/otel`` does),
+# and the official instrumentations are ``opentelemetry.instrumentation.genai.<library>``, the library last.
+# (compared as the scope's name is read: instrumentation prefixes stripped, each dotted part, dashes)
+_CONVENTIONS = frozenset({"gen-ai", "genai"})
 
 
 def scope_framework(scope: str | None) -> str | None:
@@ -75,8 +76,10 @@ def scope_framework(scope: str | None) -> str | None:
         if name.startswith(prefix):
             name = name[len(prefix) :]
             break
-    name = name.split(".", 1)[0].replace("_", "-").lower()
-    return None if not name or name in _NOT_FRAMEWORKS or name in _CONVENTIONS else name
+    # The first dotted part that is not a convention's name: the library the instrumentation is for.
+    parts = [p.replace("_", "-").lower() for p in name.split(".")]
+    name = next((p for p in parts if p not in _CONVENTIONS), "")
+    return None if not name or name in _NOT_FRAMEWORKS else name
 
 
 def _npm_framework(scope: str, package: str) -> str | None:
