@@ -34,7 +34,6 @@ background+=($!)
 trap 'kill "${background[@]}" 2>/dev/null || true' EXIT
 step "setup-env (.venv; llama-cpp-python built once per machine)"
 bash scripts/setup-env.sh
-VENV=${MAST_OTEL_VENV:-$(pwd)/.venv}
 if [ "${CI:-}" = "true" ]; then
   # CI has ../shared: the tests on the full MAST data must run there, not skip.
   export MAST_OTEL_REQUIRE_FULL_DATA=1
