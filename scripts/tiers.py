@@ -49,7 +49,6 @@ class Run:
     job: Job
     proc: subprocess.Popen[bytes]
     started: float
-    log: Path
 
 
 def plan(pytest_args: Sequence[str]) -> list[Job]:
@@ -85,9 +84,9 @@ def plan(pytest_args: Sequence[str]) -> list[Job]:
         Job("main", [*pytest, "-n", workers, "--dist", "loadfile", "-m", both("not alone", marks), *rest],
             needs=(*servers, "nox-install-main"),
             guess=700),
-        # A selection of the caller's (``-m "not integration"``) may leave no test that must run alone.
+        # A selection of the caller's (``-m "not integration"``, a folder) may leave no test that must run alone.
         Job("main-alone", [*pytest, "-m", both("alone", marks), *rest], needs=servers, alone=True,
-            ok=(0, 5) if marks else (0,), guess=60),
+            ok=(0, 5) if pytest_args else (0,), guess=60),
         Job("fresh-clone", ["bash", "scripts/fresh-clone.sh"], guess=60),
         Job("mutation", [nox, "--no-color", "-f", "noxfile.py", "-s", "mutation", "--", "--sample",
                          os.environ.get("MAST_OTEL_MUTATION_SAMPLE", "10")], guess=340),
@@ -250,28 +249,29 @@ def main(argv: Sequence[str]) -> int:
         print(f"[tiers] {name:30s} {started:6.0f} {seconds:9.0f}  {result}")
     failed = [name for name, (result, _, _) in done.items() if result.startswith("FAILED")]
     for name in failed:
-        tail = (LOGS / f"{safe(name)}.log").read_text(errors="replace").splitlines()[-60:]
-        print(f"\n[tiers] ---- {name}: the last {len(tail)} lines of {LOGS / safe(name)}.log ----", flush=True)
+        tail = log_of(name).read_text(errors="replace").splitlines()[-60:]
+        print(f"\n[tiers] ---- {name}: the last {len(tail)} lines of {log_of(name)} ----", flush=True)
         print("\n".join(tail), flush=True)
     passed = sum(result == "ok" for result, _, _ in done.values())
     print(f"[tiers] {passed} of {len(jobs)} jobs passed in {time.monotonic() - pool.t0:.0f} s", flush=True)
     return 0 if passed == len(jobs) else 1
 
 
-def safe(name: str) -> str:
-    return name.replace(":", "-").replace("/", "-").replace("(", "-").replace(")", "").replace("'", "")
+def log_of(name: str) -> Path:
+    """A job's log: its name made a file name (``nox:metagpt`` -> ``nox-metagpt.log``)."""
+    safe = name.replace(":", "-").replace("/", "-").replace("(", "-").replace(")", "").replace("'", "")
+    return LOGS / f"{safe}.log"
 
 
 def start(job: Job) -> Run:
-    log = LOGS / f"{safe(job.name)}.log"
-    out = log.open("wb")
+    out = log_of(job.name).open("wb")
     env = {**os.environ, **job.env}
     # Its own process group, so that stopping the job (fail-fast, a timeout, the run stopped) ends its servers and
     # children too.
     proc = subprocess.Popen(job.argv, cwd=job.cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)  # fmt: skip
     out.close()
-    return Run(job, proc, time.monotonic(), log)
+    return Run(job, proc, time.monotonic())
 
 
 if __name__ == "__main__":
