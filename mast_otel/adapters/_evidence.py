@@ -22,12 +22,16 @@
   argument, ``Delegate work to coworker``): its target is the agent its arguments or its name designate.
 - **Hidden content** (an instrumentation's placeholder for text it was told not to record) is no text: it is
   skipped, and the reason the judge cannot read the run names the switch that hid it.
+- **A run with no content** names the switch of each instrumentation that wrote its spans, told by its scope
+  (:data:`CONTENT_SWITCHES`), never by the framework: one framework traced by two instrumentations has two
+  switches (Agno under the official GenAI instrumentation and under OpenInference).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mast_otel.spans import SpanRecord
@@ -228,3 +232,67 @@ HIDDEN = frozenset({"__REDACTED__", "[REDACTED]"})
 
 def hidden(value: Any) -> bool:
     return isinstance(value, str) and value.strip() in HIDDEN
+
+
+# --- content switches ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContentSwitch:
+    """How one instrumentation is told to record message content.
+
+    ``scopes``: the scope names it writes under, exact, or a prefix when it ends in ``.``, ``-`` or ``/`` (a
+    family of instrumentations sharing one switch); ``framework``: the framework it is the own tracing of, for
+    spans written with no scope (a file); ``switch``: what to set, naming the variable or option."""
+
+    scopes: tuple[str, ...]
+    framework: str
+    switch: str
+
+
+# First match wins: the official GenAI instrumentations before OpenLLMetry's, which share their prefix.
+CONTENT_SWITCHES: tuple[ContentSwitch, ...] = (
+    ContentSwitch(("opentelemetry.instrumentation.genai.",), "",
+                  "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (opentelemetry-util-genai's "
+                  "switch, shared by every official GenAI instrumentation)"),
+    ContentSwitch(("gcp.vertex.agent",), "google-adk",
+                  "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (the GenAI conventions' "
+                  "messages) and keep ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=true (ADK's own llm_request and "
+                  "llm_response)"),
+    ContentSwitch(("strands.telemetry.tracer", "strands-agents"), "strands",
+                  "leave gen_ai.input.messages and gen_ai.output.messages out of the redaction "
+                  "(OTEL_SEMCONV_STABILITY_OPT_IN's gen_ai_unredacted_attributes= list)"),
+    ContentSwitch(("pydantic-ai",), "pydantic-ai",
+                  "instrument with InstrumentationSettings(include_content=True) (the default)"),
+    ContentSwitch(("agent_framework",), "agent-framework",
+                  "set ENABLE_SENSITIVE_DATA=true, with the latest GenAI conventions (the v1.36 baseline writes "
+                  "the text to log records only)"),
+    ContentSwitch(("ai",), "vercel-ai",
+                  "set experimental_telemetry's recordInputs and recordOutputs to true (their default)"),
+    ContentSwitch(("semantic_kernel.",), "semantic-kernel",
+                  "set SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true"),
+    ContentSwitch(("openinference.instrumentation.", "@arizeai/openinference-"), "",
+                  "unset OPENINFERENCE_HIDE_INPUTS, OPENINFERENCE_HIDE_OUTPUTS and the OPENINFERENCE_HIDE_*_TEXT "
+                  "switches"),
+    ContentSwitch(("opentelemetry.instrumentation.", "@traceloop/"), "",
+                  "set TRACELOOP_TRACE_CONTENT=true (OpenLLMetry's switch; traceContent: true in its JavaScript "
+                  "SDK)"),
+)
+
+
+def _matches(scope: str, pattern: str) -> bool:
+    return scope.startswith(pattern) if pattern.endswith((".", "-", "/")) else scope == pattern
+
+
+def content_switches(spans: Iterable[SpanRecord], framework: str) -> list[str]:
+    """What turns content on for the run: the switch of each instrumentation that wrote its spans (their scopes,
+    each once, in the order first seen); a scope no switch is known for is named, so the user knows which
+    instrumentation to look at. Spans with no scope at all: the switch of the framework's own tracing."""
+    found: dict[str, None] = {}
+    for scope in dict.fromkeys(s.scope_name for s in spans if s.scope_name):
+        known = next((c for c in CONTENT_SWITCHES if any(_matches(scope, p) for p in c.scopes)), None)
+        found[known.switch if known else f"turn on message-content capture in the instrumentation {scope!r}"] = None
+    if not found:
+        known = next((c for c in CONTENT_SWITCHES if c.framework and c.framework == framework), None)
+        found[known.switch if known else "turn on the instrumentation's message-content capture"] = None
+    return list(found)

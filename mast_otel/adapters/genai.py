@@ -32,7 +32,7 @@ Read:
 
 Fewer than two agents is not a conversation (:class:`NotAConversation`). A run whose framework recorded no
 content is still adapted (agents, handoffs and tool calls are structure, for the signals) and carries
-``no_content``: the reason the judge cannot read it, naming the framework's switch.
+``no_content``: the reason the judge cannot read it, naming the switch of each instrumentation that wrote it.
 
 What the conventions cannot provide: recipients (a message goes back to the agent that invoked the speaker, or
 the user), the termination reason, and a handoff's reason unless the transfer tool's arguments were captured.
@@ -51,7 +51,7 @@ from mast_otel.spans import SpanRecord
 from . import _evidence
 from ._bounds import json_of
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
-from ._evidence import framework_from_scopes, name_or_none, transfer
+from ._evidence import content_switches, framework_from_scopes, name_or_none, transfer
 from ._genai_content import agent_input_text, assigned_task, first_user_text, output, requested_calls, tool_responses
 from ._tree import Tree, text
 
@@ -76,17 +76,6 @@ _SEND_DESTINATION = "message.destination_executor_id"
 _RUNTIME = "<runtime>"  # recipient of a tool call: the framework runs it
 _USER = "user"
 
-# framework -> the switch that makes it record message content (docs/adapters.md, "OpenTelemetry GenAI spans").
-CONTENT_SWITCHES = {
-    "google-adk": "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY",
-    "strands": "leave gen_ai.input.messages and gen_ai.output.messages out of the redaction "
-    "(OTEL_SEMCONV_STABILITY_OPT_IN's gen_ai_unredacted_attributes= list)",
-    "pydantic-ai": "instrument with InstrumentationSettings(include_content=True) (the default)",
-    "agent-framework": "set ENABLE_SENSITIVE_DATA=true, with the latest GenAI conventions (the v1.36 baseline "
-    "writes the text to log records only)",
-    "vercel-ai": "set experimental_telemetry's recordInputs and recordOutputs to true (their default)",
-}
-_DEFAULT_SWITCH = "turn on the instrumentation's message-content capture"
 
 
 def recognises(span: SpanRecord) -> bool:
@@ -270,8 +259,8 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         hand(pending.source, pending.target, pending.origin, pending.reason)
     no_content = None
     if not content_seen:
-        switch = CONTENT_SWITCHES.get(framework, _DEFAULT_SWITCH)
-        no_content = f"{framework} recorded no message content, so the judge cannot read the conversation: {switch}"
+        switches = "; ".join(content_switches([root, *below], framework))
+        no_content = f"{framework} recorded no message content, so the judge cannot read the conversation: {switches}"
     name = text(root.get(sc.GEN_AI_WORKFLOW_NAME)) or text(root.get(_WORKFLOW_NAME)) or root.name
     return conv.build(task=task, name=name, no_content=no_content)
 

@@ -17,13 +17,15 @@ import pytest
 
 from mast_otel import semconv as sc
 from mast_otel.adapters import Adapted, NotAConversation, adapt, foreign_units
-from mast_otel.adapters.genai import CONTENT_SWITCHES
 from mast_otel.judge.foreign import EXTRA_FRAMEWORK, EXTRA_SOURCE, judge_spans, structural_signals
 from mast_otel.judge.model import ModeLabel, Verdict
 from mast_otel.spans import SpanRecord, from_otlp_json
 from tests.adapters._fixtures import handoffs, messages
+from tests.genai.runs import FRAMEWORKS
 
 GENAI = Path(__file__).resolve().parents[1] / "data" / "genai"
+# framework -> the variable or option a no-content verdict must name (the one its own run set)
+SWITCHES = {f.framework: f.switch for f in FRAMEWORKS.values()}
 
 
 def capture(name: str) -> tuple[list[SpanRecord], dict[str, Any], dict[str, Any]]:
@@ -83,7 +85,7 @@ def test_a_run_without_content_keeps_its_structure_and_names_the_switch(name: st
     spans, record, _ = capture(name)
     adapted = conversation_of(spans)
     assert adapted.framework == record["framework"]
-    assert adapted.no_content is not None and CONTENT_SWITCHES[record["framework"]] in adapted.no_content
+    assert adapted.no_content is not None and SWITCHES[record["framework"]] in adapted.no_content
     assert handoffs(adapted.records) == [tuple(h) for h in record["handoffs"]]
     # One message per model answer, in the record's order, its text unknown (the task is not there either).
     assert [s for s, _ in messages(adapted.records)] == [s for s, _ in record["messages"] if s != "user"]
@@ -136,7 +138,7 @@ def test_without_content_the_judge_is_not_called_and_the_signals_still_run(name:
     _, unit, record, judge, verdict = _judged(name)
     assert judge.calls == 0
     assert verdict.status == sc.JUDGE_SKIPPED and verdict.extra[EXTRA_SOURCE] == "genai"
-    assert CONTENT_SWITCHES[record["framework"]] in verdict.status_reason
+    assert SWITCHES[record["framework"]] in verdict.status_reason
     ids = {s.span_id for s in unit}
     for signal in structural_signals(unit):  # computed on the adapted structure, pointing at the user's spans
         assert set(signal.evidence_span_ids) <= ids
