@@ -16,6 +16,7 @@
   convention (``gen_ai``: the tracer of ``@ai-sdk/otel``'s default integration, the GenAI conventions written for
   any framework) names the convention, not a framework: it is passed over like a model client's, and the run's
   framework is then what the rest of the data says, else ``unknown``.
+  LangChain's instrumentations trace LangGraph too: on a run rooted in a LangGraph graph they name ``langgraph``.
 - **Ids are never names**: a value that looks like an id (hex digits, a UUID) does not name an agent.
 - **A handoff tool** is a transfer, handoff or delegation tool in any naming (``transfer_to_x``,
   ``Handoff-transfer_to_x``, ``handoff to x``, ``delegate_task_to_member``, ``handoff`` with a ``to_agent``
@@ -34,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from ._bounds import json_of
@@ -103,6 +105,27 @@ def framework_from_scopes(spans: Iterable[SpanRecord]) -> str | None:
         if found:
             return found
     return None
+
+
+def framework_of_run(root: SpanRecord, spans: Iterable[SpanRecord]) -> str | None:
+    """The framework the scopes say (the root's first), or None. LangChain's instrumentations, in either language,
+    trace LangGraph's graphs too: a run rooted in a LangGraph graph is LangGraph's (``langgraph``,
+    ``langgraph-js``), whichever convention wrote it."""
+    found = framework_from_scopes([root, *spans])
+    if found in ("langchain", "langchain-js") and is_langgraph_root(root):
+        return found.replace("langchain", "langgraph", 1)
+    return found
+
+
+# Where a run's root names its graph: the span name's last word, the conventions' workflow names.
+_GRAPH_NAMES = (sc.GEN_AI_WORKFLOW_NAME, "traceloop.workflow.name")
+
+
+def is_langgraph_root(root: SpanRecord) -> bool:
+    """A LangGraph graph's run: named ``LangGraph`` (the graph's default name, in its span name or a workflow-name
+    attribute), or marked by LangChain's run metadata (``ls_integration: langgraph``)."""
+    named = [root.name.rsplit(" ", 1)[-1], *(text(root.get(key)) for key in _GRAPH_NAMES)]
+    return "LangGraph" in named or "langgraph" in text(root.get(sc.OI_METADATA))
 
 
 _ID = re.compile(r"[0-9a-f]{12,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)

@@ -59,6 +59,17 @@ def output(span: SpanRecord) -> Output:
     return _adk_v1_response(span.get(ADK_LLM_RESPONSE))
 
 
+_CONTENT_EVENTS = frozenset({OPERATION_DETAILS_EVENT, CHOICE_EVENT, USER_MESSAGE_EVENT})
+
+
+def records_content(span: SpanRecord) -> bool:
+    """The span records message content: the output attribute or a content event (log records joined as events),
+    whatever text they hold (this says whether content capture was on, not what was said)."""
+    if sc.GEN_AI_OUTPUT_MESSAGES in span.attributes:
+        return True
+    return any(e.name in _CONTENT_EVENTS for e in span.events)
+
+
 def first_user_text(span: SpanRecord) -> str:
     """The first user message a span was given ("" when it records none)."""
     value = span.get(sc.GEN_AI_INPUT_MESSAGES)

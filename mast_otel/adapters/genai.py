@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,8 +52,16 @@ from mast_otel.spans import SpanRecord
 from . import _evidence
 from ._bounds import json_of
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
-from ._evidence import content_switches, framework_from_scopes, name_or_none, transfer
-from ._genai_content import agent_input_text, assigned_task, first_user_text, output, requested_calls, tool_responses
+from ._evidence import content_switches, framework_of_run, is_transfer, name_or_none, transfer
+from ._genai_content import (
+    agent_input_text,
+    assigned_task,
+    first_user_text,
+    output,
+    records_content,
+    requested_calls,
+    tool_responses,
+)
 from ._tree import Tree, text
 
 SOURCE = "genai"
@@ -91,7 +100,7 @@ def is_root(span: SpanRecord) -> bool:
 def framework_of(spans: list[SpanRecord]) -> str:
     """The framework: the instrumentation scope's (root first); for spans with no scope, what the framework
     leaves on them (one pass over the attributes)."""
-    found = framework_from_scopes(spans)
+    found = framework_of_run(spans[0], spans[1:]) if spans else None
     if found is not None:
         return found
     for s in spans:
@@ -132,8 +141,9 @@ class _Acting:
     caller: str | None
 
 
-def _acting(tree: Tree, root: SpanRecord) -> dict[str, _Acting]:
-    """Each span's agent, top-down once: a span's own ``gen_ai.agent.name``, else its parent's."""
+def _acting(tree: Tree, root: SpanRecord, structure: Collection[str] = ()) -> dict[str, _Acting]:
+    """Each span's agent, top-down once: a span's own ``gen_ai.agent.name``, else its parent's (an invocation that
+    is structure, in ``structure``, names no agent: what runs in it acts for the agent above)."""
     out: dict[str, _Acting] = {}
     # A workflow root may carry its first agent's name (ADK's invoke_workflow); only an agent root speaks for one.
     own = (name_or_none(root.get(sc.GEN_AI_AGENT_NAME)) or "") if _operation(root) == sc.OP_INVOKE_AGENT else ""
@@ -145,13 +155,83 @@ def _acting(tree: Tree, root: SpanRecord) -> dict[str, _Acting]:
         for child in tree.children.get(parent.span_id, ()):
             if child.span_id in out:
                 continue  # a cycle in bad data
-            name = name_or_none(child.get(sc.GEN_AI_AGENT_NAME))  # (an id names no agent)
+            # (an id names no agent)
+            name = None if child.span_id in structure else name_or_none(child.get(sc.GEN_AI_AGENT_NAME))
             if name and name != above.agent:
                 out[child.span_id] = _Acting(name, above.agent or None)
             else:
                 out[child.span_id] = above
             queue.append(child)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Turns:
+    """How each agent run speaks, where no model call of its own says it (span ids).
+
+    ``structure``: agent runs that never speak, only run other agents (an orchestrator such as ADK's
+    SequentialAgent, a wrapper such as langgraph-supervisor's ``call_agent`` whose output is the inner agent's):
+    not speakers, and what runs inside them acts for the agent above. ``answers_at_end``: agent runs with no model
+    call of their own whose answer is their own output, said when they end. ``asked_by_tool``: the tool runs of
+    such agent runs, each standing for the unrecorded answer that asked for it."""
+
+    structure: set[str]
+    answers_at_end: set[str]
+    asked_by_tool: set[str]
+
+
+def _turns(tree: Tree, root: SpanRecord, below: list[SpanRecord], recorded: bool) -> _Turns:
+    """A speaker is an agent that produced an answer of its own: a model call's output, or else its own recorded
+    output. An agent run without a model call of its own (an instrumentation that writes agent and tool spans
+    only) answers by its tool runs and, last, by its output; one whose turn ended in a transfer of control (a
+    transfer tool with no agent run inside it) said nothing after it; one that only ran other agents and records no
+    output of its own is structure. ``recorded``: the run records content at all; where it does not (content
+    capture off), an agent run's end is its answer, unrecorded."""
+    invocation = tree.nearest(_is_agent_span)
+    steps: dict[str, list[SpanRecord]] = {}  # agent run -> its own model calls and tool runs, in start order
+    talks: set[str] = set()  # agent runs with a model call of their own
+    for s in below:
+        owner = invocation.get(s.span_id)
+        if owner is None:
+            continue
+        if _is_llm(s):
+            talks.add(owner.span_id)
+            steps.setdefault(owner.span_id, []).append(s)
+        elif _operation(s) == sc.OP_EXECUTE_TOOL:
+            steps.setdefault(owner.span_id, []).append(s)
+    runs_agents = tree.holding(_is_agent_span)
+    structure: set[str] = set()
+    at_end: set[str] = set()
+    by_tool: set[str] = set()
+    for run in (root, *below):
+        if not _is_agent_span(run) or run.span_id in talks or not name_or_none(run.get(sc.GEN_AI_AGENT_NAME)):
+            continue
+        own = steps.get(run.span_id, [])
+        author = _output_author(run)
+        its_own = author is not None and author in ("", run.get(sc.GEN_AI_AGENT_NAME))  # an output of its own
+        if not own and run.span_id in runs_agents and not its_own:
+            structure.add(run.span_id)
+            continue
+        by_tool.update(s.span_id for s in own)
+        last = own[-1] if own else None
+        handed_on = last is not None and is_transfer(_tool_name(last)) and last.span_id not in runs_agents
+        if not handed_on and (its_own or not recorded):
+            at_end.add(run.span_id)
+    return _Turns(structure, at_end, by_tool)
+
+
+def _tool_name(span: SpanRecord) -> str:
+    return text(span.get(sc.GEN_AI_TOOL_NAME)) or span.name.removeprefix("execute_tool ").strip()
+
+
+def _output_author(span: SpanRecord) -> str | None:
+    """Who wrote an agent run's recorded output: the ``name`` its output messages give (the same on each), "" when
+    it records an output that names nobody (its own), None when it records none."""
+    messages = json_of(span.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    if not isinstance(messages, list) or not messages:
+        return None
+    names = {text(m.get("name")) for m in messages if isinstance(m, dict)}
+    return names.pop() if len(names) == 1 else ""
 
 
 @dataclass(slots=True)
@@ -166,8 +246,13 @@ class _Transfer:
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
-    acting = _acting(tree, root)
-    invoked = (acting[s.span_id].agent for s in (root, *below) if _operation(s) == sc.OP_INVOKE_AGENT)
+    # The run records content (its text is on some span, or in events or log records): an agent run that answered
+    # without a model call of its own says so in its output; else (content off) its end is its answer, unrecorded.
+    recorded = any(records_content(s) or first_user_text(s) for s in (root, *below))
+    turns = _turns(tree, root, below, recorded)
+    acting = _acting(tree, root, turns.structure)
+    invoked = (acting[s.span_id].agent for s in (root, *below)
+               if _operation(s) == sc.OP_INVOKE_AGENT and s.span_id not in turns.structure)  # fmt: skip
     agents = dict.fromkeys(name for name in invoked if name)
     if len(agents) < 2:
         return NotAConversation(SOURCE, f"{len(agents)} agent(s); not a multi-agent conversation")
@@ -211,9 +296,37 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         if source and target and source != target:
             conv.handoff(source, target, origin=origin, reason=reason)
 
-    for span in below:
+    def came_back(who: _Acting, span: SpanRecord) -> None:
+        """An agent answers after another agent's turn, with no agent started in between: the turn came back (a
+        delegating agent answers again after the agent it ran inside its tool)."""
+        nonlocal current
+        if current and current != who.agent and pending is None:
+            hand(current, who.agent, span)
+        current = who.agent
+
+    # Each span where it starts; an agent run that answers by its own output (no model call of its own), also
+    # where it ends.
+    events = [(s.start_ns, 1, n, s, False) for n, s in enumerate(below)]
+    events += [(s.end_ns, 0, n, s, True) for n, s in enumerate(below) if s.span_id in turns.answers_at_end]
+    if root.span_id in turns.answers_at_end:
+        events.append((root.end_ns, 2, len(below), root, True))
+    events.sort(key=lambda e: e[:3])
+    for _, _, _, span, ending in events:
         op = _operation(span)
         who = acting[span.span_id]
+        if ending:
+            content, calls = output(span) if recorded else ("", [])
+            came_back(who, span)
+            content_seen = content_seen or bool(content)
+            conv.message(who.agent, [who.caller or _USER], content, origin=span)
+            continue
+        if op == sc.OP_EXECUTE_TOOL and span.span_id in turns.asked_by_tool:
+            # no model call of this agent's is recorded: the tool run stands for the answer that asked for it
+            came_back(who, span)
+            asked = text(span.get(sc.GEN_AI_TOOL_NAME)) or span.name.removeprefix("execute_tool ").strip()
+            conv.message(who.agent, [_RUNTIME], asked, origin=span, kind=sc.KIND_TOOL_CALL, tool_calls=asked)
+        if span.span_id in turns.structure:
+            continue
         if op == sc.OP_INVOKE_AGENT and who.agent:
             if pending is not None and pending.target in (None, who.agent):
                 hand(pending.source, who.agent, pending.origin, pending.reason)
@@ -235,11 +348,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             if edge is not None:
                 pending = _merge(pending, edge)
         elif _is_llm(span) and who.agent and span.span_id not in inner_llm:
-            if current and current != who.agent and pending is None:
-                # A model answers for another agent than the last one, with no agent started in between: the
-                # turn came back (a delegating agent answers again after the agent it ran inside its tool).
-                hand(current, who.agent, span)
-            current = who.agent
+            came_back(who, span)
             content, calls = output(span)
             if not content and not calls and _recorded_empty(span):
                 calls = _tools_run_after(tree, span)

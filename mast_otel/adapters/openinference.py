@@ -54,9 +54,10 @@ from ._evidence import (
     HIDDEN,
     arguments,
     final_answer_text,
-    framework_from_scopes,
+    framework_of_run,
     hidden,
     is_final_answer,
+    is_langgraph_root,
     looks_like_id,
     name_or_none,
     transfer,
@@ -140,22 +141,20 @@ def agent_name(span: SpanRecord, parent: SpanRecord | None = None) -> str:
 
 
 def framework_of(root: SpanRecord, spans: list[SpanRecord]) -> str:
-    """The framework: the instrumentation scope's (root first); LangChain's instrumentation traces LangGraph too,
-    told by its graph (in either language: ``langchain-js`` on a LangGraph.js graph is ``langgraph-js``). A run
+    """The framework: the instrumentation scope's (root first), LangGraph's on a LangGraph graph
+    (:func:`._evidence.framework_of_run`: ``langchain-js`` on a LangGraph.js graph is ``langgraph-js``). A run
     with no scope (a file written without one) falls back on what the framework's instrumentor leaves; never
     ``llm.system``, which names the model's provider."""
-    langgraph = root.name == "LangGraph" or "langgraph" in text(root.get(sc.OI_METADATA))
-    found = framework_from_scopes([root, *spans])
+    found = framework_of_run(root, spans)
     if found is not None:
-        on_graph = langgraph and found in ("langchain", "langchain-js")
-        return found.replace("langchain", "langgraph", 1) if on_graph else found
+        return found
     if any(k.startswith("ag2.") for s in spans for k in s.attributes):
         return "ag2"
     if root.name == "Agent workflow":  # the OpenAI Agents SDK's default trace name
         return "openai-agents"
     if root.get("team_id") is not None or root.name.endswith(".run_stream"):  # an autogen-agentchat team
         return "autogen-agentchat"
-    if langgraph:
+    if is_langgraph_root(root):
         return "langgraph"
     if any(k.startswith("smolagents.") for k in root.attributes):
         return "smolagents"

@@ -39,7 +39,7 @@ from mast_otel.spans import SpanRecord
 
 from ._bounds import NOT_JSON, json_of
 from ._conversation import Adapted, ConversationBuilder, NotAConversation
-from ._evidence import arguments, framework_from_scopes, name_or_none, transfer
+from ._evidence import arguments, framework_of_run, name_or_none, transfer
 from ._tree import Tree, genai_messages_text, text
 
 SOURCE = "openllmetry"
@@ -60,12 +60,10 @@ def is_root(span: SpanRecord) -> bool:
 
 def _framework(root: SpanRecord, below: list[SpanRecord]) -> str:
     """The instrumentation scope's framework (never ``gen_ai.provider.name``: a model's vendor, though OpenLLMetry
-    writes its framework there on workflow spans); its LangChain instrumentation traces LangGraph too, told by
-    the workflow's name; a run with no scope is taken for LangGraph's, the only workflow this adapter reads."""
-    found = framework_from_scopes([root, *below])
-    if found is None or (found == "langchain" and text(root.get("traceloop.workflow.name")) == "LangGraph"):
-        return "langgraph"
-    return found
+    writes its framework there on workflow spans), LangGraph's on a LangGraph graph
+    (:func:`._evidence.framework_of_run`); a run with no scope is taken for LangGraph's, the only workflow this
+    adapter reads."""
+    return framework_of_run(root, below) or "langgraph"
 
 
 def _agent(span: SpanRecord) -> str:

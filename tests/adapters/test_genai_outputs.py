@@ -9,6 +9,7 @@ three-agent refund desk everywhere (triage -> billing, which calls lookup_order(
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -186,6 +187,11 @@ def _tool(t: _Trace, name: str, parent: SpanRecord, **attrs: Any) -> SpanRecord:
                  **attrs)  # fmt: skip
 
 
+def _ends(t: _Trace, ends: dict[str, int]) -> None:
+    """Sets when the spans of the given ids end (nanoseconds); the others end in start order after them all."""
+    t.spans[:] = [dataclasses.replace(s, end_ns=ends.get(s.span_id, s.end_ns)) for s in t.spans]
+
+
 def _adapted(spans: list[SpanRecord]) -> Adapted:
     adapted = adapt(spans)
     assert isinstance(adapted, Adapted), adapted
@@ -262,9 +268,10 @@ def test_an_unknown_framework_gets_the_generic_switch() -> None:
     assert "turn on the instrumentation's message-content capture" in str(adapted.no_content)
 
 
-def test_a_workflow_agent_that_never_calls_a_model_still_takes_part() -> None:
-    """ADK's SequentialAgent: an invoke_agent span with no model call; the task goes to the first agent that
-    speaks, and each sub-agent answers the agent that ran it."""
+def test_an_orchestrator_that_never_speaks_is_structure_not_a_speaker() -> None:
+    """ADK's SequentialAgent: an invoke_agent span with no model call or tool run of its own and no output of its
+    own, only other agents' runs inside it: not an agent of the conversation; the task goes to the first agent
+    that speaks, each sub-agent answers whoever ran the pipeline, and the turn passes between the sub-agents."""
     t = _Trace()
     root = _workflow(t, gen_ai__agent__name="pipeline")
     pipeline = _agent(t, "pipeline", root)
@@ -273,9 +280,50 @@ def test_a_workflow_agent_that_never_calls_a_model_still_takes_part() -> None:
     editor = _agent(t, "editor", pipeline)
     _chat(t, editor, "Edited.")
     adapted = _adapted(t.spans)
-    assert adapted.records[0].get(sc.CONVERSATION_AGENTS)[:3] == ("pipeline", "writer", "editor")
-    assert recipients(adapted.records) == [("user", ("writer",)), ("writer", ("pipeline",)), ("editor", ("pipeline",))]
-    assert handoffs(adapted.records) == [("pipeline", "writer"), ("writer", "editor")]
+    assert adapted.records[0].get(sc.CONVERSATION_AGENTS)[:3] == ("writer", "editor", "user")
+    assert recipients(adapted.records) == [("user", ("writer",)), ("writer", ("user",)), ("editor", ("user",))]
+    assert handoffs(adapted.records) == [("writer", "editor")]
+
+
+def test_an_agent_run_that_answers_by_its_own_output_speaks_when_it_ends() -> None:
+    """An instrumentation that writes agent and tool spans only (Agno's, LlamaIndex's official GenAI ones): each
+    tool run stands for the answer that asked for it, the agent's own output is its last answer, said when its run
+    ends; a delegate runs inside the delegating tool, and the delegating agent answering again is the way back. A
+    wrapper whose output another agent wrote (its messages' name) is structure."""
+    t = _Trace()
+    lead = _agent(t, "lead", None, gen_ai__output__messages=_parts("assistant", "Refunded."))
+    delegate = _tool(t, "delegate_task_to_member", lead, gen_ai__tool__call__arguments='{"member_id": "helper"}')
+    wrapper = _agent(t, "call_agent", delegate, gen_ai__output__messages=json.dumps(
+        [{"role": "assistant", "name": "helper", "parts": [{"type": "text", "content": "Found it."}]}]))
+    helper = _agent(t, "helper", wrapper, gen_ai__output__messages=_parts("assistant", "Found it."))
+    _tool(t, "lookup_order", helper)
+    # each run ends after what runs inside it: the helper, its wrapper, the delegation, then the lead
+    _ends(t, {helper.span_id: 100, wrapper.span_id: 101, delegate.span_id: 102, lead.span_id: 1_000})
+    adapted = _adapted(t.spans)
+    assert adapted.records[0].get(sc.CONVERSATION_AGENTS) == ("lead", "helper")  # no task recorded: no user
+    assert messages(adapted.records) == [("lead", "delegate_task_to_member"), ("helper", "lookup_order"),
+                                         ("helper", "Found it."), ("lead", "Refunded.")]  # fmt: skip
+    assert handoffs(adapted.records) == [("lead", "helper"), ("helper", "lead")]
+    assert tools(adapted.records) == [("helper", "lookup_order")]
+
+
+def test_an_agent_run_whose_turn_ended_in_a_transfer_says_nothing_after_it() -> None:
+    """LlamaIndex's AgentWorkflow under its official instrumentation: an agent's output after its handoff is the
+    handoff tool's result, not an answer; with content off too, a turn that ended in a transfer has no answer."""
+    for output in (_parts("assistant", "Agent b is now handling the request."), None):
+        t = _Trace()
+        root = _workflow(t)
+        extra = {} if output is None else {"gen_ai__output__messages": output}
+        a = _agent(t, "a", root, **extra)
+        _tool(t, "handoff", a, gen_ai__tool__call__arguments='{"to_agent": "b"}')
+        answer = {} if output is None else {"gen_ai__output__messages": _parts("assistant", "Done.")}
+        b = _agent(t, "b", root, **answer)
+        _tool(t, "lookup_order", b)
+        _ends(t, {a.span_id: 40, b.span_id: 1_000})
+        adapted = _adapted(t.spans)
+        said = [sender for sender, _ in messages(adapted.records)]
+        assert said == ["a", "b", "b"], output  # a's call of handoff; b's lookup_order, then its answer
+        assert handoffs(adapted.records) == [("a", "b")]
 
 
 def test_an_agent_that_was_invoked_but_never_spoke_is_handed_to_and_from() -> None:
