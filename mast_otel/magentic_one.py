@@ -57,7 +57,7 @@ from .steplist import Step, StepRecord
 __all__ = ["FRAMEWORK", "MAS_NAME", "ORCHESTRATOR", "TEAM_TYPE", "Role", "agent_of", "parse_role", "replay"]
 
 MAS_NAME = "Magentic-One"
-FRAMEWORK = "autogen_agentchat"  # what the live integration writes as mast.framework
+FRAMEWORK = "autogen-agentchat"  # what the live integration writes as mast.framework
 TEAM_TYPE = "MagenticOneGroupChat"  # the team class, and the conversation's name (a team's default name)
 ORCHESTRATOR = "Orchestrator"
 MESSAGE_CLASS = "TextMessage"  # the log keeps text only: every message is autogen's TextMessage

@@ -140,7 +140,7 @@ class Recorder:
             sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_CONVERSATION,
             sc.GEN_AI_CONVERSATION_ID: conv_id,
             sc.GEN_AI_WORKFLOW_NAME: name,
-            sc.MAST_FRAMEWORK: framework or self.framework,
+            sc.MAST_FRAMEWORK: sc.framework_name(framework or self.framework),
         }
         if isinstance(outer, Conversation):
             attrs[sc.CONVERSATION_PARENT_ID] = outer.id

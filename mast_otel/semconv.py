@@ -11,6 +11,7 @@ test also checks that every name docs/spans.md quotes is defined here.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from openinference.semconv import trace as _oi
@@ -61,6 +62,17 @@ GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 # --- mast.*: what the conventions lack --------------------------------------
 MAST_SPAN_TYPE: Final = "mast.span.type"
 MAST_FRAMEWORK: Final = "mast.framework"
+
+
+def framework_name(name: str) -> str:
+    """The one spelling of a framework's name in ``mast.framework``, whether instrumented or read from another
+    instrumentation: its package name normalized as package indexes compare names (PEP 503: lower case, each run of
+    ``-``, ``_``, ``.`` and spaces one dash), so ``autogen_agentchat``, ``autogen-agentchat`` and
+    ``Autogen.AgentChat`` are one framework, and one series in the metrics."""
+    return _SEPARATORS.sub("-", name.strip()).strip("-").lower()
+
+
+_SEPARATORS = re.compile(r"[-_.\s]+")
 MAST_SOURCE: Final = "mast.source"  # the adapter that read a conversation another instrumentation recorded
 
 # mast.span.type values: one per recorder call, so the collector and the judge

@@ -191,7 +191,7 @@ class ConversationBuilder:
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW,
             sc.MAST_SPAN_TYPE: sc.SPAN_TYPE_CONVERSATION,
-            sc.MAST_FRAMEWORK: self.framework,
+            sc.MAST_FRAMEWORK: sc.framework_name(self.framework),
             SOURCE_ATTRIBUTE: self.source,
             sc.GEN_AI_CONVERSATION_ID: str(self.root.get(sc.GEN_AI_CONVERSATION_ID) or self.root.span_id),
             sc.CONVERSATION_AGENTS: tuple(self._agents),

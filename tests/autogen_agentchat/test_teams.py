@@ -264,7 +264,7 @@ async def test_mast_otel_instrument_covers_it(server: Any, tracer_provider: Any,
     from tests.span_query import Spans
 
     got = Spans(span_exporter)
-    assert attr(got.root, sc.MAST_FRAMEWORK) == "autogen_agentchat"
+    assert attr(got.root, sc.MAST_FRAMEWORK) == "autogen-agentchat"
     assert_messages_match(got.messages, result)
 
 

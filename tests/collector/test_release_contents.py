@@ -411,6 +411,29 @@ def test_the_stored_verdict_names_the_framework_for_report(tmp_path: Path) -> No
     assert stored.framework == "custom" and stored.status == sc.JUDGE_OK and stored.modes == ("1.3",)
 
 
+def test_a_framework_has_one_spelling_in_the_series_and_the_store_whichever_recorder_wrote_it(tmp_path: Path) -> None:
+    """A root an older recorder wrote with the module's spelling (``autogen_agentchat``) is counted and stored under
+    the one spelling the adapters read the same framework by (``autogen-agentchat``)."""
+    spans = [_with_framework(s, "autogen_agentchat") if s.attributes.get(sc.MAST_FRAMEWORK) else s
+             for s in recorded(1)]  # fmt: skip
+    with in_process(tmp_path, judge=FakeJudge(on_judge=flag_messages("1.3"))) as c:
+        c.send(spans)
+        c.release()
+        labels = {"mode": "1.3", "category": "FC1", "service": "shop", "version": "unknown"}
+        assert c.metric("mast_failure_mode_total", {**labels, "framework": "autogen-agentchat"}) == 1
+        assert c.metric("mast_failure_mode_total", {**labels, "framework": "autogen_agentchat"}) == 0
+    (stored,) = load_store(c.store)
+    assert stored.framework == "autogen-agentchat"
+
+
+def _with_framework(span: ReadableSpan, framework: str) -> ReadableSpan:
+    attributes = {**(span.attributes or {}), sc.MAST_FRAMEWORK: framework}
+    return ReadableSpan(name=span.name, context=span.context, parent=span.parent, resource=span.resource,
+                        attributes=attributes, events=span.events, links=span.links, kind=span.kind,
+                        status=span.status, start_time=span.start_time, end_time=span.end_time,
+                        instrumentation_scope=span.instrumentation_scope)  # fmt: skip
+
+
 @pytest.mark.parametrize("conversation", ["z-outer", "a-inner"])
 def test_a_late_span_of_a_released_conversation_is_not_judged_again(tmp_path: Path, conversation: str) -> None:
     # A span whose parent never arrived, carrying the id of the conversation (or of the chat nested in it): the

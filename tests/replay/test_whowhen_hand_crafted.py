@@ -92,7 +92,7 @@ def _check_run(raw: dict[str, Any], spans: list[SpanRecord]) -> None:
     assert root.get(sc.REFERENCE_DECISIVE_AGENT) == raw["mistake_agent"]
     assert root.get(sc.REFERENCE_DECISIVE_STEP) == int(raw["mistake_step"])
     assert root.get(sc.REFERENCE_DECISIVE_REASON) == raw["mistake_reason"]
-    assert root.get(sc.MAST_FRAMEWORK) == "autogen_agentchat"
+    assert root.get(sc.MAST_FRAMEWORK) == "autogen-agentchat"
     assert root.get(sc.CONVERSATION_TEAM_TYPE) == "MagenticOneGroupChat"
     # The decisive step is the message span at that history index.
     step = int(raw["mistake_step"])

@@ -85,7 +85,9 @@ class ReleaseBuilder:
         exported = loaded.exported()
         root = root_of(unit, records)
         service = root.service_name if root else next((r.service_name for r in records if r.service_name), None)
-        framework = (root.get(sc.MAST_FRAMEWORK) if root else None) or verdict.extra.get(EXTRA_FRAMEWORK)
+        found = (root.get(sc.MAST_FRAMEWORK) if root else None) or verdict.extra.get(EXTRA_FRAMEWORK)
+        # (one spelling per framework in the series, whichever version of a recorder wrote the root)
+        framework = sc.framework_name(found) if isinstance(found, str) else found
         root_here = root is not None and unit.root_id not in exported
         if not_a_conversation(verdict):  # never judged: the spans leave as they came, no verdict is stored
             tombs = tuple(Tomb(trace_id=t, span_ids=b"".join(ids), at=now) for t, ids in _per_trace(unit))

@@ -113,7 +113,8 @@ def _conversation(root: Span | None, verdict: Span | None, members: Sequence[Spa
     }  # fmt: skip
     anchor = root or verdict
     assert anchor is not None
-    framework = (root.attributes.get(sc.MAST_FRAMEWORK) if root is not None else None) or UNKNOWN
+    found = root.attributes.get(sc.MAST_FRAMEWORK) if root is not None else None
+    framework = sc.framework_name(found) if isinstance(found, str) and found.strip() else UNKNOWN
     completed = labels.get(sc.TASK_COMPLETED)
     return Conversation(
         trace_id=anchor.trace_id,

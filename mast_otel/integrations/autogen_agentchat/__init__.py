@@ -109,7 +109,7 @@ class AutogenAgentChatInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return ("autogen-agentchat >= 0.7, < 0.8",)
 
     def _instrument(self, **kwargs: Any) -> None:
-        recorder = recorder_for("autogen_agentchat", kwargs)
+        recorder = recorder_for("autogen-agentchat", kwargs)
         self._patches = patches = Patches("autogen_agentchat", "autogen-agentchat")
         if not patches.apply(HOOKS, recorder):
             return
