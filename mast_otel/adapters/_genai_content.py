@@ -15,13 +15,13 @@ they are spelled here. Everything returns "" / no calls for content a framework 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from ._bounds import json_of
+from ._messages import genai_messages, message_text
 from ._tree import genai_messages_text, text
 
 __all__ = [
@@ -112,17 +112,12 @@ def agent_input_text(span: SpanRecord) -> str:
 
 
 def _first_user(messages: Any) -> str:
-    """The text of the first user message with text in a list of ``{"role", "content"}`` messages (content a
-    string, or parts with ``text`` / ``content``)."""
-    for message in messages if isinstance(messages, list) else ():
-        if not isinstance(message, dict) or message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, list):
-            parts = [p.get("text", p.get("content")) for p in content if isinstance(p, dict)]
-            content = "\n".join(p for p in parts if isinstance(p, str) and p)
-        if isinstance(content, str) and content.strip() and content.strip() not in _REDACTED:
-            return content
+    """The text of the first user message with text in a message list of any shape :mod:`._messages` reads."""
+    for message in genai_messages(messages, "user"):
+        if message.get("role") == "user":
+            content, _ = message_text([message])
+            if content.strip() and content.strip() not in _REDACTED:
+                return content
     return ""
 
 
@@ -131,49 +126,18 @@ def _event_attribute(span: SpanRecord, event: str, key: str) -> Any:
 
 
 def _legacy_message(value: Any) -> Output:
-    """A per-message event's content: Strands' content blocks (``[{"text"}, {"toolUse": {"name"}}]``), an
-    OpenAI-style message (``{"content", "tool_calls"}``), a JSON-encoded string, or plain text."""
-    raw = text(value)
-    if raw.strip() in _REDACTED:
+    """A per-message event's content (Strands' content blocks, an OpenAI-style message, a JSON-encoded string, plain
+    text: any shape :mod:`._messages` reads) or ADK's legacy ``Content`` (``{"role", "parts"}`` with ``text`` and
+    ``function_call`` parts): its text and the tools it calls."""
+    if text(value).strip() in _REDACTED:
         return "", []
-    parsed = json_of(raw)
-    if isinstance(parsed, dict):
-        calls = parsed.get("tool_calls")
-        names = [text((c.get("function") or {}).get("name") if isinstance(c.get("function"), dict) else c.get("name"))
-                 for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []  # fmt: skip
-        content = parsed.get("content")
-        return (text(content) if not isinstance(content, list) else _blocks(content)[0]), names
-    if isinstance(parsed, list):
-        return _blocks(parsed)
-    # Plain text, or text that reads as a JSON scalar: a JSON-encoded string is its text, an answer such as "42"
-    # stays as written.
-    return (parsed if isinstance(parsed, str) else raw), []
-
-
-def _blocks(blocks: Iterable[Any], call_key: str = "toolUse") -> Output:
-    """Text and called tools of content blocks: Strands' (``{"text"}``, ``{"toolUse": {"name"}}``) or ADK's
-    legacy parts (``{"text"}``, ``{"function_call": {"name"}}``)."""
-    texts: list[str] = []
-    names: list[str] = []
-    for block in blocks:
-        if not isinstance(block, dict):
-            continue
-        if isinstance(block.get("text"), str) and block["text"]:
-            texts.append(block["text"])
-        call = block.get(call_key)
-        if isinstance(call, dict):
-            names.append(text(call.get("name")))
-    return "\n".join(texts), names
-
-
-def _adk_parts(content: Any) -> Output:
-    parts = content.get("parts") if isinstance(content, dict) else None
-    return _blocks(parts if isinstance(parts, list) else (), "function_call")
+    content, calls = message_text(genai_messages(value))
+    return content, [text(c.get("name")) for c in calls]
 
 
 def _adk_v1_response(value: Any) -> Output:
     parsed = json_of(value)
-    return _adk_parts(parsed.get("content")) if isinstance(parsed, dict) else ("", [])
+    return _legacy_message(parsed.get("content")) if isinstance(parsed, dict) else ("", [])
 
 
 def _adk_v1_request(value: Any) -> str:
@@ -181,7 +145,7 @@ def _adk_v1_request(value: Any) -> str:
     contents = parsed.get("contents") if isinstance(parsed, dict) else None
     for content in contents if isinstance(contents, list) else ():
         if isinstance(content, dict) and content.get("role") == "user":
-            found, _ = _adk_parts(content)
+            found, _ = _legacy_message(content)
             if found:
                 return found
     return ""

@@ -7,7 +7,7 @@ from typing import Any
 
 from mast_otel.spans import SpanRecord
 
-from ._bounds import json_of
+from ._messages import genai_messages, message_text
 
 
 class Tree:
@@ -107,17 +107,6 @@ def text(value: Any) -> str:
 
 
 def genai_messages_text(value: Any) -> tuple[str, list[dict[str, Any]]]:
-    """The text parts and tool-call parts of ``gen_ai.input.messages`` / ``gen_ai.output.messages`` JSON."""
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    messages = json_of(value)
-    for message in messages if isinstance(messages, list) else ():
-        parts = message.get("parts") if isinstance(message, dict) else None
-        for part in parts if isinstance(parts, list) else ():
-            if not isinstance(part, dict):
-                continue
-            if part.get("type") == "text" and part.get("content"):
-                texts.append(str(part["content"]))
-            elif part.get("type") == "tool_call":
-                calls.append(part)
-    return "\n".join(texts), calls
+    """The text and the tool-call parts of a message list in any shape :mod:`._messages` reads (the GenAI
+    conventions' ``gen_ai.input.messages`` / ``gen_ai.output.messages`` first of all)."""
+    return message_text(genai_messages(value))

@@ -26,7 +26,6 @@ names the switch), recipients and the termination reason (as the GenAI conventio
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +35,7 @@ from mast_otel.spans import SpanRecord
 from . import genai
 from ._bounds import json_of
 from ._conversation import SOURCE_ATTRIBUTE, Adapted, NotAConversation
+from ._messages import dumps, genai_messages
 from ._tree import Tree, text
 
 SOURCE = "ai-sdk"
@@ -106,34 +106,14 @@ def _request(value: Any) -> str | None:
         return None
     given = prompt.get("prompt")
     if isinstance(given, str):
-        return json.dumps([{"role": "user", "parts": [{"type": "text", "content": given}]}])
+        return dumps(genai_messages(given, "user"))
     return _messages(given if isinstance(given, list) else prompt.get("messages"))
 
 
 def _messages(messages: Any) -> str | None:
     """The SDK's model messages (``{role, content}``: text, or parts ``text`` / ``tool-call`` / ``tool-result``)
-    as GenAI input messages; None when not recorded."""
-    if not isinstance(messages, list):
-        return None
-    out = []
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        parts: list[dict[str, Any]] = []
-        for part in [{"type": "text", "text": content}] if isinstance(content, str) else content or ():
-            if not isinstance(part, dict):
-                continue
-            if part.get("type") == "text" and isinstance(part.get("text"), str):
-                parts.append({"type": "text", "content": part["text"]})
-            elif part.get("type") == "tool-call":
-                parts.append({"type": "tool_call", "id": part.get("toolCallId"), "name": part.get("toolName"),
-                              "arguments": part.get("input")})  # fmt: skip
-            elif part.get("type") == "tool-result":
-                parts.append({"type": "tool_call_response", "id": part.get("toolCallId"),
-                              "response": part.get("output")})  # fmt: skip
-        out.append({"role": message.get("role"), "parts": parts})
-    return json.dumps(out)
+    as GenAI input messages (:mod:`._messages` reads the SDK's shapes); None when not recorded."""
+    return dumps(genai_messages(messages, "user")) if isinstance(messages, list) else None
 
 
 def _answer(response_text: Any, tool_calls: Any) -> str | None:
@@ -142,11 +122,6 @@ def _answer(response_text: Any, tool_calls: Any) -> str | None:
     calls = json_of(tool_calls)
     if not isinstance(response_text, str) and not isinstance(calls, list):
         return None
-    parts: list[dict[str, Any]] = []
-    if isinstance(response_text, str) and response_text:
-        parts.append({"type": "text", "content": response_text})
-    for call in calls if isinstance(calls, list) else ():
-        if isinstance(call, dict):
-            parts.append({"type": "tool_call", "id": call.get("toolCallId"), "name": call.get("toolName"),
-                          "arguments": call.get("input", call.get("args"))})  # fmt: skip
-    return json.dumps([{"role": "assistant", "parts": parts}])
+    content: list[Any] = [{"type": "text", "text": response_text}] if isinstance(response_text, str) else []
+    content += [{"type": "tool-call", **c} for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+    return dumps(genai_messages({"role": "assistant", "content": content}))
