@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, str] = {
     "replay": "mast_otel.replay",
     "collector": "mast_otel.collector.cli",
     "judge": "mast_otel.evaluation.judge_cli",
+    "explain": "mast_otel.evaluation.explain_cli",
     "eval": "mast_otel.evaluation.eval_cli",
     "report": "mast_otel.collector.report",
 }

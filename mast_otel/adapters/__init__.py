@@ -65,6 +65,7 @@ from ._grouping import (
     runs_of,
 )
 from ._tree import Tree
+from .mapping import MappingError, SpanMapping, load_mappings, parse_mappings, readers
 
 __all__ = [
     "ANSWER_ATTRIBUTES",
@@ -82,8 +83,10 @@ __all__ = [
     "ConversationBuilder",
     "HistoryTies",
     "Ignored",
+    "MappingError",
     "NotAConversation",
     "Screened",
+    "SpanMapping",
     "Tree",
     "adapt",
     "evidence",
@@ -91,6 +94,8 @@ __all__ = [
     "foreign_units",
     "history_key",
     "json_of",
+    "load_mappings",
+    "parse_mappings",
     "root_candidate",
     "runs_of",
     "screen",
@@ -142,11 +147,16 @@ ROOT_CANDIDATE_NAMES: frozenset[tuple[bytes, bytes]] = frozenset(
 )
 
 
-def root_candidate(get: Callable[[str], str | None], name: str = "", scope: str | None = None) -> bool:
+def root_candidate(
+    get: Callable[[str], str | None], name: str = "", scope: str | None = None,
+    mappings: Sequence[SpanMapping] = (),
+) -> bool:  # fmt: skip
     """Whether a span (read through ``get``: attribute key -> string value or None; its name and its
     instrumentation scope's name) may root a foreign conversation, so the collector holds it and its subtree as
-    one unit instead of passing them through."""
+    one unit instead of passing them through; an agent's run in the user's ``mappings`` may too."""
     if (scope, name) in genai.ROOT_NAMES:
+        return True
+    if any(m.kind_of(get, scope) == "agent" for m in mappings):
         return True
     for key, values in _CANDIDATES:
         value = get(key)
@@ -167,21 +177,22 @@ def is_native(spans: Iterable[SpanRecord]) -> bool:
     return any(s.span_type in _NATIVE_TYPES for s in spans)
 
 
-def adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation | None:
+def adapt(spans: Sequence[SpanRecord], mappings: Sequence[SpanMapping] = ()) -> Adapted | NotAConversation | None:
     """One conversation's spans -> the adapted conversation, a refusal, or None (mast-otel's own spans). The spans
     are read within the bounds of :mod:`._bounds`: an attribute value too deep or too large is left out, and the
-    result lists it (``ignored``)."""
+    result lists it (``ignored``). The user's ``mappings`` (:mod:`.mapping`) are tried before the built-in
+    readers."""
     if is_native(spans):
         return None
     screened = screen(spans)
-    found = _adapt(screened.spans)
+    found = _adapt(screened.spans, mappings)
     return dataclasses.replace(found, ignored=screened.ignored) if screened.ignored else found
 
 
-def _adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation:
+def _adapt(spans: Sequence[SpanRecord], mappings: Sequence[SpanMapping]) -> Adapted | NotAConversation:
     tree = Tree(spans)
     refused: NotAConversation | None = None
-    for source, recognises, is_root, convert in _ADAPTERS:
+    for source, recognises, is_root, convert in (*readers(mappings), *_ADAPTERS):
         if not any(recognises(s) for s in tree.spans):
             continue
         roots = tree.outermost(is_root)
@@ -190,7 +201,7 @@ def _adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation:
             continue
         if len(roots) > 1:  # one run in pieces (several traces, or sibling runs tied by evidence): under one root
             roots = sorted(roots, key=lambda r: (r.start_ns, r.span_id))  # the first labelled, as the collector does
-            joined = joined_root(roots, _WORKFLOW_MARKERS[source])
+            joined = joined_root(roots, _WORKFLOW_MARKERS.get(source, _WORKFLOW_MARKERS[genai.SOURCE]))
             spans_under = [dataclasses.replace(s, parent_span_id=joined.span_id) if s in roots else s
                            for s in tree.spans]  # fmt: skip
             adapted = convert(Tree([joined, *spans_under]), joined)
@@ -212,14 +223,16 @@ def _adapt(spans: Sequence[SpanRecord]) -> Adapted | NotAConversation:
             tree = Tree(rest)
             continue
         # The collector holds the unit from the outermost candidate, which may sit above this root.
-        held = [a for a in tree.ancestors(roots[0]) if _held_as_root(a)]
+        held = [a for a in tree.ancestors(roots[0]) if _held_as_root(a, mappings)]
         return adapted.rerooted(held[-1]) if held else adapted
     # Spans held by a root candidate that no adapter reads (a span named like ADK's legacy root, say): never
     # judged as if they were mast-otel's.
     return refused or NotAConversation("unknown", "no adapter recognises these spans")
 
 
-def foreign_units(spans: Iterable[SpanRecord], run_keys: Sequence[str] = ()) -> list[list[SpanRecord]]:
+def foreign_units(
+    spans: Iterable[SpanRecord], run_keys: Sequence[str] = (), mappings: Sequence[SpanMapping] = ()
+) -> list[list[SpanRecord]]:
     """What the collector would judge as foreign units, for files: per trace with no mast-otel root, each
     outermost root candidate and the spans under it (start order); then the units of different traces that
     evidence ties together (:mod:`._grouping`) as one."""
@@ -236,7 +249,7 @@ def foreign_units(spans: Iterable[SpanRecord], run_keys: Sequence[str] = ()) -> 
         while rest:
             tree = Tree(rest)
             taken: set[str] = set()
-            for root in tree.outermost(_held_as_root):
+            for root in tree.outermost(lambda s: _held_as_root(s, mappings)):
                 unit = [root, *tree.below(root)]
                 units.append(unit)
                 taken.update(s.span_id for s in unit)
@@ -260,9 +273,9 @@ def _below_taken(tree: Tree, taken: set[str]) -> dict[str, bool]:
     return out
 
 
-def _held_as_root(span: SpanRecord) -> bool:
+def _held_as_root(span: SpanRecord, mappings: Sequence[SpanMapping] = ()) -> bool:
     def get(key: str) -> str | None:
         value = span.get(key)
         return value if isinstance(value, str) else None
 
-    return root_candidate(get, span.name, span.scope_name)
+    return root_candidate(get, span.name, span.scope_name, mappings)

@@ -135,10 +135,17 @@ def _is_llm(span: SpanRecord) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Acting:
-    """Who a span acts for: the agent's name, and the agent that invoked that agent (None: the user)."""
+    """Who a span acts for: the agent's name, the agent that invoked that agent (None: the user), and the run of
+    structure it was invoked through, if any (an orchestrator: its answers go back there, as they went)."""
 
     agent: str
     caller: str | None
+    via: str | None = None
+
+    @property
+    def recipient(self) -> str:
+        """Whom its answers go to: the orchestrator that ran it, else the agent that invoked it, else the user."""
+        return self.via or self.caller or _USER
 
 
 def _acting(tree: Tree, root: SpanRecord, structure: Collection[str] = ()) -> dict[str, _Acting]:
@@ -155,10 +162,11 @@ def _acting(tree: Tree, root: SpanRecord, structure: Collection[str] = ()) -> di
         for child in tree.children.get(parent.span_id, ()):
             if child.span_id in out:
                 continue  # a cycle in bad data
-            # (an id names no agent)
-            name = None if child.span_id in structure else name_or_none(child.get(sc.GEN_AI_AGENT_NAME))
-            if name and name != above.agent:
-                out[child.span_id] = _Acting(name, above.agent or None)
+            name = name_or_none(child.get(sc.GEN_AI_AGENT_NAME))  # (an id names no agent)
+            if child.span_id in structure:
+                out[child.span_id] = dataclasses.replace(above, via=name)
+            elif name and name != above.agent:
+                out[child.span_id] = _Acting(name, above.agent or None, above.via)
             else:
                 out[child.span_id] = above
             queue.append(child)
@@ -318,7 +326,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             content, calls = output(span) if recorded else ("", [])
             came_back(who, span)
             content_seen = content_seen or bool(content)
-            conv.message(who.agent, [who.caller or _USER], content, origin=span)
+            conv.message(who.agent, [who.recipient], content, origin=span)
             continue
         if op == sc.OP_EXECUTE_TOOL and span.span_id in turns.asked_by_tool:
             # no model call of this agent's is recorded: the tool run stands for the answer that asked for it
@@ -359,7 +367,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
                     pending = _merge(pending, dataclasses.replace(called, reason=None))
             names = ", ".join(calls)
             kind = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
-            to = [_RUNTIME] if calls else [who.caller or _USER]
+            to = [_RUNTIME] if calls else [who.recipient]
             conv.message(who.agent, to, content or names, origin=span, kind=kind, tool_calls=names or None)
             for name, call_id, args in requested_calls(span) if spanless else ():
                 if _evidence.transfer(name, _evidence.arguments(args), agents) is None:

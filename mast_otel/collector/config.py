@@ -19,6 +19,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mast_otel.adapters.mapping import MappingError, SpanMapping, load_mappings
 from mast_otel.collector._values import (
     ConfigError,
     choice,
@@ -150,6 +151,11 @@ class CollectorConfig:
                                               "app.run_id): traces carrying the same value are judged as one run, "
                                               "across services of a tenant. gen_ai.conversation.id and session.id "
                                               "name sessions and never tie runs.", metavar="KEY,...")  # fmt: skip
+    span_mapping: str | None = _opt(None, optional_text, "A YAML file of the user's own span mappings: how to read "
+                                    "a span schema no built-in reader knows (which spans are an agent's run, a "
+                                    "model call, a tool run, a transfer, and which attributes carry the agent, "
+                                    "input, output, tool and target; docs/adapters.md). Read before the built-in "
+                                    "readers.", metavar="FILE")  # fmt: skip
     evidence_memory: int = _opt(64 << 20, size, "Memory for the index of what ties traces into runs (links, run "
                                 "ids, shared histories); past it the groups noted least recently are forgotten "
                                 "(counted: their traces are judged one by one).", metavar="SIZE")  # fmt: skip
@@ -256,6 +262,7 @@ class CollectorConfig:
             if not ok:
                 raise ConfigError(f"{name}: {what} (got {getattr(self, name)!r})")
 
+        self.span_mappings()  # a mapping file that cannot be read fails at startup, saying where
         need(self.quiet_period >= 0, "quiet_period", "must be >= 0")
         need(self.max_trace_age > 0, "max_trace_age", "must be > 0")
         need(self.max_trace_age >= self.quiet_period, "max_trace_age", "must be >= quiet_period")
@@ -318,6 +325,15 @@ class CollectorConfig:
                 "http://host:4318/v1/traces (OTLP/HTTP)"
             )
         return self.export_endpoint
+
+    def span_mappings(self) -> tuple[SpanMapping, ...]:
+        """The user's span mappings (``span_mapping``'s file; none when unset). Raises :class:`ConfigError`."""
+        if not self.span_mapping:
+            return ()
+        try:
+            return load_mappings(Path(self.span_mapping))
+        except MappingError as exc:
+            raise ConfigError(f"span_mapping: {exc}") from None
 
     def logs_endpoint(self) -> str | None:
         """Where accepted log records are forwarded (None: nowhere, export_logs_endpoint=none)."""

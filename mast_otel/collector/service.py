@@ -102,6 +102,7 @@ class CollectorService:
         self.limiter = MemoryLimiter(memory_limit_of(config.memory_limit, config.max_request_bytes))
         self.lock = threading.RLock()
         self.assembler = Assembler(quiet_period=config.quiet_period, max_age=config.max_trace_age)
+        self.mappings = config.span_mappings()  # the user's own span mappings (read before the built-in readers)
         # A run written as a trace per message is judged as one (.trace_groups): what ties traces, and its units
         # held until the run is quiet.
         self.trace_groups = TraceGroups(memory=config.evidence_memory, forget_after=2 * config.max_trace_age)
@@ -140,13 +141,14 @@ class CollectorService:
             cache=self.cache, on_released=self.exporter.wake,
             rejudge_interrupted=config.judge_interrupted == "again",
             on_verdict=self.annotations.submit if self.annotations else None, history=self.history,
+            mappings=self.mappings,
         )  # fmt: skip
         self.ingestor = Ingestor(
             store=self.store, assembler=self.assembler, lock=self.lock, metrics=self.metrics, hold=self.hold,
             max_pending_traces=config.max_pending_traces, max_pending_bytes=config.max_pending_bytes,
             retry_after=config.retry_after, clock=clock, max_request_spans=config.max_request_spans,
             summaries=summaries, groups=self.trace_groups, tenant_attributes=config.tenant_attributes,
-            run_id_attributes=config.run_id_attributes,
+            run_id_attributes=config.run_id_attributes, mappings=self.mappings,
         )  # fmt: skip
         self.ingestor.on_queued = self.exporter.wake
         self.ingestor.disk_full = lambda: self.store.disk_full
@@ -228,7 +230,8 @@ class CollectorService:
                     if sid in released[tid] or self.assembler.holds(tid, sid):
                         continue
                     # As ingest read it: a root known by its scope and name is a root after a restart too.
-                    root, conv_id, conv_parent, _ = span_facts(span.attributes, span.name, scope_name)
+                    root, conv_id, conv_parent, _ = span_facts(span.attributes, span.name, scope_name,
+                                                               self.mappings)  # fmt: skip
                     as_root: Root = root_window(span) if root and conv_id is None else root
                     if segment.resource not in owners:
                         resource = self.store.resource(segment.resource)[0]

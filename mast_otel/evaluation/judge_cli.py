@@ -18,9 +18,11 @@ import json
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
-from mast_otel.adapters import Ignored
+from mast_otel.adapters import Ignored, SpanMapping, load_mappings
+from mast_otel.collector._values import text_list
 from mast_otel.judge.config import RESPONSE_FORMATS, JudgeConfig
 from mast_otel.judge.foreign import to_foreign
 from mast_otel.judge.llm import LLMJudge
@@ -49,6 +51,20 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-chunks", type=int, help="chunks a long transcript may be split into (default 6)")
     parser.add_argument("--response-format", choices=RESPONSE_FORMATS, help="structured output mode (default auto)")
     parser.add_argument("--cache-dir", help="directory for the verdict cache (env MAST_OTEL_JUDGE_CACHE)")
+    add_reading_options(parser)
+
+
+def add_reading_options(parser: argparse.ArgumentParser) -> None:
+    """How an OTLP file's runs are read, as the collector's options of the same names read them."""
+    parser.add_argument("--span-mapping", metavar="FILE",
+                        help="YAML file of your own span mappings (as the collector's --span-mapping)")
+    parser.add_argument("--run-id-attributes", metavar="KEY,...", type=text_list, default=(),
+                        help="span attributes whose value names one run (as the collector's option)")  # fmt: skip
+
+
+def span_mappings(args: argparse.Namespace) -> tuple[SpanMapping, ...]:
+    """The mappings ``--span-mapping`` names (ValueError, with where, for a file that cannot be used)."""
+    return load_mappings(Path(args.span_mapping)) if args.span_mapping else ()
 
 
 def config_from_args(args: argparse.Namespace) -> JudgeConfig:
@@ -110,7 +126,8 @@ def judge_file(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     config = config_from_args(args)
     llm = LLMJudge(config)
     judge: Judge = NoModelJudge() if args.no_model or not config.llm_configured else llm
-    conversations = list(load_conversations(args.file, limit=args.limit))
+    conversations = list(load_conversations(args.file, limit=args.limit, mappings=span_mappings(args),
+                                            run_keys=args.run_id_attributes))  # fmt: skip
 
     def one(conv: Conversation) -> dict[str, Any]:
         prep = llm.prepare(conv.spans)

@@ -12,12 +12,12 @@ OTLP conversation is ``{trace id}:{root span id}`` (a trace may hold several con
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import Adapted, Ignored, adapt, foreign_units, screen
+from mast_otel.adapters import Adapted, Ignored, SpanMapping, adapt, foreign_units, screen
 from mast_otel.config import CaptureConfig
 from mast_otel.spans import SpanRecord, conversation_roots, from_otlp_json, subtree
 from mast_otel.steplist import StepRecord, parse_steplist
@@ -60,9 +60,12 @@ def label_format(path: str | Path) -> LabelFormat:
     return detect_format(json.loads(text)) or LabelFormat("steplist", True)
 
 
-def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterator[Conversation]:
+def load_conversations(
+    path: str | Path, *, limit: int | None = None, mappings: Sequence[SpanMapping] = (), run_keys: Sequence[str] = ()
+) -> Iterator[Conversation]:
     """Every conversation in a step-list, MAD (rebuilt or human-labelled) or OTLP JSON file, or a Who&When run
-    file or directory (detected)."""
+    file or directory (detected). An OTLP file's foreign runs are read as the collector reads them, with the
+    user's span ``mappings`` and the span attributes that declare a run id (``run_keys``)."""
     if Path(path).is_dir() or _is_whowhen(path):
         from mast_otel.replay import load_records
 
@@ -87,7 +90,7 @@ def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterato
                 framework=record.framework,
             )
         return
-    spans = _otlp_spans(text)
+    spans = otlp_spans(text)
     roots = conversation_roots(spans)
     for n, root in enumerate(roots):
         if limit is not None and n >= limit:
@@ -106,7 +109,7 @@ def load_conversations(path: str | Path, *, limit: int | None = None) -> Iterato
             framework=framework if isinstance(framework, str) else None,
             ignored=screened.ignored,
         )
-    yield from _foreign(spans, None if limit is None else limit - len(roots))
+    yield from _foreign(spans, None if limit is None else limit - len(roots), mappings, run_keys)
 
 
 def _is_whowhen(path: str | Path) -> bool:
@@ -123,12 +126,13 @@ def _is_whowhen(path: str | Path) -> bool:
         return False
 
 
-def _foreign(spans: list[SpanRecord], limit: int | None) -> Iterator[Conversation]:
+def _foreign(spans: list[SpanRecord], limit: int | None, mappings: Sequence[SpanMapping] = (),
+             run_keys: Sequence[str] = ()) -> Iterator[Conversation]:  # fmt: skip
     """Conversations another instrumentation recorded (traces with no mast-otel root), as the collector reads them."""
     if limit is not None and limit <= 0:
         return
-    for unit in foreign_units(spans):
-        adapted = adapt(unit)
+    for unit in foreign_units(spans, run_keys, mappings):
+        adapted = adapt(unit, mappings)
         if not isinstance(adapted, Adapted):
             continue  # not a multi-agent conversation: never judged
         yield Conversation(trace_key=f"{adapted.records[0].trace_id}:{adapted.root_span_id}",
@@ -140,7 +144,7 @@ def _foreign(spans: list[SpanRecord], limit: int | None) -> Iterator[Conversatio
                 return
 
 
-def _otlp_spans(text: str) -> list[SpanRecord]:
+def otlp_spans(text: str) -> list[SpanRecord]:
     """OTLP JSON: one ``{"resourceSpans": ...}`` document, or one per line (the file exporter's JSON Lines). A
     document nested past what the JSON and protobuf parsers read (an attribute's array or map value about 50
     levels deep) cannot be read at all, as the collector refuses it: ``ValueError`` saying so, not a traceback."""

@@ -10,15 +10,18 @@ adapter finds no multi-agent conversation in are not judged: the verdict is ``sk
 whose framework recorded no message content is not sent to the judge (it cannot label what it cannot read): the
 verdict is ``skipped`` with the adapter's reason, which names the framework's switch, and lands on the foreign
 root like any other. :func:`structural_signals` computes the model-free signals on the adapted structure, so they
-run whatever the content, with their evidence on the foreign spans too.
+run whatever the content, with their evidence on the foreign spans too. At debug level it logs what the reader
+found in each run and why it is judged or not (:func:`mast_otel.adapters.explain.describe`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 
-from mast_otel.adapters import Adapted, NotAConversation, adapt
+from mast_otel.adapters import Adapted, NotAConversation, SpanMapping, adapt
+from mast_otel.adapters.explain import describe
 from mast_otel.spans import SpanRecord
 
 from .model import Judge, ModeLabel, Verdict
@@ -30,14 +33,21 @@ __all__ = [
     "structural_signals",
 ]  # fmt: skip
 
+_log = logging.getLogger(__name__)
+
 EXTRA_SOURCE = "source"  # Verdict.extra key: the adapter that read the conversation
 EXTRA_FRAMEWORK = "framework"  # Verdict.extra key: the framework as the adapter saw it
 NOT_A_CONVERSATION = "not_a_conversation"  # Verdict.extra key: the adapter that found no conversation
 
 
-def judge_spans(judge: Judge, spans: Sequence[SpanRecord], *, partial: bool = False) -> Verdict:
-    """The verdict for one conversation's spans, whichever instrumentation wrote them."""
-    adapted = adapt(spans)
+def judge_spans(
+    judge: Judge, spans: Sequence[SpanRecord], *, partial: bool = False, mappings: Sequence[SpanMapping] = ()
+) -> Verdict:
+    """The verdict for one conversation's spans, whichever instrumentation wrote them (``mappings``: the user's
+    own span mappings, read before the built-in readers)."""
+    adapted = adapt(spans, mappings)
+    if _log.isEnabledFor(logging.DEBUG) and spans:
+        _log.debug("trace %s: %s", spans[0].trace_id, describe(adapted))
     if adapted is None:
         return judge.judge(spans, partial=partial)
     if isinstance(adapted, NotAConversation):
@@ -49,10 +59,10 @@ def judge_spans(judge: Judge, spans: Sequence[SpanRecord], *, partial: bool = Fa
     return to_foreign(judge.judge(list(adapted.records), partial=partial), adapted)
 
 
-def structural_signals(spans: Sequence[SpanRecord]) -> list[Signal]:
+def structural_signals(spans: Sequence[SpanRecord], mappings: Sequence[SpanMapping] = ()) -> list[Signal]:
     """The model-free signals of one conversation's spans, whichever instrumentation wrote them: a foreign
     conversation's are computed on its adapted structure and point at the foreign spans."""
-    adapted = adapt(spans)
+    adapted = adapt(spans, mappings)
     if adapted is None:
         return compute_signals(build_view(spans))
     if isinstance(adapted, NotAConversation):

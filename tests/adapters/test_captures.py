@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import Adapted, adapt, foreign_units
+from mast_otel.adapters import Adapted, SpanMapping, adapt, foreign_units
 from mast_otel.collector.judge.log_events import with_log_events
 from mast_otel.collector.store.api import LogRow
 from mast_otel.spans import SpanRecord, from_otlp_json
@@ -59,9 +60,9 @@ def _b64(hex_id: str) -> str:
     return base64.b64encode(bytes.fromhex(hex_id)).decode()
 
 
-def conversations(spans: list[SpanRecord]) -> list[Adapted]:
-    """What the collector would judge: each unit it holds, adapted."""
-    return [a for unit in foreign_units(spans) if isinstance(a := adapt(unit), Adapted)]
+def conversations(spans: list[SpanRecord], mappings: Sequence[SpanMapping] = ()) -> list[Adapted]:
+    """What the collector would judge: each unit it holds, adapted (with the user's span ``mappings``)."""
+    return [a for unit in foreign_units(spans, mappings=mappings) if isinstance(a := adapt(unit, mappings), Adapted)]
 
 
 def test_the_corpus_holds_multi_agent_runs_and_solo_controls() -> None:
@@ -82,7 +83,7 @@ def test_a_capture_is_the_conversation_its_framework_recorded(path: Path) -> Non
     assert points == dict.fromkeys(points, True), "each point not True is what was read instead"
 
 
-def read_points(path: Path) -> dict[str, Any]:
+def read_points(path: Path, mappings: Sequence[SpanMapping] = ()) -> dict[str, Any]:
     """Each point of a capture checked against its framework's record: ``True`` where it is read right, else what
     was read instead (JSON: lists for tuples). A solo control has one point, ``conversations`` (none is judged); a
     multi-agent run has ``conversations`` (exactly one), then ``framework``, ``agents``, ``task``, ``handoffs``,
@@ -91,7 +92,7 @@ def read_points(path: Path) -> dict[str, Any]:
     ``skip_switch`` (the reason the judge is not called names the switches). The corpus wants every point right;
     tests/adapters/test_first_sight.py scores runs of new pairs by the same points."""
     spans, expect = _load(path)
-    found = conversations(spans)
+    found = conversations(spans, mappings)
     if not expect["conversation"]:
         return {"conversations": found == [] or len(found)}  # a solo-agent run is never judged
     if len(found) != 1:

@@ -271,7 +271,7 @@ def test_an_unknown_framework_gets_the_generic_switch() -> None:
 def test_an_orchestrator_that_never_speaks_is_structure_not_a_speaker() -> None:
     """ADK's SequentialAgent: an invoke_agent span with no model call or tool run of its own and no output of its
     own, only other agents' runs inside it: not an agent of the conversation; the task goes to the first agent
-    that speaks, each sub-agent answers whoever ran the pipeline, and the turn passes between the sub-agents."""
+    that speaks, each sub-agent answers the pipeline that ran it, and the turn passes between the sub-agents."""
     t = _Trace()
     root = _workflow(t, gen_ai__agent__name="pipeline")
     pipeline = _agent(t, "pipeline", root)
@@ -281,7 +281,7 @@ def test_an_orchestrator_that_never_speaks_is_structure_not_a_speaker() -> None:
     _chat(t, editor, "Edited.")
     adapted = _adapted(t.spans)
     assert adapted.records[0].get(sc.CONVERSATION_AGENTS)[:3] == ("writer", "editor", "user")
-    assert recipients(adapted.records) == [("user", ("writer",)), ("writer", ("user",)), ("editor", ("user",))]
+    assert recipients(adapted.records) == [("user", ("writer",)), ("writer", ("pipeline",)), ("editor", ("pipeline",))]
     assert handoffs(adapted.records) == [("writer", "editor")]
 
 

@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import generate_latest
 
 from mast_otel import semconv as sc
+from mast_otel.collector.config import CollectorConfig, ConfigError
 from tests.collector.conftest import FakeClock, FakeJudge, flag_messages, judge_and_export, metric
 from tests.collector.sink import OtlpSink
 from tests.collector.test_foreign_genai import post_json
@@ -393,3 +395,42 @@ def test_runs_under_an_application_span_are_judged_each_once_as_their_framework_
     labelled = [s for s in got if sc.JUDGE_STATUS in s.attributes]
     assert len(labelled) == len(expected)
     assert all(s.attributes[sc.MAST_FRAMEWORK] == "semantic-kernel" for s in labelled)
+
+
+def test_a_schema_no_reader_knows_is_judged_through_the_users_mapping(sink: OtlpSink, make_collector,
+                                                                      tmp_path: Path) -> None:  # fmt: skip
+    """VoltAgent's own span schema, sent over OTLP/HTTP to a collector started with ``span_mapping``: its agent
+    run is held as a root and judged once, the verdict on VoltAgent's own root, read by the mapping; without the
+    mapping, the same spans pass through unjudged."""
+    mapping = Path(__file__).resolve().parents[2] / "examples" / "span_mappings" / "voltagent.yaml"
+    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "first_sight" / "voltagent" / "desk.json")
+                      .read_text(encoding="utf-8"))  # fmt: skip
+    for mapped in (True, False):
+        clock = FakeClock()
+        judge = FakeJudge(on_judge=flag_messages("1.3"))
+        service = make_collector(sink, judge=judge, clock=clock, store=str(tmp_path / f"m{mapped}.db"),
+                                 **({"span_mapping": str(mapping)} if mapped else {}))  # fmt: skip
+        service.start(pipeline=False)
+        before = len(sink.spans())
+        post_json(service, data["otlp"])
+        judge_and_export(service, clock)
+        service.release_now()
+        assert service.flush()
+        want = before + len(_keys(data["otlp"]))
+        got = sink.wait_for(lambda spans: len(spans) >= want)[before:]  # noqa: B023 (called before the next pass)
+        labelled = [s for s in got if sc.JUDGE_STATUS in s.attributes]
+        if not mapped:
+            assert labelled == [] and judge.calls == []
+            continue
+        (root,) = labelled
+        assert len(judge.calls) == 1 and root.name == "lead" and root.parent_span_id == ""
+        assert root.attributes[sc.MAST_SOURCE] == "mapping:voltagent"
+        assert root.attributes[sc.MAST_FRAMEWORK] == "voltagent"
+        service.stop(grace=0.2)
+
+
+def test_a_mapping_file_that_cannot_be_used_stops_the_collector_at_start(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mappings:\n  - name: m\n    agent: {name: who}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"span_mapping: .*mappings\[0\]\.agent\.when"):
+        CollectorConfig(export_endpoint="http://127.0.0.1:1", span_mapping=str(bad))

@@ -63,6 +63,20 @@ def test_a_verdict_row_keeps_what_the_report_needs(tmp_path: Path) -> None:
         assert f.examples(START, START + HOUR, "2.3", {"agent": "critic"}) == []
 
 
+def test_a_report_reads_one_snapshot_while_the_collector_writes(tmp_path: Path) -> None:
+    """A history opened for a report while the collector goes on writing: a verdict naming a service the file did
+    not hold when it was opened is not read half (its names unknown: KeyError), the report reads the file as it
+    was when opened."""
+    history, _ = open_history(tmp_path / "h")
+    history.record([entry(1)], at=START + 10)
+    with HistoryFile(tmp_path / "h") as f:
+        history.record([entry(2, service="desk", agent="new-agent")], at=START + 20)
+        assert [v.trace_id for v in f.verdicts(START, START + HOUR)] == [(1).to_bytes(16, "big").hex()]
+    history.close()
+    with HistoryFile(tmp_path / "h") as f:
+        assert [v.service for v in f.verdicts(START, START + HOUR)] == ["shop", "desk"]
+
+
 def test_retention_drops_whole_hours_and_counts_them(tmp_path: Path) -> None:
     history, registry = open_history(tmp_path / "h", retention=2 * HOUR)
     history.record([entry(1)], at=START + 0.5 * HOUR)  # hour 0

@@ -81,6 +81,10 @@ class HistoryFile:
         self._db = open_for_reading(path)
         try:
             self._db.execute("PRAGMA cache_size=-65536")
+            # One snapshot for the file's whole use: the names read now are those of every verdict read later,
+            # while the collector goes on writing (a verdict naming a service added after the names were read
+            # failed with KeyError).
+            self._db.execute("BEGIN")
             self._text = {nid: text for nid, text in self._db.execute("SELECT id, text FROM name")}
             self._ids = {(kind, text): nid for nid, kind, text in self._db.execute("SELECT id, kind, text FROM name")}
             self._modes = {bit: mode_id for bit, mode_id in self._db.execute("SELECT bit, id FROM mode")}

@@ -34,12 +34,21 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from mast_otel import semconv as sc
-from mast_otel.adapters import MAX_VALUE_CHARS, MAX_VALUE_DEPTH, TOO_DEEP, TOO_LARGE, Ignored, is_native, screen
+from mast_otel.adapters import (
+    MAX_VALUE_CHARS,
+    MAX_VALUE_DEPTH,
+    TOO_DEEP,
+    TOO_LARGE,
+    Ignored,
+    SpanMapping,
+    is_native,
+    screen,
+)
 from mast_otel.collector.assemble.assembler import Assembler, Unit
 from mast_otel.collector.history.entry import entry_of
 from mast_otel.collector.history.writer import VerdictHistory
@@ -135,8 +144,10 @@ class JudgePool:
         on_verdict: Callable[[Verdict, str, str | None], None] | None = None,
         rejudge_interrupted: bool = False,
         history: VerdictHistory | None = None,
+        mappings: Sequence[SpanMapping] = (),
     ) -> None:
         self.judge = judge
+        self._mappings = mappings  # the user's span mappings, read before the built-in readers
         self.judge_name = judge_name(judge)
         # The label source an error verdict reports: the kind of judge that failed.
         self._source = sc.SOURCE_NONE if self.judge_name in ("signals", "none", "unavailable") else sc.SOURCE_LLM
@@ -153,7 +164,7 @@ class JudgePool:
         self._on_verdict = on_verdict  # after a verdict is stored: (verdict, trace id hex, root span id hex)
         self._cache = cache
         self._builder = ReleaseBuilder(judge_name=self.judge_name, metrics=metrics, clock=clock,
-                                       resource_of=lambda rid: store.resource(rid)[0])  # fmt: skip
+                                       resource_of=lambda rid: store.resource(rid)[0], mappings=mappings)  # fmt: skip
         self._history = history
         self._workers = Workers(concurrency, "judge")
         self._jobs: dict[int, _Job] = {}
@@ -210,7 +221,8 @@ class JudgePool:
             if self._paid:
                 persist_claim(self._store, job.unit.trace_id, job.unit.key, self._clock())
             missing = _messages_missing(root, records)
-            verdict = judge_spans(self.judge, records, partial=job.unit.partial or missing is not None)
+            verdict = judge_spans(self.judge, records, partial=job.unit.partial or missing is not None,
+                                  mappings=self._mappings)  # fmt: skip
             if not isinstance(verdict, Verdict):
                 raise TypeError(f"judge returned {type(verdict).__name__}, not a Verdict")
             if (job.unit.partial or missing) and verdict.status in (sc.JUDGE_OK, sc.JUDGE_PARTIAL):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +27,7 @@ from mast_otel.adapters import (
     ANSWER_ATTRIBUTES,
     ROOT_CANDIDATE_KEYS,
     ROOT_CANDIDATE_NAMES,
+    SpanMapping,
     evidence_of,
     root_candidate,
 )
@@ -158,11 +159,11 @@ def tenant_of(resource: bytes, attributes: tuple[str, ...]) -> str:
 
 
 def span_facts(
-    attributes: Mapping[str, bytes], name: bytes = b"", scope: bytes = b""
+    attributes: Mapping[str, bytes], name: bytes = b"", scope: bytes = b"", mappings: Sequence[SpanMapping] = ()
 ) -> tuple[bool, str | None, str | None, str | None]:
     """(is a conversation root, conversation id, parent conversation id, framework) from a ``RawScopeSpans``
-    span's attributes (and its name and scope's name). The framework is read for roots only (it labels the
-    conversation's metrics)."""
+    span's attributes (and its name and scope's name; an agent's run in the user's span ``mappings`` is a root
+    too). The framework is read for roots only (it labels the conversation's metrics)."""
     get = attributes.get
     span_type = get(sc.MAST_SPAN_TYPE)
     if span_type is None and (scope, name) in ROOT_CANDIDATE_NAMES:
@@ -173,6 +174,9 @@ def span_facts(
         # id is not read: a framework's gen_ai.conversation.id (ADK's session, one per Pydantic AI run) groups
         # spans by its own rules, and placing by it made root-less "conversations" of them.
         root = any(key in attributes for key in ROOT_CANDIDATE_KEYS) and root_candidate(lambda k: string_value(get(k)))
+        if not root and mappings and any(key in attributes for m in mappings for key in m.root_keys):
+            root = root_candidate(lambda k: string_value(get(k)), name.decode(errors="replace"),
+                                  scope.decode(errors="replace"), mappings)  # fmt: skip
         return root, None, None, None
     # A mast-otel root is known by mast-otel's own marker, never by gen_ai.operation.name (ADK's invoke_workflow).
     root = string_value(span_type) == sc.SPAN_TYPE_CONVERSATION
@@ -237,7 +241,9 @@ class Ingestor:
         groups: TraceGroups | None = None,
         tenant_attributes: tuple[str, ...] = ("service.namespace",),
         run_id_attributes: tuple[str, ...] = (),
+        mappings: Sequence[SpanMapping] = (),
     ) -> None:
+        self._mappings = mappings  # the user's span mappings: their agent runs are held as roots
         self._store = store
         self._assembler = assembler
         self._lock = lock
@@ -347,7 +353,8 @@ class Ingestor:
                     if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
                         invalid += 1
                         continue
-                    root, conv_id, conv_parent, framework = span_facts(span.attributes, span.name, scope_name)
+                    root, conv_id, conv_parent, framework = span_facts(span.attributes, span.name, scope_name,
+                                                                       self._mappings)  # fmt: skip
                     if root:
                         if service is None:
                             service = resource_service(rs.resource) or "unknown"

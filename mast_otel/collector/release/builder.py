@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from mast_otel import semconv as sc
+from mast_otel.adapters import SpanMapping
 from mast_otel.collector.assemble.assembler import Unit
 from mast_otel.collector.encoding import field
 from mast_otel.collector.metrics import CollectorMetrics
@@ -58,8 +59,11 @@ class ReleaseBuilder:
         metrics: CollectorMetrics,
         clock: Callable[[], float],
         resource_of: Callable[[int], bytes] | None = None,
+        mappings: Sequence[SpanMapping] = (),
     ) -> None:
-        """``resource_of``: a stored resource id -> its OTLP Resource bytes (for ``service.version``)."""
+        """``resource_of``: a stored resource id -> its OTLP Resource bytes (for ``service.version``);
+        ``mappings``: the user's span mappings (the signals read a foreign conversation as the verdict does)."""
+        self._mappings = mappings
         self._judge_name = judge_name
         self._metrics = metrics
         self._clock = clock
@@ -69,7 +73,7 @@ class ReleaseBuilder:
     def signals(self, trace_id: bytes, records: list[SpanRecord]) -> list[Signal]:
         """The conversation's structural signals; a detector bug costs the signals, never the release."""
         try:
-            return compute_signals_of(records)
+            return compute_signals_of(records, self._mappings)
         except Exception:
             self._metrics.judge_errors.labels("signals").inc()
             _log.exception("structural signals failed on trace %s; released without them", trace_id.hex())
@@ -154,7 +158,7 @@ def root_of(unit: Unit, records: list[SpanRecord]) -> SpanRecord | None:
     return next((r for r in records if r.span_id == root_hex), None)
 
 
-def compute_signals_of(records: list[SpanRecord]) -> list[Signal]:
+def compute_signals_of(records: list[SpanRecord], mappings: Sequence[SpanMapping] = ()) -> list[Signal]:
     """The judge library's model-free pass over the spans (no framework knowledge; a foreign conversation's
     structure is read through its adapter)."""
-    return structural_signals(records)
+    return structural_signals(records, mappings)
