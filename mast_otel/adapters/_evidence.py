@@ -18,9 +18,11 @@
   framework is then what the rest of the data says, else ``unknown``.
   LangChain's instrumentations trace LangGraph too: on a run rooted in a LangGraph graph they name ``langgraph``.
 - **Ids are never names**: a value that looks like an id (hex digits, a UUID) does not name an agent.
-- **A handoff tool** is a transfer, handoff or delegation tool in any naming (``transfer_to_x``,
-  ``Handoff-transfer_to_x``, ``handoff to x``, ``delegate_task_to_member``, ``handoff`` with a ``to_agent``
-  argument, ``Delegate work to coworker``): its target is the agent its arguments or its name designate.
+- **A handoff tool** is a transfer, handoff, delegation, assignment or routing tool in any naming
+  (``transfer_to_x``, ``Handoff-transfer_to_x``, ``handoff to x``, ``delegate_task_to_member``, ``handoff`` with a
+  ``to_agent`` argument, ``Delegate work to coworker``, ``assign_task_to_member``, ``route_to_x``): its target is
+  the agent its arguments or its name designate. Its name says nothing else than whom to (``route_request``,
+  ``assign_ticket`` are ordinary tools).
 - **Hidden content** (an instrumentation's placeholder for text it was told not to record) is no text: it is
   skipped, and the reason the judge cannot read the run names the switch that hid it.
 - **A run with no content** names the switch of each instrumentation that wrote its spans, told by its scope
@@ -144,7 +146,7 @@ def name_or_none(value: Any) -> str | None:
 
 # --- handoff tools -------------------------------------------------------------------------------------------
 
-_TRANSFER_WORDS = ("transfer", "handoff", "delegat")
+_TRANSFER_WORDS = ("transfer", "handoff", "delegat", "assign", "route")
 # Argument keys that name the target, then those that carry the reason, in the order they are tried.
 _TARGET_KEYS = ("to_agent", "agent_name", "target_agent", "member_name", "member_id", "agent", "target",
                 "coworker", "recipient", "to", "name")  # fmt: skip
@@ -176,8 +178,8 @@ def arguments(value: Any) -> dict[str, Any]:
 def transfer(tool: str, args: Mapping[str, Any], agents: Iterable[str]) -> tuple[str | None, str | None] | None:
     """(the target agent, the reason) of a transfer tool's call, or None when the tool is no transfer.
 
-    A transfer tool's name says transfer, handoff or delegate, and says nothing else than whom to: no other word
-    (``delegate_task_to_member``, ``transfer_to_agent``, ``handoff``) or an agent of the run at its end
+    A transfer tool's name says transfer, handoff, delegate, assign or route, and nothing else than whom to: no
+    other word (``delegate_task_to_member``, ``transfer_to_agent``, ``handoff``) or an agent of the run at its end
     (``transfer_to_billing``, ``handoff to refund_specialist``). ``transfer_funds`` and ``handoff_to_nobody`` (no
     agent of the run) are ordinary tools. The target is the agent the arguments name (``to_agent``,
     ``agent_name``, ``member_id``...: any value not an id; ``agent``, ``target``, ``to``...: an agent of the run),

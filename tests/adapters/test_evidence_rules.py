@@ -117,6 +117,9 @@ def test_an_id_is_never_an_agents_name() -> None:
         ("Delegate work to coworker", {"coworker": "Billing", "task": "refund"}, "billing"),
         ("transfer_to_agent", {}, None),  # no content captured: the next agent to speak is the target
         ("delegate_task_to_members", {"task": "everyone"}, None),
+        ("assign_task_to_member", {"member_id": "billing", "task": "refund"}, "billing"),
+        ("route_to_billing", {}, "billing"),
+        ("Route", {"agent": "triage"}, "triage"),
     ],
 )
 def test_a_transfer_handoff_or_delegation_tool_in_any_naming_is_a_handoff(
@@ -127,6 +130,8 @@ def test_a_transfer_handoff_or_delegation_tool_in_any_naming_is_a_handoff(
     assert transfer("lookup_order", {"order_id": "A17"}, ["billing"]) is None
     assert transfer("handoff_to_nobody", {}, ["billing"]) is None  # named for no agent of the run: a plain tool
     assert transfer("transfer_funds", {"to": "ACC-17", "amount": 5}, ["billing"]) is None  # about something else
+    assert transfer("route_request", {"to": "billing"}, ["billing"]) is None  # a routing tool about a request
+    assert transfer("assign_ticket", {"agent": "billing"}, ["billing"]) is None
     assert transfer("handoff", {"to": "ACC-17"}, ["billing"]) == (None, None)  # "to" names no agent of the run
 
 

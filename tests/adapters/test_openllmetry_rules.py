@@ -95,9 +95,9 @@ def test_a_delegation_tool_span_is_a_handoff_with_its_reason_not_a_tool_call() -
     assert reasons == ["Find the charges on order A17.", None, "Write the refund note for order A17.", None]
     # a tool of another name (no transfer word) is an ordinary tool call; the turns still pass, with no reason
     plain = _changed(spans, lambda s: s.get(sc.GEN_AI_TOOL_NAME) == "delegate_task_to_member",
-                     **{sc.GEN_AI_TOOL_NAME: "assign_member", "traceloop.entity.name": "assign_member"})  # fmt: skip
+                     **{sc.GEN_AI_TOOL_NAME: "notify_member", "traceloop.entity.name": "notify_member"})  # fmt: skip
     (read,) = _adapted(plain)
-    assert [c.get(sc.GEN_AI_TOOL_NAME) for c in _calls(read)].count("assign_member") == 2
+    assert [c.get(sc.GEN_AI_TOOL_NAME) for c in _calls(read)].count("notify_member") == 2
     assert handoffs(read.records) == [tuple(h) for h in expect["handoffs"]]
     assert not any(r.get(sc.HANDOFF_REASON) for r in read.records if r.span_type == sc.SPAN_TYPE_HANDOFF)
 
