@@ -100,6 +100,7 @@ class ConversationBuilder:
     _messages: int = 0
     _handoffs: int = 0
     _agents: dict[str, None] = field(default_factory=dict)
+    _senders: set[str] = field(default_factory=set)
 
     def _add(self, origin: SpanRecord, name: str, attrs: dict[str, Any], *, error: bool = False) -> SpanRecord:
         n = len(self._records)
@@ -138,6 +139,7 @@ class ConversationBuilder:
             attrs[sc.MESSAGE_TOOL_CALLS] = tool_calls
         self._messages += 1
         self._agents[sender] = None
+        self._senders.add(sender)
         self._add(origin, sc.message_span_name(sender, recipients[0] if recipients else "*"), attrs)
 
     def handoff(self, source: str, target: str, *, origin: SpanRecord, reason: str | None = None,
@@ -172,6 +174,11 @@ class ConversationBuilder:
     def agent(self, name: str) -> None:
         """An agent that took part (even if it never sent a message the source recorded)."""
         self._agents[name] = None
+
+    @property
+    def senders(self) -> set[str]:
+        """Everyone who sent a message so far (the task's sender included)."""
+        return set(self._senders)
 
     @property
     def message_count(self) -> int:

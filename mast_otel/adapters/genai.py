@@ -261,13 +261,12 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     acting = _acting(tree, root, turns.structure)
     invoked = (acting[s.span_id].agent for s in (root, *below)
                if _operation(s) == sc.OP_INVOKE_AGENT and s.span_id not in turns.structure)  # fmt: skip
-    agents = dict.fromkeys(name for name in invoked if name)
+    speaking = (acting[s.span_id].agent for s in below if _is_llm(s))  # (a speaker is an agent, invoked or not)
+    agents = dict.fromkeys(name for name in (*invoked, *speaking) if name)
     if len(agents) < 2:
         return NotAConversation(SOURCE, f"{len(agents)} agent(s); not a multi-agent conversation")
     framework = framework_of([root, *below])
     conv = ConversationBuilder(SOURCE, framework, root)
-    for name in agents:
-        conv.agent(name)
     task, task_origin = "", root
     # The task a span records it was assigned (<namespace>.task.description) is the framework's own record of the
     # request; the model's first user message may be a prompt built around it (CrewAI's "Current Task: ...").
@@ -282,6 +281,8 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     if task:
         first = next((acting[s.span_id].agent for s in below if _is_llm(s) and acting[s.span_id].agent), "")
         conv.message(_USER, [first or next(iter(agents))], task, origin=task_origin)
+    for name in agents:  # (after the user, who speaks first: the agents in the order they took part)
+        conv.agent(name)
 
     # A tool that runs another agent is a delegation (Pydantic AI): the nested agent's handoff, not a tool call.
     delegations = tree.holding(_is_agent_span)
@@ -344,7 +345,8 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             current = who.agent
         elif op == sc.OP_EXECUTE_TOOL:
             tool = text(span.get(sc.GEN_AI_TOOL_NAME)) or span.name.removeprefix("execute_tool ").strip()
-            transfer = _transfer(tool, span, who.agent, agents)
+            # (a transfer recorded outside any agent's run, a graph's goto, comes from the agent whose turn it is)
+            transfer = _transfer(tool, span, who.agent or current or "", agents)
             if transfer is not None:
                 pending = _merge(pending, transfer)
             elif span.span_id not in delegations:
@@ -374,6 +376,9 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
                     conv.tool_call(who.agent, name, args, responses.get(call_id, ""), origin=span)
     if pending is not None and pending.target:
         hand(pending.source, pending.target, pending.origin, pending.reason)
+    answered = conv.senders - {_USER}
+    if len(answered) < 2:  # agents were invoked, but fewer than two answered: no multi-agent conversation
+        return NotAConversation(SOURCE, f"{len(answered)} agent(s) replied; not a multi-agent conversation")
     no_content = None
     if not content_seen:
         switches = "; ".join(content_switches([root, *below], framework))

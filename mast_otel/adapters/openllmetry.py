@@ -1,53 +1,48 @@
-"""OpenLLMetry (Traceloop's ``opentelemetry-instrumentation-langchain``) on LangGraph -> a conversation.
+"""OpenLLMetry (Traceloop's instrumentations: LangChain/LangGraph, Agno, CrewAI...) -> the GenAI conventions -> a
+conversation.
 
-Read: the ``traceloop.span.kind = workflow`` span (``LangGraph.workflow``) as the root, its
-``traceloop.entity.input`` for the task; each ``chat`` span's ``gen_ai.output.messages`` as one message, sent by
-the top-level graph node its ``traceloop.entity.path`` starts with (``supervisor.supervisor.agent...`` is the
-supervisor; ``researcher.call_agent...`` the researcher); ``goto <node>`` spans
-(``langgraph.command.goto_node``) as handoffs to that node, from the agent that spoke last; ``execute_tool`` spans
-(``gen_ai.tool.name``, ``gen_ai.tool.call.arguments`` / ``.result``) as tool calls, except a transfer tool's
-(``_evidence.transfer``: ``transfer_to_researcher``), whose handoff the ``goto`` span records: the turn passing on,
-no use of a tool (as the graph's own history has it: langgraph_openllmetry/supervisor).
+A translator, like :mod:`.ai_sdk` and the user's mappings: each span is read as the GenAI span it is
+(:func:`as_genai`), and the GenAI reader (:mod:`.genai`) reconstructs the run with the rules every convention
+shares (speakers, handoffs, delegations, tool calls, the task). OpenLLMetry's vocabulary:
 
-What it cannot provide: handoff reasons (the goto span's source is the ``tools`` node, not a reason; the
-transfer tool's arguments are in its tool call), the way back to a supervisor where no ``goto`` span records it
-(read from the order of speakers instead), the termination reason, and recipients (a message goes to the graph).
-``invoke_agent <name>`` spans mark agent invocations but hold no content, so they are not read.
+- ``traceloop.span.kind``: a ``workflow`` span is the run's root (``invoke_workflow``; OpenLLMetry also writes
+  ``invoke_agent`` on it), or the team's own run where it names a team (``<namespace>.team.name``: a team whose
+  leader answers as the team); an ``agent`` span is that agent's run; a ``tool`` span a tool run, named by
+  ``traceloop.entity.name`` where ``gen_ai.tool.name`` is missing;
+- ``traceloop.entity.input`` / ``.output``: a workflow's input is the task (a graph's ``{"inputs": {"messages":
+  [...]}}``, or plain text where the run is no graph); a tool's are its arguments (LangChain's serialized call:
+  its ``inputs``) and result; ``traceloop.workflow.name`` names the run;
+- in a graph's run (model calls with an entity path) a model call and a tool run speak for the top-level graph
+  node their ``traceloop.entity.path`` starts with (``supervisor.supervisor.agent...`` is the supervisor): the
+  graph's ``invoke_agent <node>`` spans sit beside the node's work, not above it;
+- a ``goto <node>`` span (``langgraph.command.goto_node``) is a transfer of control to that node, written as the
+  transfer tool every reader knows; with the transfer tool's own call and span it is one handoff.
 
-A run whose model calls carry no entity path (OpenLLMetry's instrumentor of a framework that is no graph, with its
-OpenAI instrumentor writing the ``chat`` spans: Agno teams) is read by the same loop from other evidence (a graph's
-run keeps its handoffs on the ``goto`` spans, its task from the graph input):
-
-- **the speaker of a model call** is the nearest span at or above it that names an agent: ``gen_ai.agent.name``
-  (an ``agent`` span), else a ``<namespace>.team.name`` attribute (a team whose leader answers as the team, its
-  ``workflow`` span naming no agent otherwise);
-- **a tool call** is a ``traceloop.span.kind=tool`` span as well as an ``execute_tool`` one: its name from
-  ``gen_ai.tool.name`` (else ``traceloop.entity.name``), arguments and result from ``traceloop.entity.input`` /
-  ``.output`` where the GenAI attributes are missing;
-- **a transfer, handoff or delegation tool** (``_evidence.transfer``: ``delegate_task_to_member`` with
-  ``member_id``) is a handoff from its caller to the agent its arguments name, with its reason, not a tool call;
-- **the task** is the root's ``traceloop.entity.input`` as plain text where it is no serialized graph input.
+What it cannot provide: handoff reasons (the goto span's source is the ``tools`` node, not a reason; the transfer
+tool's arguments are in its tool call), the termination reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
+from . import genai
 from ._bounds import NOT_JSON, json_of
-from ._conversation import Adapted, ConversationBuilder, NotAConversation
-from ._evidence import arguments, framework_of_run, name_or_none, transfer
-from ._tree import Tree, genai_messages_text, text
+from ._conversation import SOURCE_ATTRIBUTE, Adapted, NotAConversation
+from ._evidence import framework_of_run, name_or_none
+from ._messages import dumps, genai_messages
+from ._tree import Tree, text
 
 SOURCE = "openllmetry"
 SPAN_KIND = "traceloop.span.kind"
 _PATH = "traceloop.entity.path"
 _GOTO = "langgraph.command.goto_node"
-_RUNTIME = "<runtime>"
-_GRAPH = "graph"  # recipient of a message: the graph routes it
+_TRANSFER_TOOL = "transfer_to_agent"  # the transfer tool every reader knows: a goto is written as its call
 
 
 def recognises(span: SpanRecord) -> bool:
@@ -66,90 +61,71 @@ def _framework(root: SpanRecord, below: list[SpanRecord]) -> str:
     return framework_of_run(root, below) or "langgraph"
 
 
-def _agent(span: SpanRecord) -> str:
-    """The top-level graph node a span runs in: the first part of its entity path."""
+def _node(span: SpanRecord) -> str:
+    """The top-level graph node a span runs in: the first part of its entity path ("" outside a graph)."""
     return text(span.get(_PATH)).split(".", 1)[0]
 
 
-def _names_agent(span: SpanRecord) -> str | None:
-    """The agent a span is the run of: ``gen_ai.agent.name``, else a ``<namespace>.team.name`` attribute."""
-    named = name_or_none(span.get(sc.GEN_AI_AGENT_NAME))
-    if named:
-        return named
+def _team(span: SpanRecord) -> str | None:
+    """The team a span is the run of (``<namespace>.team.name``: a team whose leader answers as the team)."""
     return next((n for k, v in span.attributes.items() if k.endswith(".team.name") and (n := name_or_none(v))), None)
 
 
-def _speakers(tree: Tree, spans: list[SpanRecord]) -> dict[str, str]:
-    """Each span's agent: the nearest span at or above it that names an agent (none: not in the map)."""
-    above = tree.nearest(lambda s: _names_agent(s) is not None)
-    out: dict[str, str] = {}
-    for s in spans:
-        node = s if _names_agent(s) else above.get(s.span_id)
-        found = _names_agent(node) if node is not None else None
-        if found:
-            out[s.span_id] = found
-    return out
-
-
-def _is_tool(span: SpanRecord) -> bool:
-    return bool(span.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL or span.get(SPAN_KIND) == "tool")
-
-
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
+    """OpenLLMetry's vocabulary translated into the GenAI conventions (:func:`as_genai`), the run read by the GenAI
+    reader (:mod:`.genai`), as every convention's is."""
     below = tree.below(root)
-    # The model calls run in graph nodes (entity paths): each speaks for its node, goto spans hand off, and the
-    # invoke_agent spans are not read; else each speaks for the agent span above it.
-    graph = any(_agent(s) for s in below if s.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT)
-    speaker: dict[str, str]
-    if graph:
-        speaker = {s.span_id: found for s in below if (found := _agent(s))}
-    else:
-        speaker = _speakers(Tree([root, *below]), below)  # (an agent span above the root is not of the run)
-    chats = [s for s in below if s.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT and s.span_id in speaker]
-    chat_ids = {s.span_id for s in chats}  # a set: testing each span against the list was quadratic (issue 23)
-    speakers = {speaker[s.span_id] for s in chats}
-    if len(speakers) < 2:
-        return NotAConversation(SOURCE, f"{len(speakers)} agent(s) replied; not a multi-agent conversation")
-    conv = ConversationBuilder(SOURCE, _framework(root, below), root)
-    task = _task(root.get("traceloop.entity.input"), plain=not graph)
-    if task:
-        conv.message("user", [speaker[chats[0].span_id]], task, origin=root)
-    previous: str | None = None
-    pending: str | None = None  # a goto's (or a transfer tool's) target that has not spoken yet
-    for span in below:
+    # In a graph's run each model call speaks for the graph node its entity path starts with.
+    graph = any(_node(s) for s in below if s.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT)
+    read = Tree(as_genai(s, graph) for s in tree.spans)
+    adapted = genai.adapt(read, read.by_id[root.span_id])
+    if isinstance(adapted, NotAConversation):
+        return NotAConversation(SOURCE, adapted.reason)
+    framework = _framework(root, below)
+    first = adapted.records[0]
+    labelled = dataclasses.replace(first, attributes={**first.attributes, SOURCE_ATTRIBUTE: SOURCE,
+                                                      sc.MAST_FRAMEWORK: sc.framework_name(framework)})  # fmt: skip
+    return dataclasses.replace(adapted, source=SOURCE, framework=framework, records=(labelled, *adapted.records[1:]))
+
+
+def as_genai(span: SpanRecord, graph: bool) -> SpanRecord:
+    """The span in the GenAI conventions' words: OpenLLMetry's kinds are operations (a workflow that names a team
+    is the team's run, any other a workflow; an agent's span its run; a tool's span a tool run), a ``goto``
+    span is a transfer of control to its node, a graph's model call speaks for its node, and the values it keeps
+    in its own attributes (``traceloop.entity.input`` / ``.output``, the tool's name) are the GenAI ones."""
+    kind = span.get(SPAN_KIND)
+    found: dict[str, Any] = {}
+    replaced: dict[str, Any] = {}
+    if kind == "workflow":
+        team = _team(span)
+        # OpenLLMetry writes invoke_agent on a graph's workflow span too: a workflow is no agent
+        replaced[sc.GEN_AI_OPERATION_NAME] = sc.OP_INVOKE_AGENT if team else sc.OP_INVOKE_WORKFLOW
+        found[sc.GEN_AI_AGENT_NAME] = team
+        found[sc.GEN_AI_WORKFLOW_NAME] = span.get("traceloop.workflow.name")
+        task = _task(span.get("traceloop.entity.input"), plain=not graph)
+        found[sc.GEN_AI_INPUT_MESSAGES] = dumps(genai_messages(task, "user")) if task else None
+    elif kind == "agent":
+        found[sc.GEN_AI_OPERATION_NAME] = sc.OP_INVOKE_AGENT
+    elif kind == "tool" or span.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
         op = span.get(sc.GEN_AI_OPERATION_NAME)
-        if op == "goto" and span.get(_GOTO):
-            target = text(span.get(_GOTO))
-            if previous is not None and target not in (previous, pending):
-                conv.handoff(previous, target, origin=span)
-                pending = target
-        elif _is_tool(span):
-            entity = "" if op == sc.OP_EXECUTE_TOOL else text(span.get("traceloop.entity.name"))
-            name = text(span.get(sc.GEN_AI_TOOL_NAME)) or entity or span.name
-            raw = span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS) or span.get("traceloop.entity.input")
-            caller = speaker.get(span.span_id)
-            handed = transfer(name, arguments(raw), speakers)
-            if handed is not None and graph:
-                continue  # a graph's transfer: its goto span hands the turn over; the call is no tool's use
-            if handed is not None:  # a delegation: the turn passes to the agent it names, with its reason
-                to, reason = handed
-                if caller is not None and to is not None and to not in (caller, pending):
-                    conv.handoff(caller, to, reason=reason, origin=span)
-                    pending = to
-                continue
-            result = span.get(sc.GEN_AI_TOOL_CALL_RESULT) or span.get("traceloop.entity.output")
-            conv.tool_call(caller or "?", name, _inputs(raw), text(result), origin=span)
-        elif span.span_id in chat_ids:
-            sender = speaker[span.span_id]
-            if previous is not None and sender not in (previous, pending):
-                conv.handoff(previous, sender, origin=span)
-            previous, pending = sender, None
-            content, calls = genai_messages_text(span.get(sc.GEN_AI_OUTPUT_MESSAGES))
-            names = ", ".join(text(c.get("name")) for c in calls)
-            kind = sc.KIND_TOOL_CALL if calls and not content else sc.KIND_MESSAGE
-            conv.message(sender, [_RUNTIME] if calls else [_GRAPH], content or names, origin=span, kind=kind,
-                         tool_calls=names or None)  # fmt: skip
-    return conv.build(task=task, name=text(root.get("traceloop.workflow.name")) or root.name)
+        found[sc.GEN_AI_OPERATION_NAME] = sc.OP_EXECUTE_TOOL
+        entity = "" if op == sc.OP_EXECUTE_TOOL else text(span.get("traceloop.entity.name"))
+        found[sc.GEN_AI_TOOL_NAME] = entity or span.name
+        raw = span.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS) or span.get("traceloop.entity.input")
+        if raw is not None:  # (OpenLLMetry writes LangChain's serialized call there: its inputs are the arguments)
+            replaced[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = _inputs(raw)
+        found[sc.GEN_AI_TOOL_CALL_RESULT] = span.get("traceloop.entity.output")
+        if graph and span.get(sc.GEN_AI_AGENT_NAME) is None and _node(span):
+            found[sc.GEN_AI_AGENT_NAME] = _node(span)
+    elif span.get(sc.GEN_AI_OPERATION_NAME) == "goto" and span.get(_GOTO):
+        replaced[sc.GEN_AI_OPERATION_NAME] = sc.OP_EXECUTE_TOOL
+        replaced[sc.GEN_AI_TOOL_NAME] = _TRANSFER_TOOL
+        replaced[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = json.dumps({"agent_name": text(span.get(_GOTO))})
+    elif graph and span.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT and _node(span):
+        found[sc.GEN_AI_AGENT_NAME] = _node(span)
+    added = {k: v for k, v in found.items() if v is not None and k not in span.attributes}
+    changes = {**added, **replaced}
+    return dataclasses.replace(span, attributes={**span.attributes, **changes}) if changes else span
 
 
 def _inputs(value: Any) -> str:

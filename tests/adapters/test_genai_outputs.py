@@ -151,7 +151,8 @@ def test_the_root_names_the_task_the_agents_and_the_handoffs(name: str) -> None:
     assert root.get(sc.CONVERSATION_TASK) == (record["messages"][0][1] if settings["content_captured"] else None)
     assert root.get(sc.GEN_AI_WORKFLOW_NAME) == _name_for(name)
     in_order = list(dict.fromkeys(record["agents"]))  # Pydantic AI's record lists an agent at each return
-    assert list(root.get(sc.CONVERSATION_AGENTS))[: len(in_order)] == in_order
+    agents = [a for a in root.get(sc.CONVERSATION_AGENTS) if a != "user"]  # (the user first, with the task)
+    assert agents[: len(in_order)] == in_order
     assert root.get(sc.CONVERSATION_HANDOFFS) == len(record["handoffs"])
 
 
@@ -280,7 +281,7 @@ def test_an_orchestrator_that_never_speaks_is_structure_not_a_speaker() -> None:
     editor = _agent(t, "editor", pipeline)
     _chat(t, editor, "Edited.")
     adapted = _adapted(t.spans)
-    assert adapted.records[0].get(sc.CONVERSATION_AGENTS)[:3] == ("writer", "editor", "user")
+    assert adapted.records[0].get(sc.CONVERSATION_AGENTS) == ("user", "writer", "editor")
     assert recipients(adapted.records) == [("user", ("writer",)), ("writer", ("pipeline",)), ("editor", ("pipeline",))]
     assert handoffs(adapted.records) == [("writer", "editor")]
 
@@ -339,15 +340,14 @@ def test_an_agent_that_was_invoked_but_never_spoke_is_handed_to_and_from() -> No
     assert messages(adapted.records) == [("triage", "To billing."), ("reviewer", "Approved.")]
 
 
-def test_the_task_goes_to_the_first_agent_when_no_model_call_was_recorded() -> None:
+def test_agents_invoked_that_never_answered_are_no_conversation() -> None:
     t = _Trace()
     root = t.add("invoke_swarm", None, gen_ai__operation__name="invoke_swarm",
                  gen_ai__input__messages=_parts("user", "Plan it."))  # fmt: skip
     for name in ("planner", "doer"):
         _agent(t, name, root)
-    adapted = _adapted(t.spans)
-    assert recipients(adapted.records) == [("user", ("planner",))]
-    assert adapted.no_content is None  # the task is content: the judge can read what there is
+    # agents invoked, none answered: no multi-agent conversation (the task alone says nothing of the agents)
+    assert adapt(t.spans) == NotAConversation("genai", "0 agent(s) replied; not a multi-agent conversation")
 
 
 def test_a_run_whose_agents_only_called_tools_still_has_content() -> None:
