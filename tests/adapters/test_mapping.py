@@ -172,3 +172,90 @@ def test_the_collector_logs_why_at_debug_level(caplog: pytest.LogCaptureFixture)
     (line,) = [r.getMessage() for r in caplog.records if r.name == "mast_otel.judge.foreign"]
     assert line.startswith(f"trace {unit[0].trace_id}: read by genai as llama-index: 3 agents")
     assert "not judged" in line and "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in line
+
+
+_EVERY_KIND = """
+mappings:
+  - name: every-kind
+    scope: s
+    framework: Acme_Agents
+    transfer: {when: {op: handoff}, target: [to, target], reason: why}
+    tool: {when: {op: tool}, name: [tool, label], arguments: args, result: [out], call_id: id}
+    model: {when: {op: llm}, name: who, input: prompt, output: answer}
+    agent: {when: {op: agent, kind: "*"}, name: [sub, who], input: [given], output: said}
+"""
+
+
+def _translated(attributes: dict[str, Any], name: str = "x") -> dict[str, Any]:
+    (mapping,) = parse_mappings(yaml.safe_load(_EVERY_KIND))
+    return dict(mapping.translate(SpanRecord("t", "s1", None, name, 0, 1, attributes, scope_name="s")).attributes)
+
+
+def test_each_kind_translates_each_of_its_fields() -> None:
+    agent = _translated({"op": "agent", "kind": "sub", "sub": "helper", "who": "lead", "given": "Do it.",
+                         "said": '[{"role": "assistant", "content": "Done."}]'})  # fmt: skip
+    assert agent[sc.GEN_AI_OPERATION_NAME] == sc.OP_INVOKE_AGENT and agent[sc.GEN_AI_AGENT_NAME] == "helper"
+    assert json.loads(agent[sc.GEN_AI_INPUT_MESSAGES]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "Do it."}]}]  # fmt: skip
+    assert json.loads(agent[sc.GEN_AI_OUTPUT_MESSAGES]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}]  # fmt: skip
+    assert _translated({"op": "agent", "who": "lead"}).get(sc.GEN_AI_OPERATION_NAME) is None  # kind: "*" unmet
+    model = _translated({"op": "llm", "who": "lead", "answer": "Hi."})
+    assert (model[sc.GEN_AI_OPERATION_NAME], model[sc.GEN_AI_AGENT_NAME]) == (sc.OP_CHAT, "lead")
+    assert sc.GEN_AI_INPUT_MESSAGES not in model
+    assert json.loads(model[sc.GEN_AI_OUTPUT_MESSAGES]) == [{"role": "assistant", "parts": [
+        {"type": "text", "content": "Hi."}]}]  # fmt: skip
+    tool = _translated({"op": "tool", "label": "lookup", "args": {"order": "A17"}, "out": "42", "id": 7})
+    assert {k: v for k, v in tool.items() if k.startswith("gen_ai.")} == {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "lookup",
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS: '{"order": "A17"}', sc.GEN_AI_TOOL_CALL_RESULT: "42",
+        sc.GEN_AI_TOOL_CALL_ID: "7"}  # fmt: skip
+    unnamed = _translated({"op": "tool"}, name="tool:lookup")
+    assert unnamed[sc.GEN_AI_TOOL_NAME] == "tool:lookup" and sc.GEN_AI_TOOL_CALL_RESULT not in unnamed
+    transfer = _translated({"op": "handoff", "target": "billing"})
+    assert json.loads(transfer[sc.GEN_AI_TOOL_CALL_ARGUMENTS]) == {"agent_name": "billing"}  # no reason: none
+    assert _translated({"op": "other"}) == {"op": "other"}
+
+
+def test_the_mapping_names_the_framework_and_the_source_on_the_conversation() -> None:
+    (mapping,) = parse_mappings(yaml.safe_load(_EVERY_KIND))
+    spans = [SpanRecord("t", "r", None, "lead", 0, 100, {"op": "agent", "kind": "k", "who": "lead",
+                                                          "said": "Done."}, scope_name="s"),
+             SpanRecord("t", "a", "r", "helper", 10, 50, {"op": "agent", "kind": "k", "who": "helper",
+                                                          "said": "Found."}, scope_name="s")]  # fmt: skip
+    adapted = adapt(spans, [mapping])
+    assert isinstance(adapted, Adapted)
+    assert (adapted.source, adapted.framework) == ("mapping:every-kind", "Acme_Agents")
+    root = adapted.records[0]
+    assert (root.get(sc.MAST_SOURCE), root.get(sc.MAST_FRAMEWORK)) == ("mapping:every-kind", "acme-agents")
+    assert mapping.root_keys == ("op", "kind")
+    alone = adapt(spans[:1], [mapping])
+    assert alone is not None and not isinstance(alone, Adapted) and alone.source == "mapping:every-kind"
+
+
+def test_a_mapping_file_with_another_shape_is_refused_in_every_place(tmp_path: Path) -> None:
+    cases: list[tuple[Any, str]] = [
+        ({"mappings": [7]}, "mappings[0]: expected a mapping of keys"),
+        ({"mappings": [{"name": " ", "agent": {"when": {"k": "v"}}}]}, "'name' must name the mapping"),
+        ({"mappings": [{**_GOOD, "framework": 1}]}, "mappings[0].framework: expected text"),
+        ({"mappings": [{**_GOOD, "agent": [1]}]}, "mappings[0].agent: expected a mapping of keys"),
+        ({"mappings": [{**_GOOD, "agent": {"when": {"": "v"}}}]}, "mappings[0].agent.when"),
+        ({"mappings": [{**_GOOD, "agent": {"when": {"k": "v"}, "name": []}}]}, "mappings[0].agent.name"),
+        ({"mappings": [{**_GOOD, "agent": {"when": {"k": "v"}, "name": ["a", " "]}}]}, "mappings[0].agent.name"),
+        ({"mappings": [], "more": 1}, "'mappings:' list and nothing else"),
+        ({"mappings": {}}, "'mappings:' list"),
+    ]
+    for data, said in cases:
+        with pytest.raises(MappingError) as caught:
+            parse_mappings(data, "here.yaml")
+        assert str(caught.value).startswith("here.yaml") and said in str(caught.value), data
+    (named,) = parse_mappings({"mappings": [{**_GOOD, "name": " m ", "agent": {"when": {"k": 1},
+                                                                              "name": [" a "]}}]})  # fmt: skip
+    assert named.name == "m" and dict(named.kinds)["agent"].when == {"k": "1"}
+    assert dict(named.kinds)["agent"].fields == {"name": ("a",)}
+    missing = tmp_path / "none.yaml"
+    with pytest.raises(MappingError, match=f"span mapping {missing}: cannot read it"):
+        load_mappings(missing)
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump({"mappings": [_GOOD]}), encoding="utf-8")
+    assert [m.name for m in load_mappings(good)] == ["m"]

@@ -91,7 +91,49 @@ def test_one_message_in_every_shape_reads_the_same(texts: list[str], calls: list
                  tuple(m.get("name") for m in messages), tuple(m["role"] for m in messages))  # fmt: skip
         read.add(found)
         assert content == "\n".join(texts), shape
+        assert [m.get("name") for m in messages] == [name], shape
+        assert [(p["name"], p["id"], p["arguments"]) for p in parts] == list(calls), shape
     assert len(read) == 1
+
+
+# One tool result (call id, what the tool returned) in each shape a result is written in.
+RESULTS: dict[str, Callable[[str, str], Any]] = {
+    "genai": lambda i, r: [{"role": "tool", "parts": [{"type": "tool_call_response", "id": i, "response": r}]}],
+    "openai": lambda i, r: [{"role": "tool", "tool_call_id": i, "content": r}],
+    "ai-sdk": lambda i, r: [{"role": "tool", "content": [{"type": "tool-result", "toolCallId": i, "output": r}]}],
+    "ai-sdk-4": lambda i, r: [{"role": "tool", "content": [{"type": "tool-result", "toolCallId": i, "result": r}]}],
+    "anthropic": lambda i, r: [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": r}]}],
+    "bedrock": lambda i, r: [{"role": "user", "content": [{"toolResult": {"toolUseId": i, "content": r}}]}],
+}  # fmt: skip
+
+
+@given(st.from_regex(r"call_[0-9]{1,3}", fullmatch=True), _TEXT)
+def test_one_tool_result_in_every_shape_reads_the_same(call_id: str, returned: str) -> None:
+    for shape, render in RESULTS.items():
+        (message,) = genai_messages(render(call_id, returned))
+        assert [(p["type"], p["id"], p["response"]) for p in message["parts"]] == [
+            ("tool_call_response", call_id, returned)], shape  # fmt: skip
+
+
+@given(_CALL)
+def test_a_gemini_call_in_either_spelling_is_a_call(call: Call) -> None:
+    name, call_id, arguments = call
+    for key in ("function_call", "functionCall"):
+        part = {key: {"id": call_id, "name": name, "args": arguments}}
+        (message,) = genai_messages([{"role": "model", "parts": [part]}])
+        assert message["parts"] == [{"type": "tool_call", "id": call_id, "name": name, "arguments": arguments}]
+    flat = [{"role": "assistant", "content": [{"type": "function_call", "id": call_id, "name": name,
+                                               "arguments": arguments}]}]  # fmt: skip
+    assert message_text(genai_messages(flat))[1] == [{"type": "tool_call", "id": call_id, "name": name,
+                                                      "arguments": arguments}]  # fmt: skip
+
+
+def test_langchain_types_are_roles_and_only_a_typed_message_is_langchain_s() -> None:
+    for kind, role in (("human", "user"), ("ai", "assistant"), ("system", "system"), ("tool", "tool")):
+        (message,) = genai_messages([{"type": kind, "data": {"content": "x"}}])
+        assert message["role"] == role
+    (other,) = genai_messages([{"role": "user", "data": {"content": "x"}, "content": "said"}])
+    assert other["role"] == "user" and message_text([other])[0] == "said"
 
 
 def _not_a_json_container(value: str) -> bool:
