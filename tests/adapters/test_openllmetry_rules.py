@@ -169,3 +169,71 @@ def test_a_graphs_transfer_tool_is_the_handoff_its_goto_span_records_not_a_tool_
     assert isinstance(again, Adapted)
     assert [c.get(sc.GEN_AI_TOOL_NAME) for c in _calls(again)] == ["lookup_researcher", "lookup_order",
                                                                     "lookup_writer"]  # fmt: skip
+
+
+# --- OpenLLMetry's vocabulary, translated into the GenAI conventions (openllmetry.as_genai) ----------------------
+
+
+def _graph_run(*, goto: bool = True, chat_path: str = "b.agent", tool: dict[str, Any] | None = None,
+               root_input: str | None = None) -> list[SpanRecord]:  # fmt: skip
+    """A graph's run in OpenLLMetry's words: a workflow span, node a's model call, a goto span (a Command to node
+    b, no transfer tool), node b's model call, and a tool span of node b."""
+    out = '[{"role": "assistant", "parts": [{"type": "text", "content": "%s"}]}]'
+    root_attrs = {"traceloop.span.kind": "workflow", "traceloop.workflow.name": "G", "traceloop.entity.path": ""}
+    if root_input is not None:
+        root_attrs["traceloop.entity.input"] = root_input
+    spans = [SpanRecord("t", "r", None, "G.workflow", 0, 1000, root_attrs)]
+    spans.append(SpanRecord("t", "c1", "r", "chat", 10, 20, {sc.GEN_AI_OPERATION_NAME: "chat",
+                                                              "traceloop.entity.path": "a.agent",
+                                                              sc.GEN_AI_OUTPUT_MESSAGES: out % "To b."}))  # fmt: skip
+    if goto:
+        spans.append(SpanRecord("t", "g", "r", "goto b", 30, 31, {sc.GEN_AI_OPERATION_NAME: "goto",
+                                                                   "langgraph.command.goto_node": "b"}))  # fmt: skip
+    spans.append(SpanRecord("t", "c2", "r", "chat", 40, 50, {sc.GEN_AI_OPERATION_NAME: "chat",
+                                                              "traceloop.entity.path": chat_path,
+                                                              sc.GEN_AI_OUTPUT_MESSAGES: out % "Done."}))  # fmt: skip
+    if tool is not None:
+        spans.append(SpanRecord("t", "tool", "r", "tool span", 60, 70, tool))
+    return spans
+
+
+def test_a_goto_span_alone_is_the_handoff_and_its_evidence() -> None:
+    (read,) = _adapted(_graph_run())
+    assert handoffs(read.records) == [("a", "b")] and read.original(read.handoffs[0].span_id) == "g"
+    (unrouted,) = _adapted(_graph_run(goto=False))  # the change of speaker alone: evidence on b's answer
+    assert handoffs(unrouted.records) == [("a", "b")] and unrouted.original(unrouted.handoffs[0].span_id) == "c2"
+    nowhere = _graph_run()
+    nowhere[2] = dataclasses.replace(nowhere[2], attributes={sc.GEN_AI_OPERATION_NAME: "goto"})  # no node named
+    (read,) = _adapted(nowhere)
+    assert read.original(read.handoffs[0].span_id) == "c2"
+    assert (read.source, read.framework, read.records[0].get(sc.MAST_FRAMEWORK)) == (
+        "openllmetry", "langgraph", "langgraph")  # (no scope: the graph this adapter reads)  # fmt: skip
+    assert read.records[0].get(sc.MAST_SOURCE) == "openllmetry"
+    assert read.records[0].get(sc.GEN_AI_WORKFLOW_NAME) == "G"
+
+
+def test_a_graphs_tool_speaks_for_its_node_unless_it_names_its_agent() -> None:
+    base = {"traceloop.span.kind": "tool", "traceloop.entity.path": "b.tools", "traceloop.entity.name": "lookup",
+            "traceloop.entity.input": '{"inputs": {"q": 1}}', "traceloop.entity.output": "42"}  # fmt: skip
+    (read,) = _adapted(_graph_run(tool=base))
+    (call,) = _calls(read)
+    assert (call.get(sc.GEN_AI_AGENT_NAME), call.get(sc.GEN_AI_TOOL_NAME)) == ("b", "lookup")
+    assert (call.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS), call.get(sc.GEN_AI_TOOL_CALL_RESULT)) == ('{"q": 1}', "42")
+    (named,) = _adapted(_graph_run(tool={**base, sc.GEN_AI_AGENT_NAME: "a"}))
+    assert _calls(named)[0].get(sc.GEN_AI_AGENT_NAME) == "a"
+    # an execute_tool span is named by gen_ai.tool.name, else by its span's name, never by the entity
+    (genai,) = _adapted(_graph_run(tool={**base, sc.GEN_AI_OPERATION_NAME: "execute_tool"}))
+    assert _calls(genai)[0].get(sc.GEN_AI_TOOL_NAME) == "tool span"
+
+
+def test_a_graphs_input_is_its_first_message_or_its_plain_text() -> None:
+    (read,) = _adapted(_graph_run(root_input='{"inputs": {"messages": [{"role": "user", "content": "Go."}]}}'))
+    assert read.records[0].get(sc.CONVERSATION_TASK) == "Go."
+    # plain text: read by the rule for every convention (a run's own record of its input, `<namespace>.input`)
+    (plain,) = _adapted(_graph_run(root_input="Go."))
+    assert plain.records[0].get(sc.CONVERSATION_TASK) == "Go."
+    (state,) = _adapted(_graph_run(root_input='{"inputs": {"topic": "x"}}'))  # a graph state: no request
+    assert state.records[0].get(sc.CONVERSATION_TASK) is None
+    # a node's path with one part is the node; one the model call speaks for another node from
+    (deep,) = _adapted(_graph_run(chat_path="b.agent.x.y"))
+    assert [m.get(sc.MESSAGE_SENDER) for m in deep.messages] == ["a", "b"]
