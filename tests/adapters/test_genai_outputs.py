@@ -705,3 +705,37 @@ def test_a_handoff_recorded_once_at_the_end_of_the_run_is_kept(recorded_as: str)
     adapted = _adapted(t.spans)
     assert handoffs(adapted.records) == [("billing", "triage"), ("triage", "billing")]
     assert adapted.original(adapted.handoffs[1].span_id) == record.span_id
+
+
+def test_a_tool_span_without_its_name_is_named_by_its_span_and_stands_for_the_answer_that_asked() -> None:
+    """An agent run with no model call of its own whose tool span carries no ``gen_ai.tool.name``: the tool is the
+    span's name after its operation, the unrecorded answer that asked for it names it too."""
+    t = _Trace()
+    root = _workflow(t)
+    a = _agent(t, "a", root, gen_ai__output__messages=_parts("assistant", "Found."))
+    t.add("execute_tool lookup_order", a, gen_ai__operation__name="execute_tool")
+    _chat(t, _agent(t, "b", root), "Thanks.")
+    _ends(t, {a.span_id: 35})
+    adapted = _adapted(t.spans)
+    assert tools(adapted.records) == [("a", "lookup_order")]
+    assert messages(adapted.records)[:2] == [("a", "lookup_order"), ("a", "Found.")]
+
+
+@pytest.mark.parametrize(("output", "speaks"), [
+    (json.dumps([{"role": "assistant", "name": "inner", "parts": [{"type": "text", "content": "x"}]},
+                 {"role": "assistant", "name": "outer", "parts": [{"type": "text", "content": "y"}]}]), True),
+    (json.dumps([{"role": "assistant", "name": "outer", "parts": [{"type": "text", "content": "Mine."}]}]), True),
+    ("[]", False),
+    (None, False),
+])  # fmt: skip
+def test_an_orchestrator_speaks_only_by_an_output_of_its_own(output: str | None, speaks: bool) -> None:
+    """Messages written by several authors, or by the orchestrator itself, are an output of its own; an output
+    recorded as nothing, or none at all, leaves it structure."""
+    t = _Trace()
+    root = _workflow(t)
+    outer = _agent(t, "outer", root, **({"gen_ai__output__messages": output} if output is not None else {}))
+    _chat(t, _agent(t, "inner", outer), "Done.")
+    _chat(t, _agent(t, "other", root), "Also done.")
+    adapted = _adapted(t.spans)
+    agents = adapted.records[0].get(sc.CONVERSATION_AGENTS)
+    assert ("outer" in agents) == speaks and ("outer" in [s for s, _ in messages(adapted.records)]) == speaks
