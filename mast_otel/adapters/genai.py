@@ -120,7 +120,7 @@ def framework_of(spans: list[SpanRecord]) -> str:
 
 
 def _operation(span: SpanRecord) -> str:
-    op = span.get(sc.GEN_AI_OPERATION_NAME)
+    op = span.attributes.get(sc.GEN_AI_OPERATION_NAME)  # (read many times per span: the dict, not the method)
     return op if isinstance(op, str) else ""
 
 
