@@ -372,7 +372,9 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
             to = [_RUNTIME] if calls else [who.recipient]
             conv.message(who.agent, to, content or names, origin=span, kind=kind, tool_calls=names or None)
             for name, call_id, args in requested_calls(span) if spanless else ():
-                if _evidence.transfer(name, _evidence.arguments(args), agents) is None:
+                # (a tool named as an agent of the run runs that agent: smolagents' managed agents, agents as
+                # tools; a delegation, whose handoff the agent's own run records)
+                if name not in agents and _evidence.transfer(name, _evidence.arguments(args), agents) is None:
                     conv.tool_call(who.agent, name, args, responses.get(call_id, ""), origin=span)
     if pending is not None and pending.target:
         hand(pending.source, pending.target, pending.origin, pending.reason)

@@ -739,3 +739,18 @@ def test_an_orchestrator_speaks_only_by_an_output_of_its_own(output: str | None,
     adapted = _adapted(t.spans)
     agents = adapted.records[0].get(sc.CONVERSATION_AGENTS)
     assert ("outer" in agents) == speaks and ("outer" in [s for s, _ in messages(adapted.records)]) == speaks
+
+
+def test_a_call_of_a_tool_named_as_an_agent_of_the_run_is_a_delegation_not_a_tool_call() -> None:
+    """smolagents' managed agents under the official instrumentation: no span is a tool's, and the manager's
+    model calls the researcher as a tool by its name; the researcher's own run (nested) is the handoff."""
+    t = _Trace()
+    manager = _agent(t, "manager", None)
+    _chat(t, manager, call="researcher")
+    researcher = _agent(t, "researcher", manager)
+    _chat(t, researcher, call="lookup_order")
+    _chat(t, researcher, "Found.")
+    _chat(t, manager, "Refunded.")
+    adapted = _adapted(t.spans)
+    assert tools(adapted.records) == [("researcher", "lookup_order")]
+    assert handoffs(adapted.records) == [("manager", "researcher"), ("researcher", "manager")]
