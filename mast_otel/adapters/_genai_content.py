@@ -131,7 +131,7 @@ def _legacy_message(value: Any) -> Output:
     ``function_call`` parts): its text and the tools it calls."""
     if text(value).strip() in _REDACTED:
         return "", []
-    content, calls = message_text(genai_messages(value))
+    content, calls = genai_messages_text(value)
     return content, [text(c.get("name")) for c in calls]
 
 

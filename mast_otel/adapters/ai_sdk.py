@@ -34,7 +34,7 @@ from mast_otel.spans import SpanRecord
 
 from . import genai
 from ._bounds import json_of
-from ._conversation import SOURCE_ATTRIBUTE, Adapted, NotAConversation
+from ._conversation import Adapted, NotAConversation
 from ._messages import dumps, genai_messages
 from ._tree import Tree, text
 
@@ -66,13 +66,7 @@ def is_root(span: SpanRecord) -> bool:
 
 
 def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
-    read = Tree(as_genai(s) for s in tree.spans)
-    adapted = genai.adapt(read, read.by_id[root.span_id])
-    if isinstance(adapted, NotAConversation):
-        return NotAConversation(SOURCE, adapted.reason)
-    first = adapted.records[0]
-    labelled = dataclasses.replace(first, attributes={**first.attributes, SOURCE_ATTRIBUTE: SOURCE})
-    return dataclasses.replace(adapted, source=SOURCE, records=(labelled, *adapted.records[1:]))
+    return genai.read_translated(tree, root, as_genai, SOURCE)
 
 
 def as_genai(span: SpanRecord) -> SpanRecord:

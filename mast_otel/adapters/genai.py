@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +51,7 @@ from mast_otel.spans import SpanRecord
 
 from . import _evidence
 from ._bounds import json_of
-from ._conversation import Adapted, ConversationBuilder, NotAConversation
+from ._conversation import SOURCE_ATTRIBUTE, Adapted, ConversationBuilder, NotAConversation
 from ._evidence import content_switches, framework_of_run, is_transfer, name_or_none, transfer
 from ._genai_content import (
     agent_input_text,
@@ -229,6 +229,7 @@ def _turns(tree: Tree, root: SpanRecord, below: list[SpanRecord], recorded: bool
 
 
 def _tool_name(span: SpanRecord) -> str:
+    """A tool span's tool: ``gen_ai.tool.name``, else its span's name after the operation (``execute_tool <name>``)."""
     return text(span.get(sc.GEN_AI_TOOL_NAME)) or span.name.removeprefix("execute_tool ").strip()
 
 
@@ -324,7 +325,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         op = _operation(span)
         who = acting[span.span_id]
         if ending:
-            content, calls = output(span) if recorded else ("", [])
+            content = output(span)[0] if recorded else ""
             came_back(who, span)
             content_seen = content_seen or bool(content)
             conv.message(who.agent, [who.recipient], content, origin=span)
@@ -332,7 +333,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
         if op == sc.OP_EXECUTE_TOOL and span.span_id in turns.asked_by_tool:
             # no model call of this agent's is recorded: the tool run stands for the answer that asked for it
             came_back(who, span)
-            asked = text(span.get(sc.GEN_AI_TOOL_NAME)) or span.name.removeprefix("execute_tool ").strip()
+            asked = _tool_name(span)
             conv.message(who.agent, [_RUNTIME], asked, origin=span, kind=sc.KIND_TOOL_CALL, tool_calls=asked)
         if span.span_id in turns.structure:
             continue
@@ -344,7 +345,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
                 hand(current or who.caller or "", who.agent, span)
             current = who.agent
         elif op == sc.OP_EXECUTE_TOOL:
-            tool = text(span.get(sc.GEN_AI_TOOL_NAME)) or span.name.removeprefix("execute_tool ").strip()
+            tool = _tool_name(span)
             # (a transfer recorded outside any agent's run, a graph's goto, comes from the agent whose turn it is)
             transfer = _transfer(tool, span, who.agent or current or "", agents)
             if transfer is not None:
@@ -389,6 +390,23 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     return conv.build(task=task, name=name, no_content=no_content)
 
 
+def read_translated(tree: Tree, root: SpanRecord, translate: Callable[[SpanRecord], SpanRecord], source: str,
+                    framework: str | None = None) -> Adapted | NotAConversation:  # fmt: skip
+    """A run another convention wrote, read by this reader: each span ``translate``d into the GenAI conventions,
+    the conversation named after the translator (``source``) and after ``framework`` where the translator knows
+    it better than the scopes say. Every translator (the AI SDK's, OpenLLMetry's, the user's mappings) reads
+    through here."""
+    read = Tree(translate(s) for s in tree.spans)
+    adapted = adapt(read, read.by_id[root.span_id])
+    if isinstance(adapted, NotAConversation):
+        return NotAConversation(source, adapted.reason)
+    framework = framework or adapted.framework
+    first = adapted.records[0]
+    labelled = dataclasses.replace(first, attributes={**first.attributes, SOURCE_ATTRIBUTE: source,
+                                                      sc.MAST_FRAMEWORK: sc.framework_name(framework)})  # fmt: skip
+    return dataclasses.replace(adapted, source=source, framework=framework, records=(labelled, *adapted.records[1:]))
+
+
 def _recorded_empty(span: SpanRecord) -> bool:
     """A model answer recorded with an empty text part and nothing else (``gen_ai.output.messages``
     ``[{"role": "assistant", "parts": [{"type": "text", "content": ""}]}]``): the framework wrote the answer out,
@@ -413,7 +431,7 @@ def _tools_run_after(tree: Tree, span: SpanRecord) -> list[str]:
         if _is_llm(sibling):
             break
         if _operation(sibling) == sc.OP_EXECUTE_TOOL:
-            names.append(text(sibling.get(sc.GEN_AI_TOOL_NAME)) or sibling.name.removeprefix("execute_tool ").strip())
+            names.append(_tool_name(sibling))
     return names
 
 

@@ -26,7 +26,7 @@ from mast_otel import semconv as sc
 from mast_otel.spans import SpanRecord
 
 from . import genai
-from ._conversation import SOURCE_ATTRIBUTE, Adapted, NotAConversation
+from ._conversation import Adapted, NotAConversation
 from ._evidence import name_or_none
 from ._messages import dumps, genai_messages
 from ._tree import Tree, text
@@ -126,16 +126,7 @@ class SpanMapping:
         return dataclasses.replace(span, attributes={**span.attributes, **added}) if added else span
 
     def adapt(self, tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
-        read = Tree(self.translate(s) for s in tree.spans)
-        adapted = genai.adapt(read, read.by_id[root.span_id])
-        if isinstance(adapted, NotAConversation):
-            return NotAConversation(self.source, adapted.reason)
-        framework = self.framework or adapted.framework
-        first = adapted.records[0]
-        labelled = dataclasses.replace(first, attributes={**first.attributes, SOURCE_ATTRIBUTE: self.source,
-                                                          sc.MAST_FRAMEWORK: sc.framework_name(framework)})  # fmt: skip
-        return dataclasses.replace(adapted, source=self.source, framework=framework,
-                                   records=(labelled, *adapted.records[1:]))  # fmt: skip
+        return genai.read_translated(tree, root, self.translate, self.source, self.framework)
 
 
 def _text_of(value: Any) -> str | None:

@@ -33,7 +33,7 @@ from mast_otel.spans import SpanRecord
 
 from . import genai
 from ._bounds import NOT_JSON, json_of
-from ._conversation import SOURCE_ATTRIBUTE, Adapted, NotAConversation
+from ._conversation import Adapted, NotAConversation
 from ._evidence import framework_of_run, name_or_none
 from ._messages import dumps, genai_messages
 from ._tree import Tree, text
@@ -77,15 +77,7 @@ def adapt(tree: Tree, root: SpanRecord) -> Adapted | NotAConversation:
     below = tree.below(root)
     # In a graph's run each model call speaks for the graph node its entity path starts with.
     graph = any(_node(s) for s in below if s.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT)
-    read = Tree(as_genai(s, graph) for s in tree.spans)
-    adapted = genai.adapt(read, read.by_id[root.span_id])
-    if isinstance(adapted, NotAConversation):
-        return NotAConversation(SOURCE, adapted.reason)
-    framework = _framework(root, below)
-    first = adapted.records[0]
-    labelled = dataclasses.replace(first, attributes={**first.attributes, SOURCE_ATTRIBUTE: SOURCE,
-                                                      sc.MAST_FRAMEWORK: sc.framework_name(framework)})  # fmt: skip
-    return dataclasses.replace(adapted, source=SOURCE, framework=framework, records=(labelled, *adapted.records[1:]))
+    return genai.read_translated(tree, root, lambda s: as_genai(s, graph), SOURCE, _framework(root, below))
 
 
 def as_genai(span: SpanRecord, graph: bool) -> SpanRecord:
